@@ -1,0 +1,46 @@
+// Cost model v0: stand-alone time of each kernel on one GPU, from the device's datasheet and a
+// calibration profile.
+//
+// GEMM (C[M×N] = A[M×K]·B[K×N], batch b, dtype d):
+//   t = max(2·b·M·N·K / (peak(d) · e_max · e_wave), bytes / (HBM · e_mem)) + t_fixed
+//   e_wave = tiles / (ceil(tiles / SMs) · SMs), tiles = b·ceil(M/tile_m)·ceil(N/tile_n)
+// (wave quantization: NVIDIA, "Matrix Multiplication Background User's Guide", §"Wave
+// quantization"); bytes = (M·K + K·N + M·N)·b·sizeof(d).
+// Memory-bound kernel moving `bytes` through HBM: t = bytes / (HBM · e_mem) + t_fixed.
+// Attention core (softmax(QKᵀ)V of b·heads heads, s×s, head_dim): 4·b·heads·s²·head_dim FLOPs
+// forward (2× backward) at peak · e_attn, plus the softmax's memory traffic.
+// Every kernel launch costs the host `launch_overhead_s`; a kernel cannot be shorter than that
+// when the GPU is waiting for launches (see replay.hpp).
+#pragma once
+
+#include "calibrate/profile.hpp"
+#include "models/device_catalog.hpp"
+
+#include <cstdint>
+
+namespace overlapsim {
+
+class CostModel {
+ public:
+  /// REQUIRES: profile.device == device.model (or the profile is generic). Copies both.
+  CostModel(const DeviceSpec& device, const Profile& profile);
+
+  /// Seconds for a (batched) GEMM; m, n, k, batch >= 1.
+  double gemm_time_s(int64_t m, int64_t n, int64_t k, DType dtype, int64_t batch = 1) const;
+  /// Seconds for a memory-bound kernel reading+writing `bytes` bytes of HBM in total.
+  double memory_bound_time_s(double bytes) const;
+  /// Seconds for the attention core of `batch` sequences, forward (backward = false) or backward.
+  double attention_time_s(int64_t batch, int64_t heads, int64_t seq, int64_t head_dim, DType dtype,
+                          bool backward) const;
+  /// Seconds of host time per kernel launch.
+  double launch_overhead_s() const { return profile_.launch_overhead_s; }
+
+  const DeviceSpec& device() const { return device_; }
+  const Profile& profile() const { return profile_; }
+
+ private:
+  DeviceSpec device_;
+  Profile profile_;
+};
+
+}  // namespace overlapsim

@@ -1,0 +1,60 @@
+// What is trained: a GPT-style decoder-only transformer, and how it is laid out over GPUs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+enum class DType { FP32, TF32, FP16, BF16, FP8 };
+const char* to_string(DType d);
+/// Bytes per element: 4, 4, 2, 2, 1.
+int dtype_bytes(DType d);
+
+/// Hyper-parameters of a decoder-only transformer (GPT-3 / Megatron-LM style).
+struct ModelConfig {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;      ///< h
+  int heads = 0;       ///< a (attention heads); head_dim = hidden / heads
+  int ffn_hidden = 0;  ///< usually 4h
+  int seq_len = 0;     ///< s, tokens
+  int vocab = 0;       ///< V (padded as the source states)
+  DType dtype = DType::FP16;
+  /// Parameter count: 12·l·h² (1 + 13/(12h) + (V+s)/(12·l·h)), Narayanan et al. SC'21 §5.1
+  /// generalised to ffn_hidden != 4h: l·(4h² + 2·h·ffn + 9h + 2ffn... ) — see model_config.cpp.
+  double parameters() const;
+};
+
+/// A preset by name ("gpt3-175b", "megatron-1.7b", "megatron-18.4b", "megatron-145.6b", ...).
+/// Throws InputError listing the known names when the name is unknown.
+const ModelConfig& model_preset(const std::string& name);
+std::vector<std::string> model_preset_names();
+
+enum class Recompute { None, Selective, Full };
+enum class PipelineSchedule { OneFOneB, GPipe };
+const char* to_string(Recompute r);
+
+/// The parallel layout (Megatron-LM terms). world = tp · pp · dp.
+/// Rank order is Megatron's: TP innermost, then DP, then PP:
+///   rank = tp_index + tp · (dp_index + dp · pp_index).
+struct Parallelism {
+  int tp = 1, pp = 1, dp = 1;
+  bool sp = false;           ///< sequence parallelism (TP AllReduce ⇒ AllGather + ReduceScatter)
+  int micro_batch = 1;       ///< sequences per micro-batch
+  int global_batch = 1;      ///< sequences per iteration, over all DP replicas
+  PipelineSchedule pipeline_schedule = PipelineSchedule::OneFOneB;
+  int zero_stage = 0;        ///< 0, 1, 2 or 3 (ZeRO, Rajbhandari et al. SC'20)
+  Recompute recompute = Recompute::None;
+
+  int world() const { return tp * pp * dp; }
+  /// Micro-batches per iteration per pipeline: global_batch / (dp · micro_batch).
+  int num_micro_batches() const { return global_batch / (dp * micro_batch); }
+  int tp_index(int rank) const { return rank % tp; }
+  int dp_index(int rank) const { return (rank / tp) % dp; }
+  int pp_index(int rank) const { return rank / (tp * dp); }
+  int rank_of(int tp_i, int dp_i, int pp_i) const { return tp_i + tp * (dp_i + dp * pp_i); }
+};
+
+}  // namespace overlapsim

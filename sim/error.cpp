@@ -1,0 +1,33 @@
+#include "sim/error.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace overlapsim {
+
+namespace {
+std::string format_input_error(const SourceLocation& where, const std::string& key,
+                               const std::string& message) {
+  std::string out = where.file.empty() ? std::string("<input>") : where.file;
+  if (where.line > 0) {
+    out += ":" + std::to_string(where.line);
+    if (where.column > 0) out += ":" + std::to_string(where.column);
+  }
+  out += ": ";
+  if (!key.empty()) out += key + ": ";
+  out += message;
+  return out;
+}
+}  // namespace
+
+InputError::InputError(const SourceLocation& where, const std::string& key, const std::string& message)
+    : std::runtime_error(format_input_error(where, key, message)), where_(where), key_(key) {}
+
+InputError::InputError(const std::string& message) : std::runtime_error(message) {}
+
+void check_failed(const char* expr, const char* file, int line, const std::string& msg) {
+  std::fprintf(stderr, "overlapsim: internal error at %s:%d: %s (%s)\n", file, line, msg.c_str(), expr);
+  std::abort();
+}
+
+}  // namespace overlapsim

@@ -1,0 +1,120 @@
+// The machine: devices (GPUs, switches, NICs, CPU sockets) and the links between them.
+//
+// A Topology is a Boost.Graph (undirected multigraph; every edge is a link that may be full
+// duplex — an independent `bandwidth_Bps` in each direction — or half duplex, one capacity
+// shared by both directions). GPUs are numbered in *rank order*: `gpus[r]` is the vertex of the
+// GPU that runs global rank r. In the template form, rank r lives on node r / gpus_per_node, local
+// index r % gpus_per_node (Megatron-LM's placement: consecutive ranks share a node).
+//
+// Routing: route() returns the path a flow takes, as hops over edges with a direction. It is the
+// path of fewest hops whose intermediate vertices are not GPUs (a GPU does not forward traffic;
+// relaying through a peer GPU, as NCCL's PXN does, is a strategy's business and shows up as two
+// flows). Among equally short paths (ECMP in a fat tree) it picks one by a deterministic hash of
+// (src, dst), so that the same input always gives the same routes.
+// Inside a DGX node the path is GPU→NVSwitch→GPU (2 hops); across nodes of the template form it
+// is GPU→NIC (the PCIe link)→leaf→spine→leaf→NIC→GPU (6 hops), or GPU→NIC→leaf→NIC→GPU (4 hops)
+// when both NICs hang off the same leaf switch (same rail within a scalable unit).
+#pragma once
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+enum class DeviceKind { Gpu, Switch, Nic, Cpu };
+enum class LinkKind { NvLink, NvSwitch, Pcie, Network, Upi };
+
+const char* to_string(DeviceKind k);
+const char* to_string(LinkKind k);
+
+struct Device {
+  std::string name;     ///< unique, e.g. "gpu3" or "n12.gpu3"
+  DeviceKind kind = DeviceKind::Gpu;
+  std::string model;    ///< device-catalog key for GPUs (e.g. "a100-sxm4-80gb"), empty otherwise
+  int node = -1;        ///< node index in the template form; -1 in the explicit form
+  int local_index = -1; ///< index inside its node (GPU j, NIC j); -1 when not applicable
+};
+
+struct Link {
+  LinkKind kind = LinkKind::Network;
+  double bandwidth_Bps = 0;  ///< bytes per second, per direction when full duplex
+  double latency_s = 0;      ///< seconds
+  bool full_duplex = true;
+  int id = -1;               ///< dense index 0..num_links-1, stable for the same input
+};
+
+using TopologyGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, Device, Link>;
+using VertexId = TopologyGraph::vertex_descriptor;
+using EdgeId = TopologyGraph::edge_descriptor;
+
+/// One hop of a route: the link, and whether it is crossed from endpoints(link_id).first (the
+/// edge's boost::source; load_topology always adds an edge from its lower-numbered endpoint) to
+/// endpoints(link_id).second (forward) or back.
+struct Hop {
+  int link_id = -1;
+  bool forward = true;
+};
+
+class Topology {
+ public:
+  std::string name;
+  std::string source_file;   ///< file it was loaded from (for messages)
+  TopologyGraph graph;
+  std::vector<VertexId> gpus; ///< rank order
+  int gpus_per_node = 0;      ///< template form: GPUs per node; explicit form: number of GPUs
+  int num_nodes = 1;
+
+  int num_gpus() const { return static_cast<int>(gpus.size()); }
+  const Device& gpu(int rank) const { return graph[gpus.at(rank)]; }
+  /// Node of a rank (template form), or 0 in the explicit form.
+  int node_of(int rank) const;
+  /// GPU model of the machine; all GPUs must be the same model (checked at load time).
+  const std::string& gpu_model() const;
+  int num_links() const { return static_cast<int>(links_by_id_.size()); }
+  /// Link by dense id.
+  const Link& link(int id) const;
+  /// The two endpoints of a link, by dense id (source, target as Boost stores them).
+  std::pair<VertexId, VertexId> endpoints(int id) const;
+
+  /// Fewest-hop path from the GPU of rank src to that of rank dst (deterministic ECMP).
+  /// REQUIRES: 0 <= src, dst < num_gpus(), src != dst. Throws InputError if unreachable.
+  std::vector<Hop> route(int src_rank, int dst_rank) const;
+
+  /// Call after the graph is complete: assigns dense link ids (in edge-insertion order) and
+  /// checks that there is at least one GPU, all GPUs are one catalog-known model, and every GPU
+  /// can reach GPU 0. Throws InputError (naming source_file) otherwise.
+  void finalize();
+
+  /// Ranks whose GPU no route connects to rank 0's GPU (empty when the machine is connected).
+  /// Works on the graph as it stands (before or after finalize()); the loader uses it to point
+  /// at the offending device declaration before finalize() would reject the machine.
+  std::vector<int> unreachable_gpus() const;
+
+ private:
+  std::vector<EdgeId> links_by_id_;
+  mutable std::map<VertexId, std::vector<int>> hops_to_;  ///< BFS distance cache per destination
+                                                          ///< (reachability checks)
+
+  /// Hops from every vertex to `dst` (-1: unreachable), GPUs other than `dst` not expanded.
+  /// Not thread-safe (it fills a cache), nor is route() (scratch below): one Topology per thread.
+  const std::vector<int>& hops_to(VertexId dst) const;
+
+  // Scratch space of route()'s bidirectional search, sized by finalize(); every entry is back to
+  // its idle value (-1 / 0) between calls.
+  mutable std::vector<int> fwd_hops_, bwd_hops_;        ///< hops from src / to dst, -1 = unseen
+  mutable std::vector<char> on_path_;                   ///< forward-seen vertex on a shortest path
+  mutable std::vector<VertexId> fwd_seen_, bwd_seen_;   ///< vertices to reset after a search
+};
+
+/// Overrides from a scenario or the command line, e.g. {"node.count", "192"}.
+using TopologyOverrides = std::map<std::string, std::string>;
+
+/// Loads a topology YAML file (explicit or template form, design §3). Throws InputError naming
+/// file:line:column and the key on any problem: unknown keys, a unit typo ("300GB"), an unknown
+/// device model, a link to an undeclared device, a GPU no link reaches.
+Topology load_topology(const std::string& path, const TopologyOverrides& overrides = {});
+
+}  // namespace overlapsim

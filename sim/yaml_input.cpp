@@ -1,0 +1,177 @@
+// YAML accessors that report file:line:column and the key of every problem (design §3).
+//
+// yaml-cpp's Mark is 0-based; SourceLocation is 1-based, 0 meaning "unknown". Scalars are read
+// from their text, not through yaml-cpp's lenient conversions: "8.0" is not an integer, "yes"
+// is not a boolean, "300" is not a bandwidth.
+#include "sim/yaml_input.hpp"
+
+#include "sim/units.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+namespace overlapsim {
+
+namespace {
+
+/// What a node is, for "found ..." in messages.
+std::string describe(const YAML::Node& node) {
+  if (!node.IsDefined()) return "nothing";
+  switch (node.Type()) {
+    case YAML::NodeType::Null: return "an empty value";
+    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    default: return "an undefined value";
+  }
+}
+
+const std::string& scalar_or_fail(const YamlFile& f, const YAML::Node& value, const std::string& key,
+                                  const char* expected) {
+  if (!value.IsDefined() || !value.IsScalar())
+    fail(f, value, key, std::string("expected ") + expected + ", found " + describe(value));
+  return value.Scalar();
+}
+
+/// Levenshtein distance, to suggest the key a typo meant.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+YamlFile load_yaml_file(const std::string& path) {
+  YamlFile f;
+  f.path = path;
+  try {
+    f.root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw InputError(SourceLocation{path, 0, 0}, "", "cannot open the file");
+  } catch (const YAML::ParserException& e) {
+    SourceLocation where{path, e.mark.is_null() ? 0 : e.mark.line + 1,
+                         e.mark.is_null() ? 0 : e.mark.column + 1};
+    throw InputError(where, "", "YAML syntax error: " + e.msg);
+  }
+  return f;
+}
+
+SourceLocation location_of(const YamlFile& f, const YAML::Node& node) {
+  SourceLocation where{f.path, 0, 0};
+  if (!node.IsDefined()) return where;  // also covers a missing key (an invalid node)
+  const YAML::Mark m = node.Mark();
+  if (m.is_null()) return where;
+  where.line = m.line + 1;
+  where.column = m.column + 1;
+  return where;
+}
+
+void fail(const YamlFile& f, const YAML::Node& node, const std::string& key, const std::string& message) {
+  throw InputError(location_of(f, node), key, message);
+}
+
+YAML::Node require(const YamlFile& f, const YAML::Node& map, const std::string& key) {
+  if (!map.IsDefined() || !map.IsMap())
+    fail(f, map, key, "expected a map with key '" + key + "', found " + describe(map));
+  const YAML::Node value = map[key];
+  if (!value.IsDefined()) fail(f, map, key, "missing key '" + key + "'");
+  return value;
+}
+
+void check_keys(const YamlFile& f, const YAML::Node& map, std::initializer_list<const char*> allowed) {
+  if (!map.IsDefined() || !map.IsMap()) fail(f, map, "", "expected a map, found " + describe(map));
+  std::set<std::string> seen;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const YAML::Node key_node = it->first;
+    if (!key_node.IsScalar()) fail(f, key_node, "", "expected a plain key, found " + describe(key_node));
+    const std::string& key = key_node.Scalar();
+    if (!seen.insert(key).second) fail(f, key_node, key, "duplicate key");
+    const bool known = std::any_of(allowed.begin(), allowed.end(),
+                                   [&](const char* a) { return key == a; });
+    if (known) continue;
+    std::string msg = "unknown key";
+    std::string best;
+    std::size_t best_d = 3;  // suggest only close matches
+    std::string list;
+    for (const char* a : allowed) {
+      list += list.empty() ? "" : ", ";
+      list += a;
+      const std::size_t d = edit_distance(key, a);
+      if (d < best_d) best_d = d, best = a;
+    }
+    if (!best.empty()) msg += " (did you mean '" + best + "'?)";
+    msg += "; expected one of: " + list;
+    fail(f, key_node, key, msg);
+  }
+}
+
+std::string as_string(const YamlFile& f, const YAML::Node& value, const std::string& key) {
+  return scalar_or_fail(f, value, key, "a string");
+}
+
+long long as_int(const YamlFile& f, const YAML::Node& value, const std::string& key) {
+  const std::string& s = scalar_or_fail(f, value, key, "an integer");
+  long long v = 0;
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  const auto res = std::from_chars(b, e, v);  // decimal, optional '-', no '+', no spaces
+  if (s.empty() || res.ec != std::errc() || res.ptr != e)
+    fail(f, value, key, "expected an integer, found '" + s + "'");
+  return v;
+}
+
+double as_double(const YamlFile& f, const YAML::Node& value, const std::string& key) {
+  const std::string& s = scalar_or_fail(f, value, key, "a number");
+  double v = 0;
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  const auto res = std::from_chars(b, e, v, std::chars_format::general);
+  if (s.empty() || res.ec != std::errc() || res.ptr != e || !std::isfinite(v))
+    fail(f, value, key, "expected a number, found '" + s + "'");
+  return v;
+}
+
+bool as_bool(const YamlFile& f, const YAML::Node& value, const std::string& key) {
+  const std::string& s = scalar_or_fail(f, value, key, "true or false");
+  if (s == "true") return true;
+  if (s == "false") return false;
+  fail(f, value, key, "expected true or false, found '" + s + "'");
+}
+
+namespace {
+template <typename Parse>
+double as_quantity(const YamlFile& f, const YAML::Node& value, const std::string& key,
+                   const char* expected, Parse parse) {
+  const std::string& s = scalar_or_fail(f, value, key, expected);
+  try {
+    return parse(s);
+  } catch (const std::invalid_argument& e) {
+    fail(f, value, key, e.what());
+  }
+}
+}  // namespace
+
+double as_bandwidth_Bps(const YamlFile& f, const YAML::Node& value, const std::string& key) {
+  return as_quantity(f, value, key, "a bandwidth such as 300GB/s or 200Gb/s", parse_bandwidth_Bps);
+}
+
+double as_time_s(const YamlFile& f, const YAML::Node& value, const std::string& key) {
+  return as_quantity(f, value, key, "a time such as 0.7us", parse_time_s);
+}
+
+double as_bytes(const YamlFile& f, const YAML::Node& value, const std::string& key) {
+  return as_quantity(f, value, key, "a size such as 80GiB", parse_bytes);
+}
+
+}  // namespace overlapsim

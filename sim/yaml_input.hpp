@@ -1,0 +1,42 @@
+// Reading YAML inputs with errors that name file:line:column and the key (design §3).
+// Every accessor throws InputError on a missing key, a wrong type or a bad unit; check_keys
+// rejects unknown keys (a typo must not be silently ignored).
+#pragma once
+
+#include "sim/error.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <initializer_list>
+#include <string>
+
+namespace overlapsim {
+
+struct YamlFile {
+  std::string path;  ///< as given by the user
+  YAML::Node root;
+};
+
+/// Parses a file. Throws InputError (with the line of a syntax error) if it cannot be read or parsed.
+YamlFile load_yaml_file(const std::string& path);
+
+/// 1-based location of a node inside the file.
+SourceLocation location_of(const YamlFile& f, const YAML::Node& node);
+
+[[noreturn]] void fail(const YamlFile& f, const YAML::Node& node, const std::string& key,
+                       const std::string& message);
+
+/// The value at map[key]; throws "missing key" pointing at the map when absent.
+YAML::Node require(const YamlFile& f, const YAML::Node& map, const std::string& key);
+/// Throws on any key of `map` not in `allowed`, naming the key and listing the allowed ones.
+void check_keys(const YamlFile& f, const YAML::Node& map, std::initializer_list<const char*> allowed);
+
+std::string as_string(const YamlFile& f, const YAML::Node& value, const std::string& key);
+long long as_int(const YamlFile& f, const YAML::Node& value, const std::string& key);
+double as_double(const YamlFile& f, const YAML::Node& value, const std::string& key);
+bool as_bool(const YamlFile& f, const YAML::Node& value, const std::string& key);
+double as_bandwidth_Bps(const YamlFile& f, const YAML::Node& value, const std::string& key);
+double as_time_s(const YamlFile& f, const YAML::Node& value, const std::string& key);
+double as_bytes(const YamlFile& f, const YAML::Node& value, const std::string& key);
+
+}  // namespace overlapsim
