@@ -22,8 +22,15 @@ struct ModelConfig {
   int seq_len = 0;     ///< s, tokens
   int vocab = 0;       ///< V (padded as the source states)
   DType dtype = DType::FP16;
-  /// Parameter count: 12·l·h² (1 + 13/(12h) + (V+s)/(12·l·h)), Narayanan et al. SC'21 §5.1
-  /// generalised to ffn_hidden != 4h: l·(4h² + 2·h·ffn + 9h + 2ffn... ) — see model_config.cpp.
+  /// Exact parameter count of a GPT decoder with learned positional embeddings, biases
+  /// everywhere and the output layer tied to the word embedding (f = ffn_hidden):
+  ///   per layer  4h² + 4h        attention QKV + output projection, weights and biases
+  ///            + 2·h·f + f + h   MLP fc1 (h×f + f) and fc2 (f×h + h)
+  ///            + 4h              two layernorms (scale and shift)
+  ///   total      l·(4h² + 2·h·f + f + 9h) + V·h + s·h + 2h   (word and position embeddings,
+  ///              final layernorm).
+  /// With f = 4h this is 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)) + 2h, the count of Narayanan
+  /// et al. (SC'21, §5.1) plus the final layernorm they leave out.
   double parameters() const;
 };
 

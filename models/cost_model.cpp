@@ -1,0 +1,80 @@
+// Cost model v0 (formulas in cost_model.hpp).
+//
+// Attention core, as Megatron-LM of SC'21 runs it (unfused: a batched GEMM QKᵀ, a fused
+// scale-mask-softmax kernel, a batched GEMM with V):
+// - FLOPs: forward 4·b·a·s²·d (QKᵀ and AV, 2·s²·d each per head). The causal mask is NOT
+//   halved: the unfused kernels compute the full s×s score matrix and mask it afterwards, and
+//   Narayanan et al.'s FLOP count (s/(6h) term) counts the full s² too. Backward = 2× forward
+//   (two GEMMs per forward GEMM: the gradients of both operands). FlashAttention-2 (Dao 2023,
+//   §4.1 "Benchmarking attention") counts backward as 2.5× forward because it recomputes QKᵀ in
+//   the backward pass; unfused attention stores the probabilities instead, so 2× applies here.
+// - Time: FLOPs / (peak · attention_efficiency) plus the softmax's HBM traffic at
+//   memory_efficiency: the s×s matrix of every head is read and written once forward (scores
+//   in, probabilities out: 2·b·a·s²·sizeof(dtype) bytes) and read twice and written once backward
+//   (probabilities and their gradient in, score gradient out: 3·b·a·s²·sizeof(dtype)). The GEMMs'
+//   own traffic on the score matrix is taken as hidden behind their math. One
+//   kernel_fixed_overhead_s is added for the attention core as a whole.
+#include "models/cost_model.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+
+namespace overlapsim {
+
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+CostModel::CostModel(const DeviceSpec& device, const Profile& profile)
+    : device_(device), profile_(profile) {
+  OVERLAPSIM_CHECK(profile_.device.empty() || profile_.device == device_.model,
+                   "calibration profile for '" + profile_.device + "' used with device '" +
+                       device_.model + "'");
+  OVERLAPSIM_CHECK(device_.sm_count > 0 && device_.hbm_bandwidth_Bps > 0, "device spec incomplete");
+  OVERLAPSIM_CHECK(profile_.gemm_tile_m > 0 && profile_.gemm_tile_n > 0, "profile tile sizes must be positive");
+}
+
+double CostModel::gemm_time_s(int64_t m, int64_t n, int64_t k, DType dtype, int64_t batch) const {
+  OVERLAPSIM_CHECK(m >= 1 && n >= 1 && k >= 1 && batch >= 1, "GEMM dimensions must be >= 1");
+  const double flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) *
+                       static_cast<double>(n) * static_cast<double>(k);
+
+  // Wave quantization: each SM holds one output tile at a time; the last wave may be partial.
+  const int64_t tiles = batch * ceil_div(m, profile_.gemm_tile_m) * ceil_div(n, profile_.gemm_tile_n);
+  const int64_t sms = device_.sm_count;
+  const int64_t waves = ceil_div(tiles, sms);
+  const double wave_efficiency = static_cast<double>(tiles) / static_cast<double>(waves * sms);
+
+  const double compute_s =
+      flops / (device_.peak_flops(dtype) * profile_.gemm_max_efficiency * wave_efficiency);
+  const double bytes = (static_cast<double>(m) * k + static_cast<double>(k) * n +
+                        static_cast<double>(m) * n) *
+                       static_cast<double>(batch) * dtype_bytes(dtype);
+  const double memory_s = bytes / (device_.hbm_bandwidth_Bps * profile_.memory_efficiency);
+  return std::max(compute_s, memory_s) + profile_.kernel_fixed_overhead_s;
+}
+
+double CostModel::memory_bound_time_s(double bytes) const {
+  OVERLAPSIM_CHECK(bytes >= 0, "byte count must be >= 0");
+  return bytes / (device_.hbm_bandwidth_Bps * profile_.memory_efficiency) +
+         profile_.kernel_fixed_overhead_s;
+}
+
+double CostModel::attention_time_s(int64_t batch, int64_t heads, int64_t seq, int64_t head_dim,
+                                   DType dtype, bool backward) const {
+  OVERLAPSIM_CHECK(batch >= 1 && heads >= 1 && seq >= 1 && head_dim >= 1,
+                   "attention dimensions must be >= 1");
+  const double score_elements = static_cast<double>(batch) * static_cast<double>(heads) *
+                                static_cast<double>(seq) * static_cast<double>(seq);
+  const double forward_flops = 4.0 * score_elements * static_cast<double>(head_dim);
+  const double flops = backward ? 2.0 * forward_flops : forward_flops;
+  const double compute_s = flops / (device_.peak_flops(dtype) * profile_.attention_efficiency);
+
+  const double softmax_accesses = backward ? 3.0 : 2.0;
+  const double softmax_bytes = softmax_accesses * score_elements * dtype_bytes(dtype);
+  const double softmax_s = softmax_bytes / (device_.hbm_bandwidth_Bps * profile_.memory_efficiency);
+  return compute_s + softmax_s + profile_.kernel_fixed_overhead_s;
+}
+
+}  // namespace overlapsim
