@@ -1,0 +1,52 @@
+// Builds the SimGrid platform of a Topology (design §1, §4, §7).
+//
+// Only what a simulation touches is instantiated: one SimGrid host per GPU that runs ops or
+// terminates a flow, every link of the topology (two SimGrid links per full-duplex link, one
+// per direction; one shared link for a half-duplex one), and one route per (src, dst) pair of
+// GPUs that exchanges data, following Topology::route. Switches, NICs and CPU sockets are not
+// hosts: they only appear as the links around them. The network model is SimGrid's CM02 with
+// cross-traffic and TCP-gamma off (ideal max-min sharing; design §7): a flow of S bytes on a
+// route of bottleneck bandwidth B and total latency L alone takes exactly L + S/B.
+//
+// REQUIRES: a simgrid::s4u::Engine exists and no platform has been created yet.
+#pragma once
+
+#include "sim/topology.hpp"
+
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace simgrid::s4u {
+class Host;
+}
+
+namespace overlapsim {
+
+/// Fraction of each link kind's bandwidth that flows reach (NCCL's achieved busbw over the
+/// link's peak; from the calibration profile). 1.0 means the ideal link.
+struct LinkEfficiency {
+  double nvlink = 1.0;   ///< NvLink and NvSwitch links
+  double network = 1.0;  ///< NIC and fabric links
+  double pcie = 1.0;     ///< PCIe (and UPI) links
+  double of(LinkKind k) const;
+};
+
+struct Platform {
+  std::map<int, simgrid::s4u::Host*> gpu_hosts;  ///< global rank → host
+  /// A host with enough cores that its executions never share them: a plain timer, each
+  /// execution of t · gpu_speed units takes t seconds (used by the analytic fidelity).
+  simgrid::s4u::Host* timer = nullptr;
+};
+
+/// Sets the network model configuration (call right after creating the Engine).
+void configure_ideal_network();
+
+/// Creates hosts for `ranks`, all links, and routes for `pairs` (src rank, dst rank).
+/// gpu_speed: the speed given to every GPU host (work units per second; the replay expresses a
+/// kernel of t seconds as t · gpu_speed units).
+Platform build_platform(const Topology& topo, const std::vector<int>& ranks,
+                        const std::vector<std::pair<int, int>>& pairs, const LinkEfficiency& eff,
+                        double gpu_speed, bool with_timer = false);
+
+}  // namespace overlapsim

@@ -1,0 +1,109 @@
+#include "sim/schedule.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace overlapsim {
+
+const char* to_string(OpType t) {
+  switch (t) {
+    case OpType::Compute: return "compute";
+    case OpType::Collective: return "collective";
+    case OpType::Send: return "send";
+    case OpType::Recv: return "recv";
+  }
+  return "?";
+}
+
+const char* to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce: return "AllReduce";
+    case CollectiveKind::AllGather: return "AllGather";
+    case CollectiveKind::ReduceScatter: return "ReduceScatter";
+  }
+  return "?";
+}
+
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::Recompute: return "recompute";
+    case Phase::GradSync: return "grad-sync";
+    case Phase::Optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+const char* to_string(CommPurpose p) {
+  switch (p) {
+    case CommPurpose::TensorParallel: return "tp";
+    case CommPurpose::DataParallel: return "dp";
+    case CommPurpose::Pipeline: return "pp";
+    case CommPurpose::Embedding: return "embedding";
+  }
+  return "?";
+}
+
+int Schedule::intern_group(const std::vector<int>& ranks, CommPurpose purpose) {
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (groups[i].purpose == purpose && groups[i].ranks == ranks) return static_cast<int>(i);
+  groups.push_back(Group{ranks, purpose});
+  return static_cast<int>(groups.size()) - 1;
+}
+
+double Schedule::total_flops() const {
+  double f = 0;
+  for (const auto& p : programs)
+    for (const auto& op : p.ops)
+      if (op.type == OpType::Compute) f += op.flops;
+  return f;
+}
+
+void validate(const Schedule& s) {
+  OVERLAPSIM_CHECK(!s.programs.empty(), "schedule has no simulated rank");
+  for (const auto& p : s.programs) {
+    const int n = static_cast<int>(p.ops.size());
+    OVERLAPSIM_CHECK(p.rank >= 0 && p.rank < s.world_size, "rank out of range");
+    // Kahn's algorithm over deps + stream order.
+    std::vector<int> indegree(n, 0), last_in_stream(p.num_streams, -1);
+    std::vector<std::vector<int>> succ(n);
+    for (int i = 0; i < n; ++i) {
+      const Op& op = p.ops[i];
+      OVERLAPSIM_CHECK(op.stream >= 0 && op.stream < p.num_streams, "stream out of range: " + op.name);
+      int& prev = last_in_stream[op.stream];
+      if (prev >= 0) { succ[prev].push_back(i); ++indegree[i]; }
+      prev = i;
+      for (int d : op.deps) {
+        OVERLAPSIM_CHECK(d >= 0 && d < n && d != i, "dependency out of range: " + op.name);
+        succ[d].push_back(i);
+        ++indegree[i];
+      }
+      if (op.type == OpType::Collective) {
+        OVERLAPSIM_CHECK(op.group >= 0 && op.group < static_cast<int>(s.groups.size()), "bad group: " + op.name);
+        const auto& r = s.groups[op.group].ranks;
+        OVERLAPSIM_CHECK(std::find(r.begin(), r.end(), p.rank) != r.end(), "rank not in its group: " + op.name);
+        OVERLAPSIM_CHECK(op.bytes >= 0, "negative size: " + op.name);
+      }
+      if (op.type == OpType::Send || op.type == OpType::Recv)
+        OVERLAPSIM_CHECK(op.peer >= 0 && op.peer < s.world_size && op.peer != p.rank, "bad peer: " + op.name);
+      if (op.type == OpType::Compute) OVERLAPSIM_CHECK(op.duration_s >= 0, "negative duration: " + op.name);
+    }
+    std::vector<int> ready;
+    for (int i = 0; i < n; ++i)
+      if (indegree[i] == 0) ready.push_back(i);
+    int seen = 0;
+    while (!ready.empty()) {
+      int i = ready.back();
+      ready.pop_back();
+      ++seen;
+      for (int j : succ[i])
+        if (--indegree[j] == 0) ready.push_back(j);
+    }
+    OVERLAPSIM_CHECK(seen == n, "cycle in the schedule of rank " + std::to_string(p.rank));
+  }
+}
+
+}  // namespace overlapsim

@@ -1,0 +1,93 @@
+// The Schedule IR: what each simulated GPU runs in one training iteration.
+//
+// A Schedule holds one RankProgram per *simulated* rank. Each program is a list of ops (compute
+// kernels, collectives, point-to-point sends and receives); each op runs on one stream of its
+// rank, and a stream runs its ops one after the other in list order, like a CUDA stream. An op
+// also waits for the ops listed in `deps` (same rank). Ops on different streams run
+// concurrently and share the GPU (design §4).
+//
+// Across ranks: the ops of one collective carry the same `match` id on every member of its
+// group; a send and its receive carry the same `match` id (and name each other in `peer`).
+//
+// Folding (design §9): on a symmetric machine every rank of a TP group and every DP replica
+// behaves alike, so a Schedule may simulate only representatives. A collective whose group has
+// members that are not simulated treats them as mirrors of the simulated ones: the data a mirror
+// would send arrives when the representative's own send completes. The links the flows use are
+// the real ones, so a representative's flows still meet the traffic they would meet.
+//
+// The same Schedule is read by the replay (sim/replay.hpp) and, later, by the executor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+enum class OpType : uint8_t { Compute, Collective, Send, Recv };
+enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter };
+/// Which part of the iteration an op belongs to (for the breakdown in Result).
+enum class Phase : uint8_t { Forward, Backward, Recompute, GradSync, Optimizer };
+/// What a compute kernel does (for the breakdown and for strategies that pick GEMMs).
+enum class ComputeKind : uint8_t { Gemm, Attention, MemoryBound, Optimizer };
+/// Why a communication op exists (strategies transform TP collectives; the result splits time).
+enum class CommPurpose : uint8_t { TensorParallel, DataParallel, Pipeline, Embedding };
+
+const char* to_string(OpType t);
+const char* to_string(CollectiveKind k);
+const char* to_string(Phase p);
+const char* to_string(CommPurpose p);
+
+struct Op {
+  OpType type = OpType::Compute;
+  Phase phase = Phase::Forward;
+  ComputeKind compute = ComputeKind::Gemm;      ///< Compute only
+  CollectiveKind collective = CollectiveKind::AllReduce;  ///< Collective only
+  CommPurpose purpose = CommPurpose::TensorParallel;      ///< Collective/Send/Recv
+  int16_t stream = 0;
+  int16_t overlap_stream = 0; ///< stream Megatron-LM issues this op on when it overlaps it with
+                              ///< computation (0: it blocks the compute stream); strategies read it
+  int32_t layer = -1;        ///< transformer layer (global index), -1 for none
+  int32_t micro_batch = -1;  ///< -1 for per-iteration ops
+  int32_t group = -1;        ///< Collective: index into Schedule::groups
+  int32_t peer = -1;         ///< Send/Recv: global rank of the other side
+  int64_t match = -1;        ///< Collective instance id, or send/recv pair id
+  double duration_s = 0;     ///< Compute: stand-alone kernel time, seconds
+  double flops = 0;          ///< Compute: floating-point operations performed
+  double bytes = 0;          ///< Collective: NCCL buffer size per rank (AllReduce: the buffer;
+                             ///< AllGather: the gathered output; ReduceScatter: the input), bytes.
+                             ///< Send/Recv: bytes transferred.
+  std::string name;          ///< e.g. "fc1.fwd"; short, for traces and explanations
+  std::vector<int32_t> deps; ///< indices of ops of the same rank that must complete first
+};
+
+struct RankProgram {
+  int rank = -1;             ///< global rank
+  int num_streams = 1;
+  std::vector<Op> ops;
+};
+
+struct Group {
+  std::vector<int> ranks;    ///< global ranks in ring order
+  CommPurpose purpose = CommPurpose::TensorParallel;
+};
+
+struct Schedule {
+  int world_size = 0;
+  std::vector<RankProgram> programs;  ///< simulated ranks only
+  std::vector<Group> groups;
+  std::vector<std::string> stream_names;  ///< index = stream id, e.g. "compute", "tp-comm"
+
+  /// Index of an existing group with these ranks and purpose, or a new one.
+  int intern_group(const std::vector<int>& ranks, CommPurpose purpose);
+  /// Total FLOPs of all compute ops of all simulated ranks.
+  double total_flops() const;
+};
+
+/// Checks the structural invariants: deps point backwards-or-anywhere inside the program and the
+/// per-rank graph (deps + stream order) is acyclic; streams in range; collective ops name valid
+/// groups containing their rank; every send's peer exists. Aborts (OVERLAPSIM_CHECK) on a
+/// violation: a malformed Schedule is a bug in a builder or a pass, not a user error.
+void validate(const Schedule& s);
+
+}  // namespace overlapsim

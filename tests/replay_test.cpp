@@ -1,0 +1,166 @@
+// Replay against closed forms (design §4), folding against unfolding, flow against analytic.
+#include "sim/replay.hpp"
+#include "sim/topology.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+using namespace overlapsim;
+
+namespace {
+
+const std::string kStar8 = std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/data/replay/star8.yaml";
+constexpr double kB = 100e9;     // bytes/s of every route of star8
+constexpr double kAlpha = 1e-6;  // seconds of every route of star8
+
+/// One collective of `bytes` over ranks 0..n-1, on the simulated ranks `sim`.
+Schedule one_collective(CollectiveKind kind, int n, double bytes, const std::vector<int>& sim) {
+  Schedule s;
+  s.world_size = 8;
+  std::vector<int> ranks;
+  for (int r = 0; r < n; ++r) ranks.push_back(r);
+  const int g = s.intern_group(ranks, CommPurpose::TensorParallel);
+  for (int r : sim) {
+    RankProgram p{r, 1, {}};
+    Op op;
+    op.type = OpType::Collective;
+    op.collective = kind;
+    op.group = g;
+    op.bytes = bytes;
+    op.match = 7;
+    op.name = "c";
+    p.ops.push_back(op);
+    s.programs.push_back(p);
+  }
+  return s;
+}
+
+std::vector<int> first(int n) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("ring AllReduce over n GPUs takes 2(n-1)/n S/B + 2(n-1) alpha") {
+  const Topology topo = load_topology(kStar8);
+  ReplayOptions opt;
+  for (int n : {2, 4, 8}) {
+    CAPTURE(n);
+    const double S = 1024.0 * 1024 * 1024;  // divisible by n: every step moves S/n whole bytes
+    const double expected = 2.0 * (n - 1) / n * S / kB + 2.0 * (n - 1) * kAlpha;
+    const ReplayTimes t = replay(one_collective(CollectiveKind::AllReduce, n, S, first(n)), topo, opt);
+    CHECK(std::abs(t.makespan_s - expected) / expected < 1e-9);
+    // Every rank finishes at the same time, and the flows are 2(n-1) per rank.
+    for (const auto& e : t.end_s) CHECK(e[0] == doctest::Approx(expected).epsilon(1e-12));
+    CHECK(t.activities == 2LL * (n - 1) * n);
+  }
+}
+
+TEST_CASE("ring AllGather and ReduceScatter take (n-1)(S/n/B + alpha)") {
+  const Topology topo = load_topology(kStar8);
+  ReplayOptions opt;
+  const int n = 8;
+  const double S = 64.0 * 1024 * 1024;
+  const double expected = (n - 1) * (S / n / kB + kAlpha);
+  for (auto kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
+    const ReplayTimes t = replay(one_collective(kind, n, S, first(n)), topo, opt);
+    CHECK(std::abs(t.makespan_s - expected) / expected < 1e-9);
+  }
+}
+
+TEST_CASE("a folded collective (one simulated member) times like the unfolded one") {
+  const Topology topo = load_topology(kStar8);
+  ReplayOptions opt;
+  const double S = 256.0 * 1024 * 1024;
+  const ReplayTimes all = replay(one_collective(CollectiveKind::AllReduce, 8, S, first(8)), topo, opt);
+  const ReplayTimes one = replay(one_collective(CollectiveKind::AllReduce, 8, S, {0}), topo, opt);
+  CHECK(one.makespan_s == doctest::Approx(all.makespan_s).epsilon(1e-12));
+  CHECK(one.activities == 2 * 7);  // only the representative's flows
+}
+
+TEST_CASE("analytic fidelity equals flow fidelity without contention") {
+  const Topology topo = load_topology(kStar8);
+  ReplayOptions flow, analytic;
+  analytic.fidelity = Fidelity::Analytic;
+  const double S = 100e6 * 8;
+  const ReplayTimes a = replay(one_collective(CollectiveKind::AllReduce, 8, S, first(8)), topo, flow);
+  const ReplayTimes b = replay(one_collective(CollectiveKind::AllReduce, 8, S, first(8)), topo, analytic);
+  CHECK(b.makespan_s == doctest::Approx(a.makespan_s).epsilon(1e-9));
+}
+
+TEST_CASE("two collectives sharing the GPUs' links slow each other down") {
+  // Two AllReduces over the same 4 GPUs at the same time on separate streams: every link carries
+  // two flows, so each takes (nearly) twice as long as alone — the bandwidth term doubles.
+  const Topology topo = load_topology(kStar8);
+  ReplayOptions opt;
+  const double S = 400e6;
+  Schedule s = one_collective(CollectiveKind::AllReduce, 4, S, first(4));
+  for (auto& p : s.programs) {
+    p.num_streams = 2;
+    Op second = p.ops[0];
+    second.match = 8;
+    second.stream = 1;
+    p.ops.push_back(second);
+  }
+  const double alone = 2.0 * 3 / 4 * S / kB + 6 * kAlpha;
+  const double shared = 2.0 * 3 / 4 * 2 * S / kB + 6 * kAlpha;
+  const ReplayTimes t = replay(s, topo, opt);
+  CHECK(t.makespan_s > 1.9 * alone);
+  CHECK(t.makespan_s == doctest::Approx(shared).epsilon(1e-9));
+}
+
+TEST_CASE("compute kernels on two streams share the GPU; on one stream they queue") {
+  const Topology topo = load_topology(kStar8);
+  ReplayOptions opt;
+  Schedule s;
+  s.world_size = 8;
+  RankProgram p{0, 2, {}};
+  Op k;
+  k.type = OpType::Compute;
+  k.duration_s = 0.010;
+  k.name = "k";
+  p.ops.push_back(k);
+  k.stream = 1;
+  p.ops.push_back(k);
+  k.stream = 0;
+  k.duration_s = 0.005;
+  p.ops.push_back(k);
+  s.programs.push_back(p);
+  const ReplayTimes t = replay(s, topo, opt);
+  // Two 10 ms kernels side by side finish at 20 ms; the 5 ms kernel then runs alone.
+  CHECK(t.end_s[0][0] == doctest::Approx(0.020).epsilon(1e-12));
+  CHECK(t.end_s[0][1] == doctest::Approx(0.020).epsilon(1e-12));
+  CHECK(t.makespan_s == doctest::Approx(0.025).epsilon(1e-12));
+}
+
+TEST_CASE("a point-to-point send takes alpha + S/B and the receive waits for it") {
+  const Topology topo = load_topology(kStar8);
+  ReplayOptions opt;
+  Schedule s;
+  s.world_size = 8;
+  RankProgram a{0, 1, {}}, b{1, 1, {}};
+  Op send;
+  send.type = OpType::Send;
+  send.peer = 1;
+  send.bytes = 1e9;
+  send.match = -5;
+  send.name = "send";
+  Op recv = send;
+  recv.type = OpType::Recv;
+  recv.peer = 0;
+  recv.name = "recv";
+  Op k;
+  k.type = OpType::Compute;
+  k.duration_s = 0.001;
+  k.name = "after";
+  a.ops = {send};
+  b.ops = {recv, k};
+  s.programs = {a, b};
+  const ReplayTimes t = replay(s, topo, opt);
+  CHECK(t.end_s[1][0] == doctest::Approx(kAlpha + 1e9 / kB).epsilon(1e-12));
+  CHECK(t.makespan_s == doctest::Approx(kAlpha + 1e9 / kB + 0.001).epsilon(1e-12));
+}
