@@ -1,0 +1,105 @@
+#include "sim/report.hpp"
+
+#include "sim/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace overlapsim {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+}
+
+void print_table(std::ostream& out, const RunResult& r) {
+  out << fmt::format("scenario  {}\nmodel     {} on {} GPUs of {}\nlayout    {}\nprofile   {} ({})\nfidelity  {}, "
+                     "{} simulated rank(s)\n\n",
+                     r.scenario, r.model, r.gpus, r.topology, r.layout, r.profile, r.profile_source, r.fidelity,
+                     r.simulated_ranks);
+  out << fmt::format("{:<12} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9} {:>8}\n", "strategy", "iteration",
+                     "TFLOP/s", "model", "MFU", "compute", "exposed", "bubble", "memory", "speedup");
+  out << fmt::format("{:<12} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9} {:>8}\n", "", "(s)", "per GPU",
+                     "TFLOP/s", "(%)", "(s)", "comm (s)", "(s)", "(GiB)", "vs meg.");
+  for (const auto& s : r.strategies) {
+    if (s.out_of_memory) {
+      out << fmt::format("{:<12} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9.1f} {:>8}\n", s.strategy, "OOM",
+                         "-", "-", "-", "-", "-", "-", s.peak_memory_bytes / kGiB, "-");
+      continue;
+    }
+    const std::string speedup = s.speedup_vs_megatron > 0 ? fmt::format("{:.3f}x", s.speedup_vs_megatron) : "-";
+    out << fmt::format("{:<12} {:>11.4f} {:>9.1f} {:>9.1f} {:>6.1f} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>8}\n",
+                       s.strategy, s.iteration_s, s.tflops_per_gpu, s.model_tflops_per_gpu, 100 * s.mfu, s.compute_s,
+                       s.exposed_comm_s, s.bubble_s, s.peak_memory_bytes / kGiB, speedup);
+  }
+  if (r.published_tflops_per_gpu) {
+    out << fmt::format("\npublished {:.1f} TFLOP/s per GPU ({})\n", *r.published_tflops_per_gpu, r.published_source);
+    for (const auto& s : r.strategies)
+      if (s.strategy == "megatron" && !s.out_of_memory)
+        out << fmt::format("simulated {:.1f} TFLOP/s per GPU (megatron): error {:+.1f}%\n", s.tflops_per_gpu,
+                           100.0 * (s.tflops_per_gpu - *r.published_tflops_per_gpu) / *r.published_tflops_per_gpu);
+  }
+  if (!r.notes.empty()) out << "\nnotes: " << r.notes << "\n";
+}
+
+nlohmann::json to_json(const RunResult& r) {
+  nlohmann::json j;
+  j["scenario"] = r.scenario;
+  j["model"] = r.model;
+  j["topology"] = r.topology;
+  j["profile"] = r.profile;
+  j["profile_source"] = r.profile_source;
+  j["layout"] = r.layout;
+  j["gpus"] = r.gpus;
+  j["simulated_ranks"] = r.simulated_ranks;
+  j["fidelity"] = r.fidelity;
+  j["device_memory_bytes"] = r.device_memory_bytes;
+  j["peak_flops"] = r.peak_flops;
+  if (r.published_tflops_per_gpu) {
+    j["published"] = {{"tflops_per_gpu", *r.published_tflops_per_gpu}, {"source", r.published_source}};
+  }
+  j["strategies"] = nlohmann::json::array();
+  for (const auto& s : r.strategies) {
+    nlohmann::json e;
+    e["strategy"] = s.strategy;
+    e["out_of_memory"] = s.out_of_memory;
+    e["peak_memory_bytes"] = s.peak_memory_bytes;
+    if (!s.out_of_memory) {
+      e["iteration_s"] = s.iteration_s;
+      e["tflops_per_gpu"] = s.tflops_per_gpu;
+      e["model_tflops_per_gpu"] = s.model_tflops_per_gpu;
+      e["mfu"] = s.mfu;
+      e["compute_s"] = s.compute_s;
+      e["exposed_comm_s"] = s.exposed_comm_s;
+      e["bubble_s"] = s.bubble_s;
+      e["speedup_vs_megatron"] = s.speedup_vs_megatron;
+      e["ops"] = s.ops;
+      e["activities"] = s.activities;
+      if (r.published_tflops_per_gpu)
+        e["error_vs_published"] = (s.tflops_per_gpu - *r.published_tflops_per_gpu) / *r.published_tflops_per_gpu;
+    }
+    j["strategies"].push_back(e);
+  }
+  return j;
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) throw InputError(SourceLocation{path, 0, 0}, "--json", "cannot open the file for writing");
+    f << j.dump(2) << "\n";
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw InputError(SourceLocation{path, 0, 0}, "--json", "write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(SourceLocation{path, 0, 0}, "--json", "cannot replace the file");
+  }
+}
+
+}  // namespace overlapsim

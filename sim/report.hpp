@@ -1,0 +1,23 @@
+// Writers of a RunResult: a table for people, JSON for programs. Both carry units.
+#pragma once
+
+#include "sim/result.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+
+namespace overlapsim {
+
+/// A table a person reads at a glance: one row per strategy, units in the header.
+void print_table(std::ostream& out, const RunResult& r);
+
+/// The same figures as JSON (keys carry units: iteration_s, peak_memory_bytes, ...).
+nlohmann::json to_json(const RunResult& r);
+
+/// Writes JSON to `path` atomically (a temporary file renamed over it): a failed write leaves
+/// no half-written file. Throws InputError naming the path if it cannot be written.
+void write_json_file(const std::string& path, const nlohmann::json& j);
+
+}  // namespace overlapsim

@@ -1,0 +1,64 @@
+// Result of simulating one scenario under one or more strategies, and how its figures are
+// derived from replay times.
+//
+// Per strategy (seconds unless said otherwise):
+//   iteration_s      — the makespan of the iteration (latest op end over all simulated ranks);
+//   tflops_per_gpu   — Narayanan et al.'s FLOPs (with recomputation, models/flops.hpp) / (iteration · GPUs) / 1e12;
+//   model_tflops_per_gpu, mfu — model FLOPs (no recomputation) / (iteration · GPUs), and over the dense peak;
+//   compute_s        — time some compute kernel runs (union of kernel intervals), averaged over simulated ranks;
+//   exposed_comm_s   — time some communication runs while no kernel does, averaged likewise;
+//   bubble_s         — iteration_s − compute_s − exposed_comm_s: the rank is idle (pipeline bubble, waits);
+//   peak_memory_bytes— highest per-GPU estimate over the pipeline stages (models/memory_model.hpp);
+//   speedup          — megatron's iteration_s / this iteration_s (0 when megatron is not in the run).
+#pragma once
+
+#include "sim/replay.hpp"
+#include "sim/schedule.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+struct StrategyResult {
+  std::string strategy;
+  bool out_of_memory = false;
+  double iteration_s = 0;
+  double tflops_per_gpu = 0;
+  double model_tflops_per_gpu = 0;
+  double mfu = 0;
+  double compute_s = 0;
+  double exposed_comm_s = 0;
+  double bubble_s = 0;
+  double peak_memory_bytes = 0;
+  double speedup_vs_megatron = 0;
+  long long ops = 0;          ///< ops in the replayed schedule (simulated ranks)
+  long long activities = 0;   ///< SimGrid activities (kernels and flows) created
+};
+
+struct RunResult {
+  std::string scenario;
+  std::string model;
+  std::string topology;
+  std::string profile;         ///< path of the calibration profile used
+  std::string profile_source;  ///< its provenance line
+  std::string layout;          ///< e.g. "TP 8 · PP 8 · DP 24, SP on, micro-batch 1, 1f1b, recompute full"
+  int gpus = 0;
+  int simulated_ranks = 0;
+  std::string fidelity;
+  double device_memory_bytes = 0;
+  double peak_flops = 0;       ///< dense peak of the GPU for the model's dtype, FLOP/s
+  std::optional<double> published_tflops_per_gpu;
+  std::string published_source;
+  std::string notes;
+  std::vector<StrategyResult> strategies;
+};
+
+/// Time breakdown of a replay: compute, exposed communication and idle, averaged over ranks.
+struct Breakdown {
+  double compute_s = 0, exposed_comm_s = 0, idle_s = 0;
+};
+Breakdown breakdown(const Schedule& s, const ReplayTimes& t);
+
+}  // namespace overlapsim

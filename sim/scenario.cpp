@@ -1,0 +1,195 @@
+#include "sim/scenario.hpp"
+
+#include "sim/strategy.hpp"
+#include "sim/yaml_input.hpp"
+
+#include <filesystem>
+
+namespace overlapsim {
+
+namespace {
+
+std::string resolve(const std::string& base_file, const std::string& rel) {
+  namespace fs = std::filesystem;
+  fs::path p(rel);
+  if (p.is_absolute()) return rel;
+  return (fs::path(base_file).parent_path() / p).lexically_normal().string();
+}
+
+DType parse_dtype(const std::string& v) {
+  if (v == "fp16") return DType::FP16;
+  if (v == "bf16") return DType::BF16;
+  if (v == "fp32") return DType::FP32;
+  if (v == "fp8") return DType::FP8;
+  throw std::invalid_argument("expected fp16, bf16, fp32 or fp8, found '" + v + "'");
+}
+
+Recompute parse_recompute(const std::string& v) {
+  if (v == "none") return Recompute::None;
+  if (v == "selective") return Recompute::Selective;
+  if (v == "full") return Recompute::Full;
+  throw std::invalid_argument("expected none, selective or full, found '" + v + "'");
+}
+
+PipelineSchedule parse_pipeline(const std::string& v) {
+  if (v == "1f1b") return PipelineSchedule::OneFOneB;
+  if (v == "gpipe") return PipelineSchedule::GPipe;
+  throw std::invalid_argument("expected 1f1b or gpipe, found '" + v + "'");
+}
+
+template <typename F>
+auto parse_with(const YamlFile& f, const YAML::Node& n, const std::string& key, F parse) {
+  const std::string v = as_string(f, n, key);
+  try {
+    return parse(v);
+  } catch (const std::invalid_argument& e) {
+    fail(f, n, key, e.what());
+  }
+}
+
+int positive_int(const YamlFile& f, const YAML::Node& n, const std::string& key, int min_value = 1) {
+  const long long v = as_int(f, n, key);
+  if (v < min_value || v > (1LL << 30))
+    fail(f, n, key, "expected an integer >= " + std::to_string(min_value) + ", found " + std::to_string(v));
+  return static_cast<int>(v);
+}
+
+void load_model(const YamlFile& f, const YAML::Node& n, ModelConfig& m) {
+  if (!n.IsMap()) fail(f, n, "model", "expected a map such as {preset: gpt3-175b}");
+  if (n["preset"]) {
+    check_keys(f, n, {"preset"});
+    const std::string name = as_string(f, n["preset"], "model.preset");
+    try {
+      m = model_preset(name);
+    } catch (const InputError& e) {
+      fail(f, n["preset"], "model.preset", e.what());
+    }
+    return;
+  }
+  check_keys(f, n, {"name", "layers", "hidden", "heads", "ffn_hidden", "seq_len", "vocab", "dtype"});
+  m.name = n["name"] ? as_string(f, n["name"], "model.name") : std::string("inline");
+  m.layers = positive_int(f, require(f, n, "layers"), "model.layers");
+  m.hidden = positive_int(f, require(f, n, "hidden"), "model.hidden");
+  m.heads = positive_int(f, require(f, n, "heads"), "model.heads");
+  m.ffn_hidden = n["ffn_hidden"] ? positive_int(f, n["ffn_hidden"], "model.ffn_hidden") : 4 * m.hidden;
+  m.seq_len = positive_int(f, require(f, n, "seq_len"), "model.seq_len");
+  m.vocab = positive_int(f, require(f, n, "vocab"), "model.vocab");
+  m.dtype = n["dtype"] ? parse_with(f, n["dtype"], "model.dtype", parse_dtype) : DType::FP16;
+  if (m.hidden % m.heads) fail(f, n["heads"], "model.heads", "must divide hidden = " + std::to_string(m.hidden));
+}
+
+void load_parallelism(const YamlFile& f, const YAML::Node& n, Scenario& s) {
+  if (!n.IsMap()) fail(f, n, "parallelism", "expected a map such as {tp: 8, pp: 1, global_batch: 512}");
+  check_keys(f, n, {"tp", "pp", "dp", "sp", "micro_batch", "global_batch", "pipeline_schedule", "zero_stage",
+                    "recompute"});
+  Parallelism& p = s.parallelism;
+  p.tp = n["tp"] ? positive_int(f, n["tp"], "parallelism.tp") : 1;
+  p.pp = n["pp"] ? positive_int(f, n["pp"], "parallelism.pp") : 1;
+  s.dp_given = static_cast<bool>(n["dp"]);
+  p.dp = s.dp_given ? positive_int(f, n["dp"], "parallelism.dp") : 1;
+  p.sp = n["sp"] ? as_bool(f, n["sp"], "parallelism.sp") : false;
+  p.micro_batch = n["micro_batch"] ? positive_int(f, n["micro_batch"], "parallelism.micro_batch") : 1;
+  p.global_batch = positive_int(f, require(f, n, "global_batch"), "parallelism.global_batch");
+  if (n["pipeline_schedule"])
+    p.pipeline_schedule = parse_with(f, n["pipeline_schedule"], "parallelism.pipeline_schedule", parse_pipeline);
+  if (n["zero_stage"]) {
+    p.zero_stage = positive_int(f, n["zero_stage"], "parallelism.zero_stage", 0);
+    if (p.zero_stage > 3) fail(f, n["zero_stage"], "parallelism.zero_stage", "expected 0, 1, 2 or 3");
+  }
+  if (n["recompute"]) p.recompute = parse_with(f, n["recompute"], "parallelism.recompute", parse_recompute);
+}
+
+std::vector<std::string> parse_strategies(const YamlFile& f, const YAML::Node& n) {
+  std::vector<std::string> out;
+  if (n.IsScalar() && n.as<std::string>() == "all") return strategy_names();
+  if (!n.IsSequence() || n.size() == 0) fail(f, n, "strategies", "expected a list of strategy names, or 'all'");
+  const auto known = strategy_names();
+  for (const auto& item : n) {
+    const std::string name = as_string(f, item, "strategies");
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      fail(f, item, "strategies", "unknown strategy '" + name + "'; known: " + list);
+    }
+    out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path) {
+  const YamlFile f = load_yaml_file(path);
+  const YAML::Node& r = f.root;
+  if (!r.IsMap()) fail(f, r, "", "expected a scenario: a map with name, model, topology, parallelism");
+  check_keys(f, r, {"name", "model", "topology", "topology_overrides", "parallelism", "calibration", "strategies",
+                    "fidelity", "published", "notes", "sweep"});
+  Scenario s;
+  s.path = path;
+  s.name = as_string(f, require(f, r, "name"), "name");
+  load_model(f, require(f, r, "model"), s.model);
+  s.topology_path = resolve(path, as_string(f, require(f, r, "topology"), "topology"));
+  if (const YAML::Node o = r["topology_overrides"]) {
+    if (!o.IsMap()) fail(f, o, "topology_overrides", "expected a map such as {node.count: 128}");
+    for (const auto& kv : o) s.topology_overrides[kv.first.as<std::string>()] =
+        as_string(f, kv.second, "topology_overrides." + kv.first.as<std::string>());
+  }
+  load_parallelism(f, require(f, r, "parallelism"), s);
+  if (r["calibration"]) s.calibration_path = resolve(path, as_string(f, r["calibration"], "calibration"));
+  s.strategies = r["strategies"] ? parse_strategies(f, r["strategies"]) : strategy_names();
+  if (r["fidelity"]) {
+    const YAML::Node n = r["fidelity"];
+    s.fidelity = parse_with(f, n, "fidelity", parse_fidelity);
+  }
+  if (const YAML::Node p = r["published"]) {
+    if (!p.IsMap()) fail(f, p, "published", "expected {tflops_per_gpu: N, source: \"...\"}");
+    check_keys(f, p, {"tflops_per_gpu", "source"});
+    Published pub;
+    pub.tflops_per_gpu = as_double(f, require(f, p, "tflops_per_gpu"), "published.tflops_per_gpu");
+    if (!(pub.tflops_per_gpu > 0)) fail(f, p["tflops_per_gpu"], "published.tflops_per_gpu", "expected a positive number");
+    pub.source = as_string(f, require(f, p, "source"), "published.source");
+    s.published = pub;
+  }
+  if (r["notes"]) s.notes = as_string(f, r["notes"], "notes");
+  return s;
+}
+
+void apply_setting(Scenario& s, const std::string& key, const std::string& value) {
+  auto bad = [&](const std::string& msg) { throw InputError(SourceLocation{"<command line>", 0, 0}, key, msg); };
+  auto to_int = [&](int min_value) {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(value, &used);
+      if (used != value.size() || v < min_value || v > (1LL << 30)) throw std::invalid_argument("");
+      return static_cast<int>(v);
+    } catch (const std::exception&) {
+      bad("expected an integer >= " + std::to_string(min_value) + ", found '" + value + "'");
+    }
+  };
+  auto to_bool = [&]() {
+    if (value == "true") return true;
+    if (value == "false") return false;
+    bad("expected true or false, found '" + value + "'");
+  };
+  try {
+    Parallelism& p = s.parallelism;
+    if (key == "parallelism.tp") p.tp = to_int(1);
+    else if (key == "parallelism.pp") p.pp = to_int(1);
+    else if (key == "parallelism.dp") { p.dp = to_int(1); s.dp_given = true; }
+    else if (key == "parallelism.sp") p.sp = to_bool();
+    else if (key == "parallelism.micro_batch") p.micro_batch = to_int(1);
+    else if (key == "parallelism.global_batch") p.global_batch = to_int(1);
+    else if (key == "parallelism.zero_stage") { p.zero_stage = to_int(0); if (p.zero_stage > 3) bad("expected 0..3"); }
+    else if (key == "parallelism.recompute") p.recompute = parse_recompute(value);
+    else if (key == "parallelism.pipeline_schedule") p.pipeline_schedule = parse_pipeline(value);
+    else if (key == "fidelity") s.fidelity = parse_fidelity(value);
+    else if (key == "model.preset") s.model = model_preset(value);
+    else if (key.rfind("topology_overrides.", 0) == 0) s.topology_overrides[key.substr(19)] = value;
+    else bad("unknown setting; expected parallelism.{tp,pp,dp,sp,micro_batch,global_batch,zero_stage,recompute,"
+             "pipeline_schedule}, fidelity, model.preset or topology_overrides.KEY");
+  } catch (const std::invalid_argument& e) {
+    bad(e.what());
+  }
+}
+
+}  // namespace overlapsim

@@ -1,0 +1,56 @@
+// Scenario files (design §3): what to simulate — a model, a machine, a parallel layout, a
+// calibration profile, the strategies to compare, and the fidelity.
+//
+//   name: gpt3-175b-1024-a100
+//   model: {preset: gpt3-175b}        # or inline: {name, layers, hidden, heads, ffn_hidden,
+//                                     #             seq_len, vocab, dtype: fp16|bf16|fp32|fp8}
+//   topology: ../topologies/dgx-a100-superpod.yaml   # relative to this file
+//   topology_overrides: {node.count: 128}
+//   parallelism: {tp: 8, pp: 16, dp: 8, sp: true, micro_batch: 1, global_batch: 1536,
+//                 pipeline_schedule: 1f1b|gpipe, zero_stage: 0..3, recompute: none|selective|full}
+//   calibration: ../calibrate/profiles/a100-sxm4-80gb.json   # optional: default per GPU model
+//   strategies: [serial, megatron]    # or: all
+//   fidelity: flow                    # flow | analytic
+//   published: {tflops_per_gpu: 148, source: "Narayanan et al. SC'21, Table 1"}   # optional
+//   notes: "free text printed with the result"
+// dp may be omitted: it is then the machine's GPU count / (tp · pp). Unknown keys are errors.
+#pragma once
+
+#include "models/model_config.hpp"
+#include "sim/replay.hpp"
+#include "sim/topology.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+struct Published {
+  double tflops_per_gpu = 0;  ///< TFLOP/s per GPU as the source counts them
+  std::string source;
+};
+
+struct Scenario {
+  std::string path;
+  std::string name;
+  ModelConfig model;
+  std::string topology_path;        ///< resolved against the scenario's folder
+  TopologyOverrides topology_overrides;
+  Parallelism parallelism;
+  bool dp_given = false;
+  std::string calibration_path;     ///< resolved; empty: the GPU model's default profile
+  std::vector<std::string> strategies;
+  Fidelity fidelity = Fidelity::Flow;
+  std::optional<Published> published;
+  std::string notes;
+};
+
+/// Parses a scenario file. Throws InputError (file:line:column, key, expected) on any problem.
+Scenario load_scenario(const std::string& path);
+
+/// Applies a command-line or sweep assignment such as "parallelism.tp=4", "fidelity=analytic"
+/// or "topology_overrides.node.count=64". Throws InputError naming the key on a bad key/value.
+void apply_setting(Scenario& s, const std::string& key, const std::string& value);
+
+}  // namespace overlapsim

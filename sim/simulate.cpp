@@ -1,0 +1,122 @@
+#include "sim/simulate.hpp"
+
+#include "calibrate/profile.hpp"
+#include "models/flops.hpp"
+#include "models/memory_model.hpp"
+#include "sim/error.hpp"
+#include "sim/strategy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace overlapsim {
+
+namespace {
+
+std::string describe_layout(const Parallelism& p) {
+  return fmt::format("TP {} · PP {} · DP {}, SP {}, micro-batch {}, global batch {}, {}, recompute {}, ZeRO {}", p.tp,
+                     p.pp, p.dp, p.sp ? "on" : "off", p.micro_batch, p.global_batch,
+                     p.pipeline_schedule == PipelineSchedule::OneFOneB ? "1F1B" : "GPipe", to_string(p.recompute),
+                     p.zero_stage);
+}
+
+}  // namespace
+
+RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
+  const Topology topo = load_topology(sc.topology_path, sc.topology_overrides);
+  Parallelism par = sc.parallelism;
+  const int gpus = topo.num_gpus();
+  const SourceLocation where{sc.path, 0, 0};
+  if (!sc.dp_given) {
+    if (gpus % (par.tp * par.pp) != 0)
+      throw InputError(where, "parallelism.dp",
+                       fmt::format("omitted, and the machine's {} GPUs are not divisible by tp · pp = {}", gpus,
+                                   par.tp * par.pp));
+    par.dp = gpus / (par.tp * par.pp);
+  }
+  if (par.world() > gpus)
+    throw InputError(where, "parallelism",
+                     fmt::format("tp · pp · dp = {} GPUs, but the topology '{}' has {}", par.world(), topo.name, gpus));
+  check_layout(sc.model, par);
+
+  const DeviceSpec& dev = device_spec(topo.gpu_model());
+  const std::string profile_path =
+      sc.calibration_path.empty() ? default_profile_path(topo.gpu_model()) : sc.calibration_path;
+  const Profile profile = load_profile(profile_path);
+  if (profile.device != dev.model)
+    throw InputError(SourceLocation{profile_path, 0, 0}, "device",
+                     fmt::format("profile is for '{}' but the topology's GPUs are '{}'", profile.device, dev.model));
+  const CostModel cost(dev, profile);
+
+  RunResult rr;
+  rr.scenario = sc.name;
+  rr.model = sc.model.name;
+  rr.topology = topo.name;
+  rr.profile = profile_path;
+  rr.profile_source = profile.provenance_kind + ": " + profile.provenance_source;
+  rr.layout = describe_layout(par);
+  rr.gpus = par.world();
+  rr.device_memory_bytes = dev.hbm_bytes;
+  rr.peak_flops = dev.peak_flops(sc.model.dtype);
+  rr.notes = sc.notes;
+  if (sc.published) {
+    rr.published_tflops_per_gpu = sc.published->tflops_per_gpu;
+    rr.published_source = sc.published->source;
+  }
+  const Fidelity fidelity = opt.fidelity.value_or(sc.fidelity);
+  rr.fidelity = to_string(fidelity);
+
+  double peak_mem = 0;
+  for (int stage = 0; stage < par.pp; ++stage)
+    peak_mem = std::max(peak_mem, estimate_memory(sc.model, par, stage).total_bytes());
+  const bool oom = peak_mem > dev.hbm_bytes;
+
+  const Schedule workload = build_iteration(sc.model, par, cost, opt.folding);
+  rr.simulated_ranks = static_cast<int>(workload.programs.size());
+  const double flops_recompute = narayanan_flops(sc.model, par.global_batch);
+  const double flops_model = model_flops(sc.model, par.global_batch);
+
+  ReplayOptions ro;
+  ro.fidelity = fidelity;
+  ro.link_efficiency.nvlink = profile.nvlink_efficiency;
+  ro.link_efficiency.network = profile.network_efficiency;
+  ro.link_efficiency.pcie = profile.pcie_efficiency;
+  ro.launch_overhead_s = profile.launch_overhead_s;
+
+  const std::vector<std::string> names = opt.strategies.empty() ? sc.strategies : opt.strategies;
+  const StrategyContext ctx{topo, cost};
+  for (const std::string& name : names) {
+    StrategyResult r;
+    r.strategy = name;
+    r.peak_memory_bytes = peak_mem;
+    auto strategy = make_strategy(name);
+    if (oom) {
+      r.out_of_memory = true;
+      rr.strategies.push_back(r);
+      continue;
+    }
+    if (opt.progress) opt.progress(fmt::format("simulating {} ({} fidelity)", name, rr.fidelity));
+    const Schedule sched = strategy->apply(workload, ctx);
+    for (const auto& p : sched.programs) r.ops += static_cast<long long>(p.ops.size());
+    const ReplayTimes t = replay(sched, topo, ro);
+    const Breakdown b = breakdown(sched, t);
+    r.iteration_s = t.makespan_s;
+    r.activities = t.activities;
+    r.compute_s = b.compute_s;
+    r.exposed_comm_s = b.exposed_comm_s;
+    r.bubble_s = b.idle_s;
+    r.tflops_per_gpu = flops_recompute / (t.makespan_s * rr.gpus) / 1e12;
+    r.model_tflops_per_gpu = flops_model / (t.makespan_s * rr.gpus) / 1e12;
+    r.mfu = flops_model / (t.makespan_s * rr.gpus) / rr.peak_flops;
+    rr.strategies.push_back(r);
+  }
+  const auto meg = std::find_if(rr.strategies.begin(), rr.strategies.end(),
+                                [](const StrategyResult& r) { return r.strategy == "megatron" && !r.out_of_memory; });
+  if (meg != rr.strategies.end())
+    for (auto& r : rr.strategies)
+      if (!r.out_of_memory && r.iteration_s > 0) r.speedup_vs_megatron = meg->iteration_s / r.iteration_s;
+  return rr;
+}
+
+}  // namespace overlapsim

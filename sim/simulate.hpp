@@ -1,0 +1,28 @@
+// The main job: scenario → topology, workload, cost model → each strategy's schedule → replay
+// → RunResult (design §1).
+#pragma once
+
+#include "models/transformer.hpp"
+#include "sim/result.hpp"
+#include "sim/scenario.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+struct SimulateOptions {
+  std::vector<std::string> strategies;  ///< empty: the scenario's list
+  std::optional<Fidelity> fidelity;     ///< unset: the scenario's
+  Folding folding = Folding::Representatives;
+  /// Called with one line of progress before each strategy is simulated (may be empty).
+  std::function<void(const std::string&)> progress;
+};
+
+/// Runs the scenario. Throws InputError for inputs that do not fit together (a layout larger
+/// than the machine, GPUs not divisible by tp·pp when dp is omitted, a profile for another GPU).
+RunResult simulate(const Scenario& scenario, const SimulateOptions& options = {});
+
+}  // namespace overlapsim

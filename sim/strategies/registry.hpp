@@ -1,0 +1,11 @@
+// The factory functions of the built-in strategies (one per file in sim/strategies/).
+#pragma once
+
+#include "sim/strategy.hpp"
+
+namespace overlapsim {
+
+std::unique_ptr<Strategy> make_serial();
+std::unique_ptr<Strategy> make_megatron();
+
+}  // namespace overlapsim

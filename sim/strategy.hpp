@@ -1,0 +1,45 @@
+// Strategies: how a workload's communication is partitioned and scheduled (design §5).
+//
+// A strategy takes the Schedule the workload builder emitted (every op on the compute stream,
+// data dependencies only, each op carrying the stream Megatron-LM would overlap it on) and
+// returns the Schedule to replay: it may move ops to other streams, add ordering dependencies,
+// and (for partitioning strategies) replace ops by their pieces. It must keep the invariants of
+// design §5: FLOPs unchanged unless it documents added work, bytes each rank receives unchanged
+// or reduced for a stated reason, the per-rank graph acyclic.
+//
+// Adding a strategy: write sim/strategies/<name>.cpp defining a class that derives from
+// Strategy, and add one line to the table in sim/strategies/registry.cpp.
+#pragma once
+
+#include "models/cost_model.hpp"
+#include "sim/schedule.hpp"
+#include "sim/topology.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+struct StrategyContext {
+  const Topology& topology;
+  const CostModel& cost;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  /// Name as used in scenarios and on the command line, e.g. "megatron".
+  virtual std::string name() const = 0;
+  /// One line for `overlapsim run --help` and the README.
+  virtual std::string description() const = 0;
+  /// Transforms the workload into the schedule to replay.
+  virtual Schedule apply(Schedule workload, const StrategyContext& ctx) const = 0;
+};
+
+/// The strategy of that name. Throws InputError listing the known names when unknown.
+std::unique_ptr<Strategy> make_strategy(const std::string& name);
+/// Names of all registered strategies, in the order they are compared.
+std::vector<std::string> strategy_names();
+
+}  // namespace overlapsim

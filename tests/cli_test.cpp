@@ -1,0 +1,143 @@
+// The command line end to end: deterministic output, folding, and input errors.
+#include "sim/error.hpp"
+#include "sim/scenario.hpp"
+#include "sim/simulate.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+using namespace overlapsim;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+
+struct Run {
+  int status;
+  std::string output;  ///< stdout and stderr together
+};
+
+Run run_cli(const std::string& args) {
+  const std::string out = std::string(std::tmpnam(nullptr));
+  const std::string cmd = std::string(OVERLAPSIM_BINARY) + " " + args + " > " + out + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::remove(out.c_str());
+  return Run{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str()};
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("two runs of the same scenario write identical JSON") {
+  const std::string a = std::string(std::tmpnam(nullptr)) + ".json";
+  const std::string b = std::string(std::tmpnam(nullptr)) + ".json";
+  const std::string scenario = kSrc + "/tests/data/scenarios/small.yaml";
+  REQUIRE(run_cli("run -q " + scenario + " --json " + a).status == 0);
+  REQUIRE(run_cli("run -q " + scenario + " --json " + b).status == 0);
+  const std::string ja = slurp(a), jb = slurp(b);
+  CHECK(!ja.empty());
+  CHECK(ja.find("\"iteration_s\"") != std::string::npos);
+  CHECK(ja == jb);
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
+TEST_CASE("folding: one representative per stage gives the unfolded iteration") {
+  const Scenario sc = load_scenario(kSrc + "/tests/data/scenarios/small.yaml");
+  SimulateOptions folded, unfolded;
+  unfolded.folding = Folding::None;
+  const RunResult a = simulate(sc, folded), b = simulate(sc, unfolded);
+  CHECK(a.simulated_ranks == 2);
+  CHECK(b.simulated_ranks == 8);
+  REQUIRE(a.strategies.size() == b.strategies.size());
+  // serial: communication never overlaps, so every link carries the same flows folded or not:
+  // exact. megatron: a pipeline transfer into a representative meets, unfolded, the TP and DP
+  // flows its mirrors send into it at that moment, which folding leaves out: close, not exact.
+  REQUIRE(a.strategies[0].strategy == "serial");
+  CHECK(a.strategies[0].iteration_s == doctest::Approx(b.strategies[0].iteration_s).epsilon(1e-12));
+  REQUIRE(a.strategies[1].strategy == "megatron");
+  CHECK(a.strategies[1].iteration_s == doctest::Approx(b.strategies[1].iteration_s).epsilon(1e-3));
+}
+
+TEST_CASE("megatron overlaps what serial blocks on, and both report every figure") {
+  const Scenario sc = load_scenario(kSrc + "/tests/data/scenarios/small.yaml");
+  const RunResult r = simulate(sc);
+  REQUIRE(r.strategies.size() == 2);
+  const auto& serial = r.strategies[0];
+  const auto& megatron = r.strategies[1];
+  CHECK(serial.strategy == "serial");
+  CHECK(megatron.iteration_s < serial.iteration_s);
+  CHECK(megatron.speedup_vs_megatron == 1.0);
+  for (const auto& s : r.strategies) {
+    CHECK(s.compute_s > 0);
+    CHECK(s.exposed_comm_s > 0);
+    CHECK(s.peak_memory_bytes > 0);
+    // The three parts of the time add up to the iteration.
+    CHECK(s.compute_s + s.exposed_comm_s + s.bubble_s == doctest::Approx(s.iteration_s).epsilon(1e-9));
+    CHECK(s.mfu > 0);
+    CHECK(s.mfu < 1);
+  }
+}
+
+TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2") {
+  struct Case {
+    const char* file;
+    const char* expect_line;
+    const char* expect_key;
+  };
+  const Case cases[] = {
+      {"unknown-key.yaml", ":4:", "micro_batchs"},
+      {"unknown-preset.yaml", ":2:", "model.preset"},
+      {"too-many-gpus.yaml", "too-many-gpus.yaml", "parallelism"},
+      {"bad-strategy.yaml", ":5:", "magatron"},
+      {"missing-topology.yaml", "nowhere.yaml", ""},
+  };
+  for (const auto& c : cases) {
+    SUBCASE(c.file) {
+      const Run r = run_cli("run -q " + kSrc + "/tests/data/scenarios/bad/" + c.file);
+      CHECK(r.status == 2);
+      CHECK(r.output.find(c.file == std::string("missing-topology.yaml") ? "nowhere.yaml" : c.file) != std::string::npos);
+      CHECK(r.output.find(c.expect_line) != std::string::npos);
+      CHECK(r.output.find(c.expect_key) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("bad command-line values name the flag") {
+  const std::string scenario = kSrc + "/tests/data/scenarios/small.yaml";
+  SUBCASE("fidelity") {
+    const Run r = run_cli("run -q " + scenario + " --fidelity exact");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("--fidelity") != std::string::npos);
+  }
+  SUBCASE("strategy") {
+    const Run r = run_cli("run -q " + scenario + " --strategy nope");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("nope") != std::string::npos);
+  }
+  SUBCASE("setting") {
+    const Run r = run_cli("run -q " + scenario + " --set parallelism.tp=zero");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("parallelism.tp") != std::string::npos);
+  }
+  SUBCASE("unwritable json") {
+    const Run r = run_cli("run -q " + scenario + " --json /nonexistent-dir/out.json");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("/nonexistent-dir/out.json") != std::string::npos);
+  }
+}

@@ -1,0 +1,32 @@
+// The subcommands of the overlapsim command line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace overlapsim::cli {
+
+struct RunArgs {
+  std::string scenario;
+  std::vector<std::string> strategies;
+  std::string fidelity;
+  std::string json;
+  std::vector<std::string> settings;  ///< KEY=VALUE
+  bool unfold = false;
+  bool quiet = false;
+};
+void add_run_command(CLI::App& app, RunArgs& args);
+/// Returns the process exit status (0 ok); throws InputError on bad input.
+int run_command(const RunArgs& args);
+
+struct TopoArgs {
+  std::string file;
+  std::vector<std::string> overrides;
+  bool dot = false;
+};
+void add_topo_command(CLI::App& app, TopoArgs& args);
+int topo_command(const TopoArgs& args);
+
+}  // namespace overlapsim::cli

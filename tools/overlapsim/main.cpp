@@ -1,0 +1,33 @@
+// overlapsim — command line (design §6). Subcommands live in their own files; this one parses.
+#include "tools/overlapsim/commands.hpp"
+
+#include "sim/error.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  CLI::App app{"overlapsim: which way of overlapping communication with computation wins, simulated"};
+  app.require_subcommand(1);
+  overlapsim::cli::RunArgs run;
+  overlapsim::cli::add_run_command(app, run);
+  overlapsim::cli::TopoArgs topo;
+  overlapsim::cli::add_topo_command(app, topo);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (app.got_subcommand("run")) return overlapsim::cli::run_command(run);
+    if (app.got_subcommand("topo")) return overlapsim::cli::topo_command(topo);
+  } catch (const overlapsim::InputError& e) {
+    std::cerr << "overlapsim: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "overlapsim: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

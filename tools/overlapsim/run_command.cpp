@@ -1,0 +1,52 @@
+// `overlapsim run SCENARIO`: simulate each strategy, print the comparison table.
+#include "tools/overlapsim/commands.hpp"
+
+#include "sim/error.hpp"
+#include "sim/report.hpp"
+#include "sim/simulate.hpp"
+#include "sim/strategy.hpp"
+
+#include <iostream>
+
+namespace overlapsim::cli {
+
+void add_run_command(CLI::App& app, RunArgs& a) {
+  std::string names;
+  for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
+  CLI::App* run = app.add_subcommand("run", "simulate one training iteration of a scenario under each strategy");
+  run->add_option("scenario", a.scenario, "scenario YAML file")->required();
+  run->add_option("--strategy,-s", a.strategies, "strategy to simulate (repeatable; default: the scenario's): " + names);
+  run->add_option("--fidelity", a.fidelity, "flow | analytic (default: the scenario's)");
+  run->add_option("--json", a.json, "also write the result as JSON to this file");
+  run->add_option("--set", a.settings, "override a scenario setting, e.g. --set parallelism.tp=4 (repeatable)");
+  run->add_flag("--unfold", a.unfold, "simulate every rank instead of one representative per pipeline stage");
+  run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
+}
+
+int run_command(const RunArgs& a) {
+  Scenario sc = load_scenario(a.scenario);
+  for (const auto& kv : a.settings) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError(SourceLocation{"<command line>", 0, 0}, "--set", "expected KEY=VALUE, found '" + kv + "'");
+    apply_setting(sc, kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  SimulateOptions opt;
+  for (const auto& s : a.strategies) make_strategy(s);  // validate names before any work
+  opt.strategies = a.strategies;
+  if (!a.fidelity.empty()) {
+    try {
+      opt.fidelity = parse_fidelity(a.fidelity);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(SourceLocation{"<command line>", 0, 0}, "--fidelity", e.what());
+    }
+  }
+  opt.folding = a.unfold ? Folding::None : Folding::Representatives;
+  if (!a.quiet) opt.progress = [](const std::string& line) { std::cerr << "overlapsim: " << line << "\n"; };
+  const RunResult r = simulate(sc, opt);
+  print_table(std::cout, r);
+  if (!a.json.empty()) write_json_file(a.json, to_json(r));
+  return 0;
+}
+
+}  // namespace overlapsim::cli
