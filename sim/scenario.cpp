@@ -154,8 +154,14 @@ Scenario load_scenario(const std::string& path) {
   return s;
 }
 
+namespace {
+[[noreturn]] void bad_setting(const std::string& key, const std::string& msg) {
+  throw InputError(SourceLocation{"<command line>", 0, 0}, key, msg);
+}
+}  // namespace
+
 void apply_setting(Scenario& s, const std::string& key, const std::string& value) {
-  auto bad = [&](const std::string& msg) { throw InputError(SourceLocation{"<command line>", 0, 0}, key, msg); };
+  auto bad = [&](const std::string& msg) { bad_setting(key, msg); };
   auto to_int = [&](int min_value) {
     try {
       size_t used = 0;
@@ -163,13 +169,13 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
       if (used != value.size() || v < min_value || v > (1LL << 30)) throw std::invalid_argument("");
       return static_cast<int>(v);
     } catch (const std::exception&) {
-      bad("expected an integer >= " + std::to_string(min_value) + ", found '" + value + "'");
+      bad_setting(key, "expected an integer >= " + std::to_string(min_value) + ", found '" + value + "'");
     }
   };
   auto to_bool = [&]() {
     if (value == "true") return true;
     if (value == "false") return false;
-    bad("expected true or false, found '" + value + "'");
+    bad_setting(key, "expected true or false, found '" + value + "'");
   };
   try {
     Parallelism& p = s.parallelism;

@@ -67,6 +67,16 @@ class Topology {
   int gpus_per_node = 0;      ///< template form: GPUs per node; explicit form: number of GPUs
   int num_nodes = 1;
 
+  Topology() = default;
+  /// Copies (and moves, which Boost's adjacency_list can only do by copying) re-point the
+  /// link-id table at the new object's own edges: a Boost edge descriptor points into the graph
+  /// that made it, so the implicit members would leave it pointing into the source.
+  Topology(const Topology& other);
+  Topology& operator=(const Topology& other);
+  Topology(Topology&& other);
+  Topology& operator=(Topology&& other);
+  ~Topology() = default;
+
   int num_gpus() const { return static_cast<int>(gpus.size()); }
   const Device& gpu(int rank) const { return graph[gpus.at(rank)]; }
   /// Node of a rank (template form), or 0 in the explicit form.
@@ -81,27 +91,22 @@ class Topology {
 
   /// Fewest-hop path from the GPU of rank src to that of rank dst (deterministic ECMP).
   /// REQUIRES: 0 <= src, dst < num_gpus(), src != dst. Throws InputError if unreachable.
+  /// Not thread-safe (it uses scratch space in the object): one Topology per thread.
   std::vector<Hop> route(int src_rank, int dst_rank) const;
 
   /// Call after the graph is complete: assigns dense link ids (in edge-insertion order) and
-  /// checks that there is at least one GPU, all GPUs are one catalog-known model, and every GPU
-  /// can reach GPU 0. Throws InputError (naming source_file) otherwise.
+  /// checks that there is at least one GPU, all GPUs are one catalog-known model, and every pair
+  /// of GPUs has a route. Throws InputError (naming source_file) otherwise.
   void finalize();
 
-  /// Ranks whose GPU no route connects to rank 0's GPU (empty when the machine is connected).
-  /// Works on the graph as it stands (before or after finalize()); the loader uses it to point
-  /// at the offending device declaration before finalize() would reject the machine.
-  std::vector<int> unreachable_gpus() const;
+  /// The first pair of ranks (a < b, in order) that no route joins, or {-1, -1} when every pair
+  /// has one. Routes never pass through a GPU, so "every GPU reaches GPU 0" is not enough: two
+  /// GPUs that each have an NVLink to GPU 0 and nothing else have no route between them.
+  /// Works on the graph as it stands; the loader uses it to point at the offending declaration.
+  std::pair<int, int> unroutable_pair() const;
 
  private:
   std::vector<EdgeId> links_by_id_;
-  mutable std::map<VertexId, std::vector<int>> hops_to_;  ///< BFS distance cache per destination
-                                                          ///< (reachability checks)
-
-  /// Hops from every vertex to `dst` (-1: unreachable), GPUs other than `dst` not expanded.
-  /// Not thread-safe (it fills a cache), nor is route() (scratch below): one Topology per thread.
-  const std::vector<int>& hops_to(VertexId dst) const;
-
   // Scratch space of route()'s bidirectional search, sized by finalize(); every entry is back to
   // its idle value (-1 / 0) between calls.
   mutable std::vector<int> fwd_hops_, bwd_hops_;        ///< hops from src / to dst, -1 = unseen

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 using namespace overlapsim;
 
@@ -23,8 +24,18 @@ struct Run {
   std::string output;  ///< stdout and stderr together
 };
 
+/// A fresh file name in the temporary folder (the file exists, empty).
+std::string temp_path(const char* suffix) {
+  char name[] = "/tmp/overlapsim-test-XXXXXX";
+  const int fd = ::mkstemp(name);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  std::remove(name);
+  return std::string(name) + suffix;
+}
+
 Run run_cli(const std::string& args) {
-  const std::string out = std::string(std::tmpnam(nullptr));
+  const std::string out = temp_path(".out");
   const std::string cmd = std::string(OVERLAPSIM_BINARY) + " " + args + " > " + out + " 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream f(out);
@@ -44,8 +55,8 @@ std::string slurp(const std::string& path) {
 }  // namespace
 
 TEST_CASE("two runs of the same scenario write identical JSON") {
-  const std::string a = std::string(std::tmpnam(nullptr)) + ".json";
-  const std::string b = std::string(std::tmpnam(nullptr)) + ".json";
+  const std::string a = temp_path(".json");
+  const std::string b = temp_path(".json");
   const std::string scenario = kSrc + "/tests/data/scenarios/small.yaml";
   REQUIRE(run_cli("run -q " + scenario + " --json " + a).status == 0);
   REQUIRE(run_cli("run -q " + scenario + " --json " + b).status == 0);
