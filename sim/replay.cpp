@@ -38,7 +38,7 @@ int ring_steps(CollectiveKind k, int n) {
 
 /// What a SimGrid activity stands for.
 struct Task {
-  enum Kind : uint8_t { Kernel, CollStep, CollTimer, P2PFlow } kind;
+  enum Kind : uint8_t { Kernel, CollStep, CollTimer, CollDelay, P2PFlow } kind;
   int rank_idx = -1;  ///< simulated rank (index into programs) the activity belongs to
   int op = -1;
   int64_t match = -1;
@@ -102,6 +102,9 @@ class Replayer {
   /// Whether the ring hops of a group differ (then mirrors' flows are simulated too, since one
   /// representative's hop no longer stands for the slowest one).
   bool uneven_ring(int group);
+  /// For a ring whose hops share one bottleneck bandwidth but differ in latency: the latency a
+  /// representative's hop lacks against the slowest hop (seconds); 0 for even rings.
+  double latency_gap(int group, int pos);
   void coll_maybe_erase(int64_t match);
 
   const Schedule& s_;
@@ -118,6 +121,7 @@ class Replayer {
   std::vector<sg4::ActivityPtr> finished_;
   std::unordered_map<int64_t, CollState> colls_;
   std::vector<int8_t> uneven_;  // per group: -1 unknown, 0 even, 1 uneven
+  std::vector<double> max_hop_latency_;  // per group, seconds (valid once uneven_ is known)
   std::unordered_map<int64_t, P2PState> p2p_;
   ReplayTimes times_;
   long long completed_ = 0, total_ops_ = 0;
@@ -134,18 +138,32 @@ std::pair<double, double> Replayer::route_bw_lat(int src, int dst) const {
 }
 
 bool Replayer::uneven_ring(int group) {
-  if (uneven_.empty()) uneven_.assign(s_.groups.size(), -1);
+  if (uneven_.empty()) {
+    uneven_.assign(s_.groups.size(), -1);
+    max_hop_latency_.assign(s_.groups.size(), 0.0);
+  }
   int8_t& u = uneven_[group];
   if (u >= 0) return u == 1;
   const auto& g = s_.groups[group].ranks;
   const int n = static_cast<int>(g.size());
   u = 0;
   if (n > 2) {
-    const auto first = route_bw_lat(g[0], g[1]);
-    for (int pos = 1; pos < n && u == 0; ++pos)
-      if (route_bw_lat(g[pos], g[(pos + 1) % n]) != first) u = 1;
+    const double bw0 = route_bw_lat(g[0], g[1]).first;
+    for (int pos = 0; pos < n; ++pos) {
+      const auto [bw, lat] = route_bw_lat(g[pos], g[(pos + 1) % n]);
+      if (bw != bw0) u = 1;
+      max_hop_latency_[group] = std::max(max_hop_latency_[group], lat);
+    }
   }
   return u == 1;
+}
+
+double Replayer::latency_gap(int group, int pos) {
+  if (uneven_ring(group)) return 0;
+  const auto& g = s_.groups[group].ranks;
+  const int n = static_cast<int>(g.size());
+  if (n <= 2) return 0;
+  return max_hop_latency_[group] - route_bw_lat(g[pos], g[(pos + 1) % n]).second;
 }
 
 void Replayer::build() {
@@ -180,7 +198,7 @@ void Replayer::build() {
     }
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-  pf_ = build_platform(topo_, ranks, pairs, opt_.link_efficiency, kGpuSpeed, opt_.fidelity == Fidelity::Analytic);
+  pf_ = build_platform(topo_, ranks, pairs, opt_.link_efficiency, kGpuSpeed, true);
   timer_host_ = pf_.timer;
 
   pending_.resize(nr);
@@ -357,13 +375,16 @@ void Replayer::coll_ready(int ri, int oi) {
   }
   if (opt_.fidelity == Fidelity::Analytic) {
     if (c.ready_count < c.simulated) return;  // wait for every simulated member
-    // The ring advances at the pace of its slowest hop.
-    double step_s = 0;
+    // The ring advances at the pace of its slowest hop: the largest hop latency plus a chunk at
+    // the smallest hop bandwidth (exact when the hops share one bandwidth).
+    uneven_ring(op.group);
+    double min_bw = std::numeric_limits<double>::infinity();
     for (int p = 0; p < n; ++p) {
-      auto [bw, lat] = route_bw_lat(g[p], g[(p + 1) % n]);
-      step_s = std::max(step_s, lat + static_cast<double>(c.chunk_bytes) / bw);
-      if (!uneven_ring(op.group)) break;
+      min_bw = std::min(min_bw, route_bw_lat(g[p], g[(p + 1) % n]).first);
+      if (uneven_[op.group] == 0) break;
     }
+    const double max_lat = n > 2 ? max_hop_latency_[op.group] : route_bw_lat(g[0], g[1]).second;
+    const double step_s = max_lat + static_cast<double>(c.chunk_bytes) / min_bw;
     for (int p = 0; p < n; ++p) {
       const Member& mm = c.members[p];
       if (mm.rank_idx >= 0) start_timer(c.steps * step_s, mm.rank_idx, mm.op, match);
@@ -394,6 +415,22 @@ void Replayer::coll_advance(CollState& c, int64_t match, int pos) {
   ++m.steps_started;
   ++c.in_flight;
   const auto& g = s_.groups[c.group].ranks;
+  // A representative whose predecessor is a mirror would, in the real ring, wait for the slowest
+  // hop's latency each step: add what its own hop lacks (bandwidth-uneven rings simulate the
+  // mirrors' flows instead, so the gap is 0 there).
+  const double gap = pred.active ? 0.0 : latency_gap(c.group, pos);
+  if (gap > 0) {
+    tasks_.push_back(Task{Task::CollDelay, m.rank_idx, m.op, match, pos, nullptr, sg4::Engine::get_clock()});
+    Task& t = tasks_.back();
+    sg4::ExecPtr x = sg4::Exec::init();
+    x->set_flops_amount(gap * kGpuSpeed);
+    x->set_host(timer_host_);
+    x->set_data(&t);
+    t.activity = x;
+    ++times_.activities;
+    x->start();
+    return;
+  }
   start_flow(Task::CollStep, g[pos], g[(pos + 1) % n], c.chunk_bytes, m.rank_idx, m.op, match, pos);
 }
 
@@ -428,6 +465,13 @@ void Replayer::on_activity_done(Task& t) {
       --c.remaining;
       complete(t.rank_idx, t.op);
       coll_maybe_erase(t.match);
+      break;
+    }
+    case Task::CollDelay: {
+      const CollState& c = colls_.at(t.match);
+      const auto& g = s_.groups[c.group].ranks;
+      const int n = static_cast<int>(g.size());
+      start_flow(Task::CollStep, g[t.pos], g[(t.pos + 1) % n], c.chunk_bytes, t.rank_idx, t.op, t.match, t.pos);
       break;
     }
     case Task::CollStep: {
