@@ -140,6 +140,7 @@ SourceLocation locate(const std::string& path, const std::string& text, std::siz
 }  // namespace
 
 Profile load_profile(const std::string& path) {
+  require_readable_file(path, "a calibration profile (JSON)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(SourceLocation{path, 0, 0}, "", "expected a readable profile file, found none");
   std::stringstream buffer;

@@ -54,6 +54,14 @@ struct Parallelism {
   PipelineSchedule pipeline_schedule = PipelineSchedule::OneFOneB;
   int zero_stage = 0;        ///< 0, 1, 2 or 3 (ZeRO, Rajbhandari et al. SC'20)
   Recompute recompute = Recompute::None;
+  // Training-loop choices of Megatron-LM that decide what the `megatron` baseline overlaps and
+  // which kernels it runs. Defaults are today's; the SC'21 code (Megatron-LM v2, 2021) had none
+  // of the three: it all-reduced gradients after the last micro-batch's backward, reduced TP
+  // input gradients synchronously, and ran attention unfused (baddbmm, fused scale-mask-softmax,
+  // dropout, bmm).
+  bool overlap_grad_reduce = true;  ///< Megatron-LM --overlap-grad-reduce: DP buckets overlap backward
+  bool async_tp_reduce = true;      ///< --async-tensor-model-parallel-allreduce: dgrad reduction beside wgrad
+  bool flash_attention = true;      ///< --use-flash-attn: one fused attention kernel (FlashAttention-2)
 
   int world() const { return tp * pp * dp; }
   /// Micro-batches per iteration per pipeline: global_batch / (dp · micro_batch).

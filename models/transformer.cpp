@@ -112,10 +112,13 @@ class IterationBuilder {
   // One pass over a layer; `last` is the op the pass continues from; returns the new last op.
   int layer_forward(ProgramBuilder& pb, const RankContext& c, int layer, int mb, Phase phase, int last);
   int layer_backward(ProgramBuilder& pb, const RankContext& c, int layer, int mb, int last);
+  int attention_forward(ProgramBuilder& pb, int layer, int mb, Phase ph, int last);
+  int attention_backward(ProgramBuilder& pb, int layer, int mb, int last);
   int tp_in(ProgramBuilder& pb, const RankContext& c, const char* name, Phase ph, int layer, int mb, int last,
             int16_t overlap);
   int tp_out(ProgramBuilder& pb, const RankContext& c, const char* name, Phase ph, int layer, int mb, int last,
              int16_t overlap);
+  int16_t tp_async_stream() const { return par_.async_tp_reduce ? kTpCommStream : kComputeStream; }
   double gemm(int64_t M, int64_t N, int64_t K) const { return cost_.gemm_time_s(M, N, K, d_.dtype); }
   double mem(double bytes) const { return cost_.memory_bound_time_s(bytes); }
   static double gflops(int64_t M, int64_t N, int64_t K) { return 2.0 * M * N * K; }
@@ -144,6 +147,48 @@ int IterationBuilder::tp_out(ProgramBuilder& pb, const RankContext& c, const cha
                        d_.T * d_.h * d_.e, CommPurpose::TensorParallel, overlap, ph, layer, mb, {last});
 }
 
+// The attention core, softmax(Q·Kᵀ/√d)·V over b·a/t heads of s×s scores. Fused (FlashAttention-2,
+// Dao 2023): one kernel, 4·b·(a/t)·s²·d FLOPs forward, 2× that backward. Unfused (Megatron-LM's
+// CoreAttention): baddbmm scores GEMM, fused scale-mask-softmax, dropout (p > 0 in GPT-3 and the
+// SC'21 runs), bmm context GEMM — the s² score tensor goes through HBM between them.
+int IterationBuilder::attention_forward(ProgramBuilder& pb, int L, int mb, Phase ph, int last) {
+  const auto& d = d_;
+  const int64_t heads = d.b * d.heads_local;
+  if (par_.flash_attention)
+    return pb.compute("attn", ComputeKind::Attention,
+                      cost_.attention_time_s(d.b, d.heads_local, d.s, d.head_dim, d.dtype, false),
+                      4.0 * heads * d.s * d.s * d.head_dim, ph, L, mb, {last});
+  const double scores = static_cast<double>(heads) * d.s * d.s;  // elements
+  int x = pb.compute("attn.scores", ComputeKind::Gemm, cost_.gemm_time_s(d.s, d.s, d.head_dim, d.dtype, heads),
+                     gflops(d.s, d.s, d.head_dim) * heads, ph, L, mb, {last});
+  x = pb.compute("attn.softmax", ComputeKind::MemoryBound, mem(2 * scores * d.e), 0, ph, L, mb, {x});
+  x = pb.compute("attn.dropout", ComputeKind::MemoryBound, mem(scores * (2 * d.e + 1)), 0, ph, L, mb, {x});
+  return pb.compute("attn.context", ComputeKind::Gemm, cost_.gemm_time_s(d.s, d.head_dim, d.s, d.dtype, heads),
+                    gflops(d.s, d.head_dim, d.s) * heads, ph, L, mb, {x});
+}
+
+int IterationBuilder::attention_backward(ProgramBuilder& pb, int L, int mb, int last) {
+  const auto& d = d_;
+  const Phase ph = Phase::Backward;
+  const int64_t heads = d.b * d.heads_local;
+  if (par_.flash_attention)
+    return pb.compute("attn.bwd", ComputeKind::Attention,
+                      cost_.attention_time_s(d.b, d.heads_local, d.s, d.head_dim, d.dtype, true),
+                      8.0 * heads * d.s * d.s * d.head_dim, ph, L, mb, {last});
+  const double scores = static_cast<double>(heads) * d.s * d.s;
+  const double pv = gflops(d.s, d.s, d.head_dim) * heads;  // every one of the four GEMMs
+  int x = pb.compute("attn.context.dgrad", ComputeKind::Gemm, cost_.gemm_time_s(d.s, d.s, d.head_dim, d.dtype, heads),
+                     pv, ph, L, mb, {last});  // dP = dC·Vᵀ
+  const int dv = pb.compute("attn.context.wgrad", ComputeKind::Gemm,
+                            cost_.gemm_time_s(d.s, d.head_dim, d.s, d.dtype, heads), pv, ph, L, mb, {last});  // dV = Pᵀ·dC
+  x = pb.compute("attn.dropout.bwd", ComputeKind::MemoryBound, mem(scores * (2 * d.e + 1)), 0, ph, L, mb, {x});
+  x = pb.compute("attn.softmax.bwd", ComputeKind::MemoryBound, mem(3 * scores * d.e), 0, ph, L, mb, {x});
+  x = pb.compute("attn.scores.dgrad", ComputeKind::Gemm, cost_.gemm_time_s(d.s, d.head_dim, d.s, d.dtype, heads), pv,
+                 ph, L, mb, {x});  // dQ = dS·K
+  return pb.compute("attn.scores.wgrad", ComputeKind::Gemm, cost_.gemm_time_s(d.s, d.head_dim, d.s, d.dtype, heads),
+                    pv, ph, L, mb, {x, dv});  // dK = dSᵀ·Q
+}
+
 int IterationBuilder::layer_forward(ProgramBuilder& pb, const RankContext& c, int L, int mb, Phase ph, int last) {
   const auto& d = d_;
   const double act = static_cast<double>(d.Tsp) * d.h * d.e;  // bytes of one hidden-state tensor a rank holds
@@ -151,10 +196,7 @@ int IterationBuilder::layer_forward(ProgramBuilder& pb, const RankContext& c, in
   x = tp_in(pb, c, "ag.qkv", ph, L, mb, x, 0);
   x = pb.compute("qkv", ComputeKind::Gemm, gemm(d.T, 3 * d.h / d.t, d.h), gflops(d.T, 3 * d.h / d.t, d.h), ph, L, mb,
                  {x});
-  const double attn_flops = 4.0 * d.b * d.heads_local * d.s * d.s * d.head_dim;
-  x = pb.compute("attn", ComputeKind::Attention,
-                 cost_.attention_time_s(d.b, d.heads_local, d.s, d.head_dim, d.dtype, false), attn_flops, ph, L, mb,
-                 {x});
+  x = attention_forward(pb, L, mb, ph, x);
   x = pb.compute("proj", ComputeKind::Gemm, gemm(d.T, d.h, d.h / d.t), gflops(d.T, d.h, d.h / d.t), ph, L, mb, {x});
   x = tp_out(pb, c, "rs.proj", ph, L, mb, x, 0);
   x = pb.compute("residual1", ComputeKind::MemoryBound, mem(4 * act), 0, ph, L, mb, {x});
@@ -184,13 +226,13 @@ int IterationBuilder::layer_backward(ProgramBuilder& pb, const RankContext& c, i
   // FC1 (column-parallel): with SP, re-gather LN2's output for the wgrad, then dgrad, then
   // reduce the input gradient while the wgrad runs.
   const int ag_fc1 = (tp && par_.sp) ? pb.collective("ag.fc1.wgrad", CollectiveKind::AllGather, c.tp_group,
-                                                     d.T * d.h * d.e, CommPurpose::TensorParallel, kTpCommStream, ph,
+                                                     d.T * d.h * d.e, CommPurpose::TensorParallel, tp_async_stream(), ph,
                                                      L, mb, {last})
                                      : -1;
   const int fc1_dgrad =
       pb.compute("fc1.dgrad", ComputeKind::Gemm, gemm(d.T, d.h, d.f / d.t), gflops(d.T, d.h, d.f / d.t), ph, L, mb, {x});
   const int rs_fc1 = tp ? pb.collective("rs.fc1.dgrad", par_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                                        c.tp_group, d.T * d.h * d.e, CommPurpose::TensorParallel, kTpCommStream, ph, L,
+                                        c.tp_group, d.T * d.h * d.e, CommPurpose::TensorParallel, tp_async_stream(), ph, L,
                                         mb, {fc1_dgrad})
                         : fc1_dgrad;
   pb.compute("fc1.wgrad", ComputeKind::Gemm, gemm(d.h, d.f / d.t, d.T), gflops(d.h, d.f / d.t, d.T), ph, L, mb,
@@ -202,19 +244,16 @@ int IterationBuilder::layer_backward(ProgramBuilder& pb, const RankContext& c, i
   const int proj_dgrad = pb.compute("proj.dgrad", ComputeKind::Gemm, gemm(d.T, d.h / d.t, d.h),
                                     gflops(d.T, d.h / d.t, d.h), ph, L, mb, {x});
   pb.compute("proj.wgrad", ComputeKind::Gemm, gemm(d.h / d.t, d.h, d.T), gflops(d.h / d.t, d.h, d.T), ph, L, mb, {x});
-  const double attn_flops = 8.0 * d.b * d.heads_local * d.s * d.s * d.head_dim;
-  x = pb.compute("attn.bwd", ComputeKind::Attention,
-                 cost_.attention_time_s(d.b, d.heads_local, d.s, d.head_dim, d.dtype, true), attn_flops, ph, L, mb,
-                 {proj_dgrad});
+  x = attention_backward(pb, L, mb, proj_dgrad);
   // QKV (column-parallel).
   const int ag_qkv = (tp && par_.sp) ? pb.collective("ag.qkv.wgrad", CollectiveKind::AllGather, c.tp_group,
-                                                     d.T * d.h * d.e, CommPurpose::TensorParallel, kTpCommStream, ph,
+                                                     d.T * d.h * d.e, CommPurpose::TensorParallel, tp_async_stream(), ph,
                                                      L, mb, {x})
                                      : -1;
   const int qkv_dgrad = pb.compute("qkv.dgrad", ComputeKind::Gemm, gemm(d.T, d.h, 3 * d.h / d.t),
                                    gflops(d.T, d.h, 3 * d.h / d.t), ph, L, mb, {x});
   const int rs_qkv = tp ? pb.collective("rs.qkv.dgrad", par_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
-                                        c.tp_group, d.T * d.h * d.e, CommPurpose::TensorParallel, kTpCommStream, ph, L,
+                                        c.tp_group, d.T * d.h * d.e, CommPurpose::TensorParallel, tp_async_stream(), ph, L,
                                         mb, {qkv_dgrad})
                         : qkv_dgrad;
   const int qkv_wgrad = pb.compute("qkv.wgrad", ComputeKind::Gemm, gemm(d.h, 3 * d.h / d.t, d.T),
@@ -295,7 +334,7 @@ void IterationBuilder::build_rank(int rank) {
       const int red = par_.tp > 1 ? pb.collective("rs.logits.dgrad",
                                                   par_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
                                                   c.tp_group, d.T * d.h * d.e, CommPurpose::TensorParallel,
-                                                  kTpCommStream, Phase::Backward, -1, mb, {dgrad})
+                                                  tp_async_stream(), Phase::Backward, -1, mb, {dgrad})
                                   : dgrad;
       pb.compute("logits.wgrad", ComputeKind::Gemm, gemm(d.V / d.t, d.h, d.T), gflops(d.V / d.t, d.h, d.T),
                  Phase::Backward, -1, mb, {x});
@@ -311,9 +350,7 @@ void IterationBuilder::build_rank(int rank) {
       if (par_.recompute == Recompute::Full) {
         x = layer_forward(pb, c, L, mb, Phase::Recompute, x);
       } else if (par_.recompute == Recompute::Selective) {
-        x = pb.compute("attn.recompute", ComputeKind::Attention,
-                       cost_.attention_time_s(d.b, d.heads_local, d.s, d.head_dim, d.dtype, false),
-                       4.0 * d.b * d.heads_local * d.s * d.s * d.head_dim, Phase::Recompute, L, mb, {x});
+        x = attention_forward(pb, L, mb, Phase::Recompute, x);
       }
       x = layer_backward(pb, c, L, mb, x);
       last_wgrad_of_layer[l] = static_cast<int>(prog.ops.size()) - 2;  // qkv.wgrad precedes ln1.bwd
@@ -364,7 +401,7 @@ void IterationBuilder::build_rank(int rank) {
         if (l == 0 && (c.first || c.last)) bytes += static_cast<double>(d.V) * d.h / d.t * grad_bytes;
         if (l == 0) deps.push_back(last_bwd);
         sync_ops.push_back(pb.collective("dp.grad_sync", kind, c.dp_group, bytes, CommPurpose::DataParallel,
-                                         kDpCommStream, Phase::GradSync, -1, -1, deps));
+                                         par_.overlap_grad_reduce ? kDpCommStream : kComputeStream, Phase::GradSync, -1, -1, deps));
         acc = 0;
       }
     }
@@ -402,6 +439,9 @@ void check_layout(const ModelConfig& m, const Parallelism& p) {
   if (m.layers % p.pp) bad("parallelism.pp", "must divide the " + std::to_string(m.layers) + " layers");
   if (p.sp && (static_cast<int64_t>(p.micro_batch) * m.seq_len) % p.tp)
     bad("parallelism.sp", "micro_batch · seq_len must be divisible by tp");
+  if (p.micro_batch > p.global_batch)
+    bad("parallelism.micro_batch", std::to_string(p.micro_batch) + " is larger than global_batch = " +
+                                       std::to_string(p.global_batch));
   if (p.global_batch % (p.dp * p.micro_batch))
     bad("parallelism.global_batch", std::to_string(p.global_batch) + " is not divisible by dp · micro_batch = " +
                                         std::to_string(p.dp * p.micro_batch));

@@ -4,7 +4,8 @@
 //
 // Per transformer layer and micro-batch of T = micro_batch · seq tokens on a rank of a TP group
 // of size t (h hidden, f ffn_hidden, a heads):
-//   forward:  LN1 → [SP: AllGather T·h] → QKV GEMM (T × 3h/t × h) → attention core (a/t heads)
+//   forward:  LN1 → [SP: AllGather T·h] → QKV GEMM (T × 3h/t × h) → attention core (a/t heads;
+//             one FlashAttention kernel, or Megatron's unfused scores GEMM, softmax, dropout, context GEMM)
 //             → proj GEMM (T × h × h/t) → [SP: ReduceScatter | AllReduce] T·h → dropout+residual
 //             → LN2 → [SP: AllGather] → FC1 GEMM (T × f/t × h) → GeLU → FC2 GEMM (T × h × f/t)
 //             → [SP: ReduceScatter | AllReduce] → dropout+residual

@@ -28,11 +28,18 @@ class InputError : public std::runtime_error {
 
   const SourceLocation& where() const { return where_; }
   const std::string& key() const { return key_; }
+  /// The message without the location and key prefix.
+  const std::string& message() const { return message_; }
 
  private:
   SourceLocation where_;
   std::string key_;
+  std::string message_;
 };
+
+/// Throws InputError if `path` is a directory or cannot be opened for reading; `what` names the
+/// kind of file expected ("a scenario", "a topology", ...).
+void require_readable_file(const std::string& path, const std::string& what);
 
 [[noreturn]] void check_failed(const char* expr, const char* file, int line, const std::string& msg);
 

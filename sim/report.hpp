@@ -16,8 +16,14 @@ void print_table(std::ostream& out, const RunResult& r);
 /// The same figures as JSON (keys carry units: iteration_s, peak_memory_bytes, ...).
 nlohmann::json to_json(const RunResult& r);
 
-/// Writes JSON to `path` atomically (a temporary file renamed over it): a failed write leaves
-/// no half-written file. Throws InputError naming the path if it cannot be written.
+/// Writes JSON to `path` atomically (a temporary file beside the target, renamed over it): a
+/// failed write leaves no half-written file. A symbolic link is followed (its target is
+/// replaced). Throws InputError naming the path if it cannot be written.
 void write_json_file(const std::string& path, const nlohmann::json& j);
+
+/// Checks, before any work, that `path` can be written as an output file: its folder exists and
+/// is writable, and the path is not a directory, a device or another non-regular file. Throws
+/// InputError naming `flag` and the path.
+void check_output_path(const std::string& path, const std::string& flag);
 
 }  // namespace overlapsim

@@ -50,7 +50,7 @@ auto parse_with(const YamlFile& f, const YAML::Node& n, const std::string& key, 
 int positive_int(const YamlFile& f, const YAML::Node& n, const std::string& key, int min_value = 1) {
   const long long v = as_int(f, n, key);
   if (v < min_value || v > (1LL << 30))
-    fail(f, n, key, "expected an integer >= " + std::to_string(min_value) + ", found " + std::to_string(v));
+    fail(f, n, key, "expected an integer from " + std::to_string(min_value) + " to 2^30, found " + std::to_string(v));
   return static_cast<int>(v);
 }
 
@@ -81,7 +81,7 @@ void load_model(const YamlFile& f, const YAML::Node& n, ModelConfig& m) {
 void load_parallelism(const YamlFile& f, const YAML::Node& n, Scenario& s) {
   if (!n.IsMap()) fail(f, n, "parallelism", "expected a map such as {tp: 8, pp: 1, global_batch: 512}");
   check_keys(f, n, {"tp", "pp", "dp", "sp", "micro_batch", "global_batch", "pipeline_schedule", "zero_stage",
-                    "recompute"});
+                    "recompute", "overlap_grad_reduce", "async_tp_reduce", "flash_attention"});
   Parallelism& p = s.parallelism;
   p.tp = n["tp"] ? positive_int(f, n["tp"], "parallelism.tp") : 1;
   p.pp = n["pp"] ? positive_int(f, n["pp"], "parallelism.pp") : 1;
@@ -97,6 +97,10 @@ void load_parallelism(const YamlFile& f, const YAML::Node& n, Scenario& s) {
     if (p.zero_stage > 3) fail(f, n["zero_stage"], "parallelism.zero_stage", "expected 0, 1, 2 or 3");
   }
   if (n["recompute"]) p.recompute = parse_with(f, n["recompute"], "parallelism.recompute", parse_recompute);
+  if (n["overlap_grad_reduce"])
+    p.overlap_grad_reduce = as_bool(f, n["overlap_grad_reduce"], "parallelism.overlap_grad_reduce");
+  if (n["async_tp_reduce"]) p.async_tp_reduce = as_bool(f, n["async_tp_reduce"], "parallelism.async_tp_reduce");
+  if (n["flash_attention"]) p.flash_attention = as_bool(f, n["flash_attention"], "parallelism.flash_attention");
 }
 
 std::vector<std::string> parse_strategies(const YamlFile& f, const YAML::Node& n) {
@@ -106,6 +110,7 @@ std::vector<std::string> parse_strategies(const YamlFile& f, const YAML::Node& n
   const auto known = strategy_names();
   for (const auto& item : n) {
     const std::string name = as_string(f, item, "strategies");
+    if (std::find(out.begin(), out.end(), name) != out.end()) fail(f, item, "strategies", "'" + name + "' is listed twice");
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -123,7 +128,7 @@ Scenario load_scenario(const std::string& path) {
   const YAML::Node& r = f.root;
   if (!r.IsMap()) fail(f, r, "", "expected a scenario: a map with name, model, topology, parallelism");
   check_keys(f, r, {"name", "model", "topology", "topology_overrides", "parallelism", "calibration", "strategies",
-                    "fidelity", "published", "notes", "sweep"});
+                    "fidelity", "published", "notes"});
   Scenario s;
   s.path = path;
   s.name = as_string(f, require(f, r, "name"), "name");
@@ -169,7 +174,7 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
       if (used != value.size() || v < min_value || v > (1LL << 30)) throw std::invalid_argument("");
       return static_cast<int>(v);
     } catch (const std::exception&) {
-      bad_setting(key, "expected an integer >= " + std::to_string(min_value) + ", found '" + value + "'");
+      bad_setting(key, "expected an integer from " + std::to_string(min_value) + " to 2^30, found '" + value + "'");
     }
   };
   auto to_bool = [&]() {
@@ -187,12 +192,22 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
     else if (key == "parallelism.global_batch") p.global_batch = to_int(1);
     else if (key == "parallelism.zero_stage") { p.zero_stage = to_int(0); if (p.zero_stage > 3) bad("expected 0..3"); }
     else if (key == "parallelism.recompute") p.recompute = parse_recompute(value);
+    else if (key == "parallelism.overlap_grad_reduce") p.overlap_grad_reduce = to_bool();
+    else if (key == "parallelism.async_tp_reduce") p.async_tp_reduce = to_bool();
+    else if (key == "parallelism.flash_attention") p.flash_attention = to_bool();
     else if (key == "parallelism.pipeline_schedule") p.pipeline_schedule = parse_pipeline(value);
     else if (key == "fidelity") s.fidelity = parse_fidelity(value);
-    else if (key == "model.preset") s.model = model_preset(value);
+    else if (key == "model.preset") {
+      try {
+        s.model = model_preset(value);
+      } catch (const InputError& e) {
+        bad(e.message());
+      }
+    }
     else if (key.rfind("topology_overrides.", 0) == 0) s.topology_overrides[key.substr(19)] = value;
     else bad("unknown setting; expected parallelism.{tp,pp,dp,sp,micro_batch,global_batch,zero_stage,recompute,"
-             "pipeline_schedule}, fidelity, model.preset or topology_overrides.KEY");
+             "pipeline_schedule,overlap_grad_reduce,async_tp_reduce,flash_attention}, fidelity, model.preset or "
+             "topology_overrides.KEY");
   } catch (const std::invalid_argument& e) {
     bad(e.what());
   }

@@ -7,13 +7,16 @@
 //   topology: ../topologies/dgx-a100-superpod.yaml   # relative to this file
 //   topology_overrides: {node.count: 128}
 //   parallelism: {tp: 8, pp: 16, dp: 8, sp: true, micro_batch: 1, global_batch: 1536,
-//                 pipeline_schedule: 1f1b|gpipe, zero_stage: 0..3, recompute: none|selective|full}
+//                 pipeline_schedule: 1f1b|gpipe, zero_stage: 0..3, recompute: none|selective|full,
+//                 overlap_grad_reduce: true, async_tp_reduce: true, flash_attention: true}
+//                 (the last three: Megatron-LM training-loop flags, models/model_config.hpp)
 //   calibration: ../calibrate/profiles/a100-sxm4-80gb.json   # optional: default per GPU model
 //   strategies: [serial, megatron]    # or: all
 //   fidelity: flow                    # flow | analytic
 //   published: {tflops_per_gpu: 148, source: "Narayanan et al. SC'21, Table 1"}   # optional
 //   notes: "free text printed with the result"
-// dp may be omitted: it is then the machine's GPU count / (tp · pp). Unknown keys are errors.
+// dp may be omitted: it is then the machine's GPU count / (tp · pp). An inline model may omit
+// ffn_hidden (4 · hidden) and dtype (fp16). Unknown keys are errors.
 #pragma once
 
 #include "models/model_config.hpp"

@@ -15,10 +15,14 @@ namespace overlapsim {
 namespace {
 
 std::string describe_layout(const Parallelism& p) {
-  return fmt::format("TP {} · PP {} · DP {}, SP {}, micro-batch {}, global batch {}, {}, recompute {}, ZeRO {}", p.tp,
-                     p.pp, p.dp, p.sp ? "on" : "off", p.micro_batch, p.global_batch,
-                     p.pipeline_schedule == PipelineSchedule::OneFOneB ? "1F1B" : "GPipe", to_string(p.recompute),
-                     p.zero_stage);
+  std::string s = fmt::format("TP {} · PP {} · DP {}, SP {}, micro-batch {}, global batch {}, {}, recompute {}, ZeRO {}",
+                              p.tp, p.pp, p.dp, p.sp ? "on" : "off", p.micro_batch, p.global_batch,
+                              p.pipeline_schedule == PipelineSchedule::OneFOneB ? "1F1B" : "GPipe",
+                              to_string(p.recompute), p.zero_stage);
+  if (!p.overlap_grad_reduce) s += ", DP reduce after backward";
+  if (!p.async_tp_reduce) s += ", sync TP reduce";
+  s += p.flash_attention ? ", flash attention" : ", unfused attention";
+  return s;
 }
 
 }  // namespace
@@ -38,7 +42,24 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   if (par.world() > gpus)
     throw InputError(where, "parallelism",
                      fmt::format("tp · pp · dp = {} GPUs, but the topology '{}' has {}", par.world(), topo.name, gpus));
-  check_layout(sc.model, par);
+  try {
+    check_layout(sc.model, par);
+  } catch (const InputError& e) {
+    throw InputError(where, e.key(), e.message());
+  }
+  {
+    // Ops per layer and micro-batch: about 20 forward, 30 backward, 20 recomputed (unfused
+    // attention, SP); the estimate is within a factor 1.5 of the built schedule.
+    const long long ranks = opt.folding == Folding::Representatives ? par.pp : par.world();
+    const long long per_layer = par.recompute == Recompute::Full ? 70 : 50;
+    const long long est = ranks * par.num_micro_batches() * (sc.model.layers / par.pp) * per_layer;
+    if (est > opt.max_ops)
+      throw InputError(where, "parallelism",
+                       fmt::format("the iteration would have about {} ops on {} simulated rank(s) ({} micro-batches "
+                                   "of {} layers each); the limit is {} (--max-ops): lower global_batch or raise "
+                                   "micro_batch",
+                                   est, ranks, par.num_micro_batches(), sc.model.layers / par.pp, opt.max_ops));
+  }
 
   const DeviceSpec& dev = device_spec(topo.gpu_model());
   const std::string profile_path =
@@ -53,7 +74,10 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   rr.scenario = sc.name;
   rr.model = sc.model.name;
   rr.topology = topo.name;
-  rr.profile = profile_path;
+  // Shown relative to the source tree when it lies there, so results do not depend on where
+  // the checkout is.
+  const std::string src = std::string(OVERLAPSIM_SOURCE_DIR) + "/";
+  rr.profile = profile_path.rfind(src, 0) == 0 ? profile_path.substr(src.size()) : profile_path;
   rr.profile_source = profile.provenance_kind + ": " + profile.provenance_source;
   rr.layout = describe_layout(par);
   rr.gpus = par.world();

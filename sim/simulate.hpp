@@ -17,6 +17,9 @@ struct SimulateOptions {
   std::vector<std::string> strategies;  ///< empty: the scenario's list
   std::optional<Fidelity> fidelity;     ///< unset: the scenario's
   Folding folding = Folding::Representatives;
+  /// Refuse (InputError) a schedule estimated above this many ops on the simulated ranks: the
+  /// replay keeps every op in memory (about 0.5 KB each).
+  long long max_ops = 20'000'000;
   /// Called with one line of progress before each strategy is simulated (may be empty).
   std::function<void(const std::string&)> progress;
 };

@@ -55,6 +55,7 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 YamlFile load_yaml_file(const std::string& path) {
   YamlFile f;
   f.path = path;
+  require_readable_file(path, "a YAML");
   try {
     f.root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {

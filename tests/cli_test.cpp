@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace overlapsim;
@@ -117,6 +118,11 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
       {"too-many-gpus.yaml", "too-many-gpus.yaml", "parallelism"},
       {"bad-strategy.yaml", ":5:", "magatron"},
       {"missing-topology.yaml", "nowhere.yaml", ""},
+      {"duplicate-strategy.yaml", ":5:", "listed twice"},
+      // Cross-field checks name the scenario file (regression: they used to say "<input>").
+      {"micro-batch-too-large.yaml", "micro-batch-too-large.yaml", "parallelism.micro_batch"},
+      // A schedule too large to hold is refused before it is built (regression: it ran out of memory).
+      {"too-many-ops.yaml", "too-many-ops.yaml", "--max-ops"},
   };
   for (const auto& c : cases) {
     SUBCASE(c.file) {
@@ -145,6 +151,30 @@ TEST_CASE("bad command-line values name the flag") {
     const Run r = run_cli("run -q " + scenario + " --set parallelism.tp=zero");
     CHECK(r.status == 2);
     CHECK(r.output.find("parallelism.tp") != std::string::npos);
+  }
+  SUBCASE("a directory as the scenario") {
+    const Run r = run_cli("run -q " + kSrc + "/tests/data");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("is a directory") != std::string::npos);
+  }
+  SUBCASE("json onto a device is refused, before simulating") {
+    // Regression: the temporary file used to be renamed over /dev/null.
+    const Run r = run_cli("run " + scenario + " --json /dev/null");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("not a regular file") != std::string::npos);
+    CHECK(r.output.find("simulating") == std::string::npos);
+  }
+  SUBCASE("json through a symbolic link writes the link's target") {
+    const std::string target = temp_path(".json");
+    const std::string link = temp_path(".link.json");
+    REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+    CHECK(run_cli("run -q " + scenario + " --json " + link).status == 0);
+    struct stat st{};
+    CHECK(::lstat(link.c_str(), &st) == 0);
+    CHECK(S_ISLNK(st.st_mode));
+    CHECK(slurp(target).find("\"iteration_s\"") != std::string::npos);
+    std::remove(link.c_str());
+    std::remove(target.c_str());
   }
   SUBCASE("unwritable json") {
     const Run r = run_cli("run -q " + scenario + " --json /nonexistent-dir/out.json");

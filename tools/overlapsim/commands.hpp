@@ -16,6 +16,7 @@ struct RunArgs {
   std::vector<std::string> settings;  ///< KEY=VALUE
   bool unfold = false;
   bool quiet = false;
+  long long max_ops = 20'000'000;
 };
 void add_run_command(CLI::App& app, RunArgs& args);
 /// Returns the process exit status (0 ok); throws InputError on bad input.

@@ -21,6 +21,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--set", a.settings, "override a scenario setting, e.g. --set parallelism.tp=4 (repeatable)");
   run->add_flag("--unfold", a.unfold, "simulate every rank instead of one representative per pipeline stage");
   run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
+  run->add_option("--max-ops", a.max_ops, "refuse schedules estimated above this many ops (memory guard)")
+      ->check(CLI::PositiveNumber);
 }
 
 int run_command(const RunArgs& a) {
@@ -32,7 +34,16 @@ int run_command(const RunArgs& a) {
     apply_setting(sc, kv.substr(0, eq), kv.substr(eq + 1));
   }
   SimulateOptions opt;
-  for (const auto& s : a.strategies) make_strategy(s);  // validate names before any work
+  // Validate every flag before any work.
+  for (const auto& s : a.strategies) {
+    try {
+      make_strategy(s);
+    } catch (const InputError& e) {
+      throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy", e.message());
+    }
+  }
+  if (!a.json.empty()) check_output_path(a.json, "--json");
+  opt.max_ops = a.max_ops;
   opt.strategies = a.strategies;
   if (!a.fidelity.empty()) {
     try {
