@@ -39,6 +39,8 @@ class ProgramBuilder {
     return push(std::move(op), name, phase, layer, mb, std::move(deps));
   }
 
+  Op& last_op() { return p_.ops.back(); }
+
   int p2p(const std::string& name, bool send, int peer, double bytes, Phase phase, int mb, std::vector<int32_t> deps) {
     Op op;
     op.type = send ? OpType::Send : OpType::Recv;
@@ -119,7 +121,23 @@ class IterationBuilder {
   int tp_out(ProgramBuilder& pb, const RankContext& c, const char* name, Phase ph, int layer, int mb, int last,
              int16_t overlap);
   int16_t tp_async_stream() const { return par_.async_tp_reduce ? kTpCommStream : kComputeStream; }
-  double gemm(int64_t M, int64_t N, int64_t K) const { return cost_.gemm_time_s(M, N, K, d_.dtype); }
+  /// A GEMM kernel C[M×N] = A[M×K]·B[K×N] (batch times): its time from the cost model, its
+  /// FLOPs 2·M·N·K·batch, its shape recorded for passes that split it.
+  int gemm_op(ProgramBuilder& pb, const char* name, int64_t M, int64_t N, int64_t K, Phase ph, int layer, int mb,
+              std::vector<int32_t> deps) {
+    return gemm_op(pb, name, M, N, K, 1, ph, layer, mb, std::move(deps));
+  }
+  int gemm_op(ProgramBuilder& pb, const char* name, int64_t M, int64_t N, int64_t K, int64_t batch, Phase ph,
+              int layer, int mb, std::vector<int32_t> deps) {
+    const int i = pb.compute(name, ComputeKind::Gemm, cost_.gemm_time_s(M, N, K, d_.dtype, batch),
+                             gflops(M, N, K) * static_cast<double>(batch), ph, layer, mb, std::move(deps));
+    Op& op = pb.last_op();
+    op.gemm_m = M;
+    op.gemm_n = N;
+    op.gemm_k = K;
+    op.gemm_batch = batch;
+    return i;
+  }
   double mem(double bytes) const { return cost_.memory_bound_time_s(bytes); }
   static double gflops(int64_t M, int64_t N, int64_t K) { return 2.0 * M * N * K; }
 
@@ -159,12 +177,10 @@ int IterationBuilder::attention_forward(ProgramBuilder& pb, int L, int mb, Phase
                       cost_.attention_time_s(d.b, d.heads_local, d.s, d.head_dim, d.dtype, false),
                       4.0 * heads * d.s * d.s * d.head_dim, ph, L, mb, {last});
   const double scores = static_cast<double>(heads) * d.s * d.s;  // elements
-  int x = pb.compute("attn.scores", ComputeKind::Gemm, cost_.gemm_time_s(d.s, d.s, d.head_dim, d.dtype, heads),
-                     gflops(d.s, d.s, d.head_dim) * heads, ph, L, mb, {last});
+  int x = gemm_op(pb, "attn.scores", d.s, d.s, d.head_dim, heads, ph, L, mb, {last});
   x = pb.compute("attn.softmax", ComputeKind::MemoryBound, mem(2 * scores * d.e), 0, ph, L, mb, {x});
   x = pb.compute("attn.dropout", ComputeKind::MemoryBound, mem(scores * (2 * d.e + 1)), 0, ph, L, mb, {x});
-  return pb.compute("attn.context", ComputeKind::Gemm, cost_.gemm_time_s(d.s, d.head_dim, d.s, d.dtype, heads),
-                    gflops(d.s, d.head_dim, d.s) * heads, ph, L, mb, {x});
+  return gemm_op(pb, "attn.context", d.s, d.head_dim, d.s, heads, ph, L, mb, {x});
 }
 
 int IterationBuilder::attention_backward(ProgramBuilder& pb, int L, int mb, int last) {
@@ -176,17 +192,13 @@ int IterationBuilder::attention_backward(ProgramBuilder& pb, int L, int mb, int 
                       cost_.attention_time_s(d.b, d.heads_local, d.s, d.head_dim, d.dtype, true),
                       8.0 * heads * d.s * d.s * d.head_dim, ph, L, mb, {last});
   const double scores = static_cast<double>(heads) * d.s * d.s;
-  const double pv = gflops(d.s, d.s, d.head_dim) * heads;  // every one of the four GEMMs
-  int x = pb.compute("attn.context.dgrad", ComputeKind::Gemm, cost_.gemm_time_s(d.s, d.s, d.head_dim, d.dtype, heads),
-                     pv, ph, L, mb, {last});  // dP = dC·Vᵀ
-  const int dv = pb.compute("attn.context.wgrad", ComputeKind::Gemm,
-                            cost_.gemm_time_s(d.s, d.head_dim, d.s, d.dtype, heads), pv, ph, L, mb, {last});  // dV = Pᵀ·dC
+  int x = gemm_op(pb, "attn.context.dgrad", d.s, d.s, d.head_dim, heads, ph, L, mb, {last});  // dP = dC·Vᵀ
+  const int dv = gemm_op(pb, "attn.context.wgrad", d.s, d.head_dim, d.s, heads, ph, L, mb, {last});  // dV = Pᵀ·dC
   x = pb.compute("attn.dropout.bwd", ComputeKind::MemoryBound, mem(scores * (2 * d.e + 1)), 0, ph, L, mb, {x});
   x = pb.compute("attn.softmax.bwd", ComputeKind::MemoryBound, mem(3 * scores * d.e), 0, ph, L, mb, {x});
-  x = pb.compute("attn.scores.dgrad", ComputeKind::Gemm, cost_.gemm_time_s(d.s, d.head_dim, d.s, d.dtype, heads), pv,
+  x = gemm_op(pb, "attn.scores.dgrad", d.s, d.head_dim, d.s, heads,
                  ph, L, mb, {x});  // dQ = dS·K
-  return pb.compute("attn.scores.wgrad", ComputeKind::Gemm, cost_.gemm_time_s(d.s, d.head_dim, d.s, d.dtype, heads),
-                    pv, ph, L, mb, {x, dv});  // dK = dSᵀ·Q
+  return gemm_op(pb, "attn.scores.wgrad", d.s, d.head_dim, d.s, heads, ph, L, mb, {x, dv});  // dK = dSᵀ·Q
 }
 
 int IterationBuilder::layer_forward(ProgramBuilder& pb, const RankContext& c, int L, int mb, Phase ph, int last) {
@@ -194,17 +206,17 @@ int IterationBuilder::layer_forward(ProgramBuilder& pb, const RankContext& c, in
   const double act = static_cast<double>(d.Tsp) * d.h * d.e;  // bytes of one hidden-state tensor a rank holds
   int x = pb.compute("ln1", ComputeKind::MemoryBound, mem(2 * act), 0, ph, L, mb, {last});
   x = tp_in(pb, c, "ag.qkv", ph, L, mb, x, 0);
-  x = pb.compute("qkv", ComputeKind::Gemm, gemm(d.T, 3 * d.h / d.t, d.h), gflops(d.T, 3 * d.h / d.t, d.h), ph, L, mb,
+  x = gemm_op(pb, "qkv", d.T, 3 * d.h / d.t, d.h, ph, L, mb,
                  {x});
   x = attention_forward(pb, L, mb, ph, x);
-  x = pb.compute("proj", ComputeKind::Gemm, gemm(d.T, d.h, d.h / d.t), gflops(d.T, d.h, d.h / d.t), ph, L, mb, {x});
+  x = gemm_op(pb, "proj", d.T, d.h, d.h / d.t, ph, L, mb, {x});
   x = tp_out(pb, c, "rs.proj", ph, L, mb, x, 0);
   x = pb.compute("residual1", ComputeKind::MemoryBound, mem(4 * act), 0, ph, L, mb, {x});
   x = pb.compute("ln2", ComputeKind::MemoryBound, mem(2 * act), 0, ph, L, mb, {x});
   x = tp_in(pb, c, "ag.fc1", ph, L, mb, x, 0);
-  x = pb.compute("fc1", ComputeKind::Gemm, gemm(d.T, d.f / d.t, d.h), gflops(d.T, d.f / d.t, d.h), ph, L, mb, {x});
+  x = gemm_op(pb, "fc1", d.T, d.f / d.t, d.h, ph, L, mb, {x});
   x = pb.compute("gelu", ComputeKind::MemoryBound, mem(2.0 * d.T * (d.f / d.t) * d.e), 0, ph, L, mb, {x});
-  x = pb.compute("fc2", ComputeKind::Gemm, gemm(d.T, d.h, d.f / d.t), gflops(d.T, d.h, d.f / d.t), ph, L, mb, {x});
+  x = gemm_op(pb, "fc2", d.T, d.h, d.f / d.t, ph, L, mb, {x});
   x = tp_out(pb, c, "rs.fc2", ph, L, mb, x, 0);
   x = pb.compute("residual2", ComputeKind::MemoryBound, mem(4 * act), 0, ph, L, mb, {x});
   return x;
@@ -218,9 +230,8 @@ int IterationBuilder::layer_backward(ProgramBuilder& pb, const RankContext& c, i
   int x = pb.compute("residual2.bwd", ComputeKind::MemoryBound, mem(3 * act), 0, ph, L, mb, {last});
   // FC2 (row-parallel): its output gradient enters the TP region.
   x = tp_in(pb, c, "ag.fc2.bwd", ph, L, mb, x, 0);
-  const int fc2_dgrad = pb.compute("fc2.dgrad", ComputeKind::Gemm, gemm(d.T, d.f / d.t, d.h),
-                                   gflops(d.T, d.f / d.t, d.h), ph, L, mb, {x});
-  pb.compute("fc2.wgrad", ComputeKind::Gemm, gemm(d.f / d.t, d.h, d.T), gflops(d.f / d.t, d.h, d.T), ph, L, mb, {x});
+  const int fc2_dgrad = gemm_op(pb, "fc2.dgrad", d.T, d.f / d.t, d.h, ph, L, mb, {x});
+  gemm_op(pb, "fc2.wgrad", d.f / d.t, d.h, d.T, ph, L, mb, {x});
   x = pb.compute("gelu.bwd", ComputeKind::MemoryBound, mem(3.0 * d.T * (d.f / d.t) * d.e), 0, ph, L, mb,
                  {fc2_dgrad});
   // FC1 (column-parallel): with SP, re-gather LN2's output for the wgrad, then dgrad, then
@@ -230,34 +241,31 @@ int IterationBuilder::layer_backward(ProgramBuilder& pb, const RankContext& c, i
                                                      L, mb, {last})
                                      : -1;
   const int fc1_dgrad =
-      pb.compute("fc1.dgrad", ComputeKind::Gemm, gemm(d.T, d.h, d.f / d.t), gflops(d.T, d.h, d.f / d.t), ph, L, mb, {x});
+      gemm_op(pb, "fc1.dgrad", d.T, d.h, d.f / d.t, ph, L, mb, {x});
   const int rs_fc1 = tp ? pb.collective("rs.fc1.dgrad", par_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
                                         c.tp_group, d.T * d.h * d.e, CommPurpose::TensorParallel, tp_async_stream(), ph, L,
                                         mb, {fc1_dgrad})
                         : fc1_dgrad;
-  pb.compute("fc1.wgrad", ComputeKind::Gemm, gemm(d.h, d.f / d.t, d.T), gflops(d.h, d.f / d.t, d.T), ph, L, mb,
+  gemm_op(pb, "fc1.wgrad", d.h, d.f / d.t, d.T, ph, L, mb,
              {x, ag_fc1});
   x = pb.compute("ln2.bwd", ComputeKind::MemoryBound, mem(4 * act), 0, ph, L, mb, {rs_fc1});
   x = pb.compute("residual1.bwd", ComputeKind::MemoryBound, mem(3 * act), 0, ph, L, mb, {x});
   // Proj (row-parallel).
   x = tp_in(pb, c, "ag.proj.bwd", ph, L, mb, x, 0);
-  const int proj_dgrad = pb.compute("proj.dgrad", ComputeKind::Gemm, gemm(d.T, d.h / d.t, d.h),
-                                    gflops(d.T, d.h / d.t, d.h), ph, L, mb, {x});
-  pb.compute("proj.wgrad", ComputeKind::Gemm, gemm(d.h / d.t, d.h, d.T), gflops(d.h / d.t, d.h, d.T), ph, L, mb, {x});
+  const int proj_dgrad = gemm_op(pb, "proj.dgrad", d.T, d.h / d.t, d.h, ph, L, mb, {x});
+  gemm_op(pb, "proj.wgrad", d.h / d.t, d.h, d.T, ph, L, mb, {x});
   x = attention_backward(pb, L, mb, proj_dgrad);
   // QKV (column-parallel).
   const int ag_qkv = (tp && par_.sp) ? pb.collective("ag.qkv.wgrad", CollectiveKind::AllGather, c.tp_group,
                                                      d.T * d.h * d.e, CommPurpose::TensorParallel, tp_async_stream(), ph,
                                                      L, mb, {x})
                                      : -1;
-  const int qkv_dgrad = pb.compute("qkv.dgrad", ComputeKind::Gemm, gemm(d.T, d.h, 3 * d.h / d.t),
-                                   gflops(d.T, d.h, 3 * d.h / d.t), ph, L, mb, {x});
+  const int qkv_dgrad = gemm_op(pb, "qkv.dgrad", d.T, d.h, 3 * d.h / d.t, ph, L, mb, {x});
   const int rs_qkv = tp ? pb.collective("rs.qkv.dgrad", par_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
                                         c.tp_group, d.T * d.h * d.e, CommPurpose::TensorParallel, tp_async_stream(), ph, L,
                                         mb, {qkv_dgrad})
                         : qkv_dgrad;
-  const int qkv_wgrad = pb.compute("qkv.wgrad", ComputeKind::Gemm, gemm(d.h, 3 * d.h / d.t, d.T),
-                                   gflops(d.h, 3 * d.h / d.t, d.T), ph, L, mb, {x, ag_qkv});
+  const int qkv_wgrad = gemm_op(pb, "qkv.wgrad", d.h, 3 * d.h / d.t, d.T, ph, L, mb, {x, ag_qkv});
   x = pb.compute("ln1.bwd", ComputeKind::MemoryBound, mem(4 * act), 0, ph, L, mb, {rs_qkv});
   // The layer's gradients are complete when its wgrads are; the last wgrad stands for them.
   (void)qkv_wgrad;
@@ -310,7 +318,7 @@ void IterationBuilder::build_rank(int rank) {
     if (c.last) {
       x = pb.compute("ln.final", ComputeKind::MemoryBound, mem(2 * full_act), 0, Phase::Forward, -1, mb, {x});
       x = tp_in(pb, c, "ag.logits", Phase::Forward, -1, mb, x, 0);
-      x = pb.compute("logits", ComputeKind::Gemm, gemm(d.T, d.V / d.t, d.h), gflops(d.T, d.V / d.t, d.h),
+      x = gemm_op(pb, "logits", d.T, d.V / d.t, d.h,
                      Phase::Forward, -1, mb, {x});
       x = pb.compute("cross_entropy", ComputeKind::MemoryBound, mem(3.0 * d.T * (d.V / d.t) * d.e), 0, Phase::Forward,
                      -1, mb, {x});
@@ -329,14 +337,13 @@ void IterationBuilder::build_rank(int rank) {
     if (c.last) {
       x = pb.compute("cross_entropy.bwd", ComputeKind::MemoryBound, mem(2.0 * d.T * (d.V / d.t) * d.e), 0,
                      Phase::Backward, -1, mb, {x});
-      const int dgrad = pb.compute("logits.dgrad", ComputeKind::Gemm, gemm(d.T, d.h, d.V / d.t),
-                                   gflops(d.T, d.h, d.V / d.t), Phase::Backward, -1, mb, {x});
+      const int dgrad = gemm_op(pb, "logits.dgrad", d.T, d.h, d.V / d.t, Phase::Backward, -1, mb, {x});
       const int red = par_.tp > 1 ? pb.collective("rs.logits.dgrad",
                                                   par_.sp ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce,
                                                   c.tp_group, d.T * d.h * d.e, CommPurpose::TensorParallel,
                                                   tp_async_stream(), Phase::Backward, -1, mb, {dgrad})
                                   : dgrad;
-      pb.compute("logits.wgrad", ComputeKind::Gemm, gemm(d.V / d.t, d.h, d.T), gflops(d.V / d.t, d.h, d.T),
+      gemm_op(pb, "logits.wgrad", d.V / d.t, d.h, d.T,
                  Phase::Backward, -1, mb, {x});
       x = pb.compute("ln.final.bwd", ComputeKind::MemoryBound, mem(4 * full_act), 0, Phase::Backward, -1, mb, {red});
     } else {

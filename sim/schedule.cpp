@@ -22,6 +22,9 @@ const char* to_string(CollectiveKind k) {
     case CollectiveKind::AllReduce: return "AllReduce";
     case CollectiveKind::AllGather: return "AllGather";
     case CollectiveKind::ReduceScatter: return "ReduceScatter";
+    case CollectiveKind::AllToAll: return "AllToAll";
+    case CollectiveKind::Broadcast: return "Broadcast";
+    case CollectiveKind::Reduce: return "Reduce";
   }
   return "?";
 }

@@ -25,7 +25,9 @@
 namespace overlapsim {
 
 enum class OpType : uint8_t { Compute, Collective, Send, Recv };
-enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter };
+enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce };
+/// NCCL algorithm of a collective (NCCL_ALGO): Auto lets the replay pick as NCCL's tuner would.
+enum class CollectiveAlgorithm : uint8_t { Auto, Ring, Tree };
 /// Which part of the iteration an op belongs to (for the breakdown in Result).
 enum class Phase : uint8_t { Forward, Backward, Recompute, GradSync, Optimizer };
 /// What a compute kernel does (for the breakdown and for strategies that pick GEMMs).
@@ -52,6 +54,13 @@ struct Op {
   int32_t group = -1;        ///< Collective: index into Schedule::groups
   int32_t peer = -1;         ///< Send/Recv: global rank of the other side
   int64_t match = -1;        ///< Collective instance id, or send/recv pair id
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;  ///< Collective only
+  int16_t channels = 0;      ///< Collective: parallel rings/trees (NCCL channels); 0: NCCL's choice
+  int16_t num_sm = -1;       ///< Collective/Send/Recv: SMs the communication kernel occupies while it
+                             ///< runs (slowing compute on that GPU); -1: one per channel, as NCCL;
+                             ///< 0: a copy-engine transfer that takes no SM
+  int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 0;  ///< Compute GEMMs: C[m×n] = A[m×k]·B[k×n],
+                                                              ///< batch times (0 for other kernels)
   double duration_s = 0;     ///< Compute: stand-alone kernel time, seconds
   double flops = 0;          ///< Compute: floating-point operations performed
   double bytes = 0;          ///< Collective: NCCL buffer size per rank (AllReduce: the buffer;
