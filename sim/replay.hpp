@@ -5,23 +5,33 @@
 //  - Compute op: a SimGrid execution on its GPU's host of stand-alone time
 //    max(duration_s, launch_overhead_s) (a GPU fed by one host thread cannot run kernels shorter
 //    than their launch cost back to back). Concurrent kernels of one GPU share it (max-min).
-//  - Collective, `flow` fidelity: lowered to NCCL's ring algorithm. With n ranks and buffer size
-//    S, AllReduce is 2(n−1) steps, AllGather and ReduceScatter n−1 steps; in each step every rank
-//    sends S/n bytes to its ring successor over the real route. Step k of a rank starts when its
-//    step k−1 is done and its predecessor's step k−1 has arrived; step 0 also waits for the
-//    successor to have reached the collective (NCCL's receive credit). A rank's collective
-//    completes when its last step is done and the predecessor's last step has arrived. Alone on
-//    uniform links of bandwidth B and latency α, a ring AllReduce thus takes
-//    2(n−1)/n · S/B + 2(n−1)·α exactly.
-//    Group members that are not simulated are mirrors (schedule.hpp, folding).
-//  - Collective, `analytic` fidelity: the same ring closed form with the bottleneck bandwidth and
-//    latency of the rank's route to its successor, as one timed activity; no contention.
+//  - Collective, `flow` fidelity: lowered as sim/collective_plan.hpp plans it (NCCL rings over
+//    channels, or a pipelined chain; a protocol). Per channel, step k of a member is a flow of
+//    the step's wire bytes to its successor, preceded by the protocol's extra step latency; it
+//    starts when the member's step k−1 is done and its predecessor's step k−1 has arrived (a
+//    chain: the predecessor's step k); step 0 also waits for the successor to have reached the
+//    collective (NCCL's receive credit). A member completes when its last step is done and its
+//    predecessor's last step has arrived, on every channel. Alone on uniform links of bandwidth B
+//    and latency α (α above the protocol's step latency, base latency aside), a ring AllReduce
+//    takes 2(n−1)/n · S/B + 2(n−1)·α exactly.
+//    Members that are not simulated are mirrors (schedule.hpp, folding). On a channel whose hops
+//    all have one bandwidth, a representative's own flows stand for the ring, with the slowest
+//    hop's latency; on an uneven channel of ≤ 64 members the mirrors' flows are simulated too;
+//    above that, the representative's flows take the channel's bottleneck hop.
+//  - AllToAll: every member sends S/n to every other one at once (NCCL's grouped send/recv);
+//    a representative also receives its mirrors' flows.
+//  - Collective, `analytic` fidelity: the plan's contention-free closed form as one timed
+//    activity per member, started when every simulated member has reached the collective.
+//  - SM interference: while a communication op runs (from the moment it can start until it
+//    completes, as an NCCL kernel spins), it holds num_sm SMs (−1: one per channel for a
+//    collective, one for send/recv; 0: copy engine), slowing that GPU's kernels (ReplayOptions).
 //  - Send: one flow to the peer, started when the send op starts (eager); the op completes when
 //    the flow has arrived. Recv completes when it has started and the matching flow has arrived.
 // The simulation runs in a child process (SimGrid 3.32 allows one Engine per process), so a
 // program can replay many schedules. Deterministic: the same inputs give the same times.
 #pragma once
 
+#include "sim/collective_plan.hpp"
 #include "sim/platform.hpp"
 #include "sim/schedule.hpp"
 #include "sim/topology.hpp"
@@ -39,7 +49,13 @@ Fidelity parse_fidelity(const std::string& text);
 struct ReplayOptions {
   Fidelity fidelity = Fidelity::Flow;
   LinkEfficiency link_efficiency;
-  double launch_overhead_s = 0;  ///< seconds; minimum duration of a compute kernel
+  CollectiveOptions collectives;   ///< channels, algorithm and protocol choice
+  double launch_overhead_s = 0;    ///< seconds; minimum duration of a compute kernel
+  int sm_count = 0;                ///< SMs per GPU; 0 disables SM interference
+  /// Compute slowdown per occupied SM fraction: while communication kernels hold k of the GPU's
+  /// SMs, kernels beside them run at (1 − min(1, interference · k / sm_count)) of the GPU's
+  /// speed. 1.0: they lose exactly the SMs taken (from the calibration profile when measured).
+  double sm_interference = 1.0;
 };
 
 /// Start and end (seconds of simulated time) of every op of every simulated rank, in the

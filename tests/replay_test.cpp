@@ -37,6 +37,14 @@ Schedule one_collective(CollectiveKind kind, int n, double bytes, const std::vec
   return s;
 }
 
+/// The textbook ring of design §4 (no NCCL protocol latencies), one channel.
+ReplayOptions textbook() {
+  ReplayOptions o;
+  o.collectives.textbook = true;
+  o.collectives.channels = 1;
+  return o;
+}
+
 std::vector<int> first(int n) {
   std::vector<int> v;
   for (int i = 0; i < n; ++i) v.push_back(i);
@@ -47,7 +55,7 @@ std::vector<int> first(int n) {
 
 TEST_CASE("ring AllReduce over n GPUs takes 2(n-1)/n S/B + 2(n-1) alpha") {
   const Topology topo = load_topology(kStar8);
-  ReplayOptions opt;
+  ReplayOptions opt = textbook();
   for (int n : {2, 4, 8}) {
     CAPTURE(n);
     const double S = 1024.0 * 1024 * 1024;  // divisible by n: every step moves S/n whole bytes
@@ -62,7 +70,7 @@ TEST_CASE("ring AllReduce over n GPUs takes 2(n-1)/n S/B + 2(n-1) alpha") {
 
 TEST_CASE("ring AllGather and ReduceScatter take (n-1)(S/n/B + alpha)") {
   const Topology topo = load_topology(kStar8);
-  ReplayOptions opt;
+  ReplayOptions opt = textbook();
   const int n = 8;
   const double S = 64.0 * 1024 * 1024;
   const double expected = (n - 1) * (S / n / kB + kAlpha);
@@ -74,7 +82,7 @@ TEST_CASE("ring AllGather and ReduceScatter take (n-1)(S/n/B + alpha)") {
 
 TEST_CASE("a folded collective (one simulated member) times like the unfolded one") {
   const Topology topo = load_topology(kStar8);
-  ReplayOptions opt;
+  ReplayOptions opt = textbook();
   const double S = 256.0 * 1024 * 1024;
   const ReplayTimes all = replay(one_collective(CollectiveKind::AllReduce, 8, S, first(8)), topo, opt);
   const ReplayTimes one = replay(one_collective(CollectiveKind::AllReduce, 8, S, {0}), topo, opt);
@@ -84,7 +92,7 @@ TEST_CASE("a folded collective (one simulated member) times like the unfolded on
 
 TEST_CASE("analytic fidelity equals flow fidelity without contention") {
   const Topology topo = load_topology(kStar8);
-  ReplayOptions flow, analytic;
+  ReplayOptions flow, analytic;  // NCCL protocols on: both fidelities must still agree
   analytic.fidelity = Fidelity::Analytic;
   const double S = 100e6 * 8;
   const ReplayTimes a = replay(one_collective(CollectiveKind::AllReduce, 8, S, first(8)), topo, flow);
@@ -96,7 +104,7 @@ TEST_CASE("two collectives sharing the GPUs' links slow each other down") {
   // Two AllReduces over the same 4 GPUs at the same time on separate streams: every link carries
   // two flows, so each takes (nearly) twice as long as alone — the bandwidth term doubles.
   const Topology topo = load_topology(kStar8);
-  ReplayOptions opt;
+  ReplayOptions opt = textbook();
   const double S = 400e6;
   Schedule s = one_collective(CollectiveKind::AllReduce, 4, S, first(4));
   for (auto& p : s.programs) {
@@ -115,7 +123,7 @@ TEST_CASE("two collectives sharing the GPUs' links slow each other down") {
 
 TEST_CASE("compute kernels on two streams share the GPU; on one stream they queue") {
   const Topology topo = load_topology(kStar8);
-  ReplayOptions opt;
+  ReplayOptions opt = textbook();
   Schedule s;
   s.world_size = 8;
   RankProgram p{0, 2, {}};
@@ -139,7 +147,7 @@ TEST_CASE("compute kernels on two streams share the GPU; on one stream they queu
 
 TEST_CASE("a point-to-point send takes alpha + S/B and the receive waits for it") {
   const Topology topo = load_topology(kStar8);
-  ReplayOptions opt;
+  ReplayOptions opt = textbook();
   Schedule s;
   s.world_size = 8;
   RankProgram a{0, 1, {}}, b{1, 1, {}};
