@@ -33,6 +33,8 @@ Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vec
   bool net = false, pcie = false;
   for (const Hop& hop : topo.route(ranks[a], ranks[b])) {
     const Link& l = topo.link(hop.link_id);
+    // A half-duplex link is one resource for both directions.
+    h.links.push_back(2 * hop.link_id + ((hop.forward || !l.full_duplex) ? 0 : 1));
     h.bandwidth_Bps = std::min(h.bandwidth_Bps, l.bandwidth_Bps * eff.of(l.kind));
     h.route_latency_s += l.latency_s;
     net |= l.kind == LinkKind::Network;
@@ -69,10 +71,13 @@ std::vector<int> ring_order(const Topology& topo, const std::vector<int>& ranks,
   return order;
 }
 
-double channel_step_s(const ChannelPlan& ch, double wire_bytes) {
-  double t = 0;
-  for (const Hop2& h : ch.hops) t = std::max(t, h.step_latency_s + wire_bytes / h.bandwidth_Bps);
-  return t;
+double channel_step_s(const ChannelPlan& ch, double wire_bytes, bool chain) {
+  double t = 0, transfer = 0;
+  for (const Hop2& h : ch.hops) {
+    t = std::max(t, h.step_latency_s + wire_bytes / h.share_Bps);
+    transfer = std::max(transfer, wire_bytes / h.share_Bps);
+  }
+  return chain ? t : ch.mean_step_latency_s + transfer;
 }
 
 }  // namespace
@@ -89,7 +94,7 @@ const char* to_string(Protocol p) {
 double CollectivePlan::closed_form_s() const {
   if (members <= 1 || steps == 0) return 0;
   double step = 0;
-  for (const auto& ch : rings) step = std::max(step, channel_step_s(ch, wire_bytes));
+  for (const auto& ch : rings) step = std::max(step, channel_step_s(ch, wire_bytes, chain));
   const int waves = chain ? (members - 1) + (steps - 1) : steps;
   return base_latency_s + waves * step;
 }
@@ -131,6 +136,21 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     all_even &= ch.even;
   }
 
+  // Each hop's share of its links while every channel's hops of a step send at once.
+  std::map<int, int> users;
+  for (const auto& ch : rings)
+    for (const Hop2& h : ch.hops)
+      for (int l : h.links) ++users[l];
+  for (auto& ch : rings)
+    for (Hop2& h : ch.hops) {
+      h.share_Bps = std::numeric_limits<double>::infinity();
+      for (const Hop& hop : topo.route(ranks[h.src_pos], ranks[h.dst_pos])) {
+        const Link& l = topo.link(hop.link_id);
+        const int key = 2 * hop.link_id + ((hop.forward || !l.full_duplex) ? 0 : 1);
+        h.share_Bps = std::min(h.share_Bps, l.bandwidth_Bps * eff.of(l.kind) / users[key]);
+      }
+    }
+
   // Steps and bytes per step.
   const double per_channel = bytes / p.channels;
   if (p.chain) {
@@ -151,10 +171,12 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     q.rings = rings;
     for (auto& ch : q.rings) {
       ch.max_step_latency_s = 0;
+      ch.mean_step_latency_s = 0;
       for (auto& h : ch.hops) {
         h.step_latency_s =
             opt.textbook ? h.route_latency_s : std::max(h.route_latency_s, kHwLatRing[static_cast<int>(h.kind)][pi]);
         ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
+        ch.mean_step_latency_s += h.step_latency_s / static_cast<double>(ch.hops.size());
       }
     }
     return q;
@@ -165,11 +187,15 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
       CollectivePlan q = model(proto);
       if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
     }
-  // Even channels load the same links alike: simulate them as one ring carrying all of them.
+  // Even channels load the same links alike: simulate them as one ring carrying all of them,
+  // at the full bandwidth of its hops (the closed form is unchanged: C times the bytes at C
+  // times the share).
   if (all_even && best.rings.size() > 1) {
     best.rings.resize(1);
     best.step_bytes *= p.channels;
     best.wire_bytes *= p.channels;
+    const int c = p.channels;
+    for (Hop2& h : best.rings[0].hops) h.share_Bps *= c;
   }
   return best;
 }

@@ -21,8 +21,13 @@
 // bandwidth. Auto protocol: the one with the least modelled time, as NCCL's tuner picks.
 //
 // Contention-free closed form (what `analytic` fidelity uses and `flow` must match):
-//   ring:  T = baseLat + steps · max over hops (lat_i + wire/bw_i)
-//   chain: T = baseLat + (n − 1 + K − 1) · max over hops (lat_i + wire/bw_i), K slices.
+//   ring:  T = baseLat + steps · (mean over hops of lat_i + max over hops of wire/bw_i)
+//          (a slice crosses every hop in turn, so latencies add up as the mean; the bandwidth
+//          term is set by the slowest hop — NCCL's model counts intra- and inter-node step
+//          latencies the same way)
+//   chain: T = baseLat + (n − 1 + K − 1) · max over hops (lat_i + wire/bw_i), K slices,
+// where bw_i is the hop's share of its links when all channels' hops of a step send at once
+// (a GPU's NVLink port carries all C channels of a ring inside a node).
 #pragma once
 
 #include "sim/schedule.hpp"
@@ -42,6 +47,9 @@ struct LinkEfficiency;
 struct Hop2 {
   int src_pos = -1, dst_pos = -1;  ///< group positions
   double bandwidth_Bps = 0;        ///< bottleneck of the route, after link efficiency
+  double share_Bps = 0;            ///< what the hop gets while every channel's hop sends at once
+                                   ///< (links shared by c hops give each 1/c); the closed form's
+  std::vector<int> links;          ///< directed links of the route (2·id + backward)
   double route_latency_s = 0;      ///< sum of the route's link latencies
   HopKind kind = HopKind::NvLink;
   double step_latency_s = 0;       ///< max(route latency, protocol hwLat of this hop kind)
@@ -53,6 +61,7 @@ struct ChannelPlan {
   int bottleneck = 0;      ///< index of the hop with the least bandwidth (ties: most latency)
   bool even = true;        ///< every hop has the bottleneck's bandwidth
   double max_step_latency_s = 0;
+  double mean_step_latency_s = 0;  ///< over the hops: what a slice pays per step on its way round
 };
 
 struct CollectivePlan {

@@ -462,7 +462,10 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
   // predecessor is a mirror whose hop is not simulated — the slowest hop's.
   const bool stand_in = has_pred && !cs.m[pred].active;
   const Hop2& own = cp.hops[cs.mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
-  const double extra = (stand_in ? cp.max_step_latency_s : own.step_latency_s) - own.route_latency_s;
+  // A stand-in pays the ring's mean step latency (collective_plan.hpp); a ring of simulated
+  // members paces itself hop by hop.
+  const double stand_in_latency = c.plan.chain ? cp.max_step_latency_s : cp.mean_step_latency_s;
+  const double extra = std::max(0.0, (stand_in ? stand_in_latency : own.step_latency_s) - own.route_latency_s);
   // A ring pays all its steps' extra latency, and NCCL's base latency, up front: the same end
   // time without contention, and one timer per member instead of one per step. A chain's
   // latencies add up along it, so it pays them step by step.

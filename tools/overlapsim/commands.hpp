@@ -30,4 +30,20 @@ struct TopoArgs {
 void add_topo_command(CLI::App& app, TopoArgs& args);
 int topo_command(const TopoArgs& args);
 
+struct CollectiveArgs {
+  std::string op;
+  int ranks = 0;  ///< 0: every GPU of the topology
+  std::string topology;
+  std::vector<std::string> overrides;
+  std::string sizes = "8B:8GiB";
+  double factor = 2;
+  std::string fidelity;
+  std::string protocol = "auto";
+  int channels = 0;
+  std::string calibration;
+  bool unfold = false;
+};
+void add_collective_command(CLI::App& app, CollectiveArgs& args);
+int collective_command(const CollectiveArgs& args);
+
 }  // namespace overlapsim::cli

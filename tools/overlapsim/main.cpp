@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   overlapsim::cli::add_run_command(app, run);
   overlapsim::cli::TopoArgs topo;
   overlapsim::cli::add_topo_command(app, topo);
+  overlapsim::cli::CollectiveArgs collective;
+  overlapsim::cli::add_collective_command(app, collective);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -22,6 +24,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("run")) return overlapsim::cli::run_command(run);
     if (app.got_subcommand("topo")) return overlapsim::cli::topo_command(topo);
+    if (app.got_subcommand("collective")) return overlapsim::cli::collective_command(collective);
   } catch (const overlapsim::InputError& e) {
     std::cerr << "overlapsim: " << e.what() << "\n";
     return 2;

@@ -1,0 +1,141 @@
+#include "sim/collective_bench.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+namespace overlapsim {
+
+BenchOp parse_bench_op(const std::string& text) {
+  std::string t;
+  for (char ch : text)
+    if (ch != '_' && ch != '-') t += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (t.size() > 4 && t.compare(t.size() - 4, 4, "perf") == 0) t.resize(t.size() - 4);
+  if (t == "allreduce") return BenchOp::AllReduce;
+  if (t == "allgather") return BenchOp::AllGather;
+  if (t == "reducescatter") return BenchOp::ReduceScatter;
+  if (t == "alltoall") return BenchOp::AllToAll;
+  if (t == "broadcast") return BenchOp::Broadcast;
+  if (t == "reduce") return BenchOp::Reduce;
+  if (t == "sendrecv") return BenchOp::SendRecv;
+  throw std::invalid_argument(
+      "expected allreduce, allgather, reducescatter, alltoall, broadcast, reduce or sendrecv, found '" + text + "'");
+}
+
+const char* to_string(BenchOp op) {
+  switch (op) {
+    case BenchOp::AllReduce: return "AllReduce";
+    case BenchOp::AllGather: return "AllGather";
+    case BenchOp::ReduceScatter: return "ReduceScatter";
+    case BenchOp::AllToAll: return "AllToAll";
+    case BenchOp::Broadcast: return "Broadcast";
+    case BenchOp::Reduce: return "Reduce";
+    case BenchOp::SendRecv: return "SendRecv";
+  }
+  return "?";
+}
+
+double busbw_factor(BenchOp op, int n) {
+  if (n <= 1) return op == BenchOp::AllReduce || op == BenchOp::AllGather || op == BenchOp::ReduceScatter ||
+                             op == BenchOp::AllToAll
+                         ? 0.0
+                         : 1.0;
+  switch (op) {
+    case BenchOp::AllReduce: return 2.0 * (n - 1) / n;
+    case BenchOp::AllGather:
+    case BenchOp::ReduceScatter:
+    case BenchOp::AllToAll: return static_cast<double>(n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+std::vector<double> size_range(double from, double to, double factor) {
+  if (!(from > 0) || !(to >= from)) throw std::invalid_argument("expected 0 < first size <= last size");
+  if (!(factor >= 2)) throw std::invalid_argument("expected a size factor >= 2");
+  std::vector<double> out;
+  for (double s = from; s <= to * (1 + 1e-12); s *= factor) out.push_back(s);
+  return out;
+}
+
+std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int ranks,
+                                           const std::vector<double>& sizes, const BenchOptions& opt) {
+  OVERLAPSIM_CHECK(ranks >= 1 && ranks <= topo.num_gpus(), "rank count out of range");
+  Schedule s;
+  s.world_size = ranks;
+  s.stream_names = {"comm"};
+  std::vector<int> all;
+  for (int r = 0; r < ranks; ++r) all.push_back(r);
+  const int g = s.intern_group(all, CommPurpose::DataParallel);
+  const int simulated = opt.unfold ? ranks : 1;
+  for (int r = 0; r < simulated; ++r) {
+    RankProgram p{r, 1, {}};
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (op == BenchOp::SendRecv) {
+        if (ranks < 2) break;
+        // nccl-tests sendrecv_perf: every rank sends to the next and receives from the previous.
+        Op send;
+        send.type = OpType::Send;
+        send.peer = (r + 1) % ranks;
+        send.bytes = sizes[i];
+        send.match = -2 - static_cast<int64_t>(i * ranks + r);
+        send.name = "send";
+        Op recv = send;
+        recv.type = OpType::Recv;
+        recv.peer = (r + ranks - 1) % ranks;
+        recv.match = -2 - static_cast<int64_t>(i * ranks + recv.peer);
+        recv.name = "recv";
+        p.ops.push_back(send);
+        p.ops.push_back(recv);
+        // The next size starts when both are done (the send is ordered by the stream).
+        p.ops.back().deps = {static_cast<int32_t>(p.ops.size()) - 2};
+        continue;
+      }
+      Op c;
+      c.type = OpType::Collective;
+      c.group = g;
+      c.bytes = sizes[i];
+      c.match = static_cast<int64_t>(i);
+      c.channels = static_cast<int16_t>(opt.channels);
+      c.algorithm = opt.algorithm;
+      c.purpose = CommPurpose::DataParallel;
+      c.name = to_string(op);
+      switch (op) {
+        case BenchOp::AllReduce: c.collective = CollectiveKind::AllReduce; break;
+        case BenchOp::AllGather: c.collective = CollectiveKind::AllGather; break;
+        case BenchOp::ReduceScatter: c.collective = CollectiveKind::ReduceScatter; break;
+        case BenchOp::AllToAll: c.collective = CollectiveKind::AllToAll; break;
+        case BenchOp::Broadcast: c.collective = CollectiveKind::Broadcast; break;
+        case BenchOp::Reduce: c.collective = CollectiveKind::Reduce; break;
+        case BenchOp::SendRecv: break;
+      }
+      p.ops.push_back(c);
+    }
+    s.programs.push_back(std::move(p));
+  }
+  std::vector<BenchRow> rows;
+  if (s.programs[0].ops.empty()) {
+    for (double size : sizes) rows.push_back(BenchRow{size, 0, 0, 0});
+    return rows;
+  }
+  const ReplayTimes t = replay(s, topo, opt.replay);
+  const int per_size = op == BenchOp::SendRecv ? 2 : 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    // The slowest simulated rank's time for this size.
+    double begin = 1e300, end = 0;
+    for (size_t r = 0; r < t.start_s.size(); ++r) {
+      begin = std::min(begin, t.start_s[r][i * per_size]);
+      end = std::max(end, t.end_s[r][i * per_size + per_size - 1]);
+    }
+    BenchRow row;
+    row.size_bytes = sizes[i];
+    row.time_s = end - begin;
+    row.algbw_Bps = row.time_s > 0 ? sizes[i] / row.time_s : 0;
+    row.busbw_Bps = row.algbw_Bps * busbw_factor(op, ranks);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace overlapsim
