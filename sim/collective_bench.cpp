@@ -68,7 +68,10 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
   std::vector<int> all;
   for (int r = 0; r < ranks; ++r) all.push_back(r);
   const int g = s.intern_group(all, CommPurpose::DataParallel);
-  const int simulated = opt.unfold ? ranks : 1;
+  // A rooted collective ends at different times on different ranks (the root first): time it
+  // on every rank, as nccl-tests reports the slowest.
+  const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
+  const int simulated = (opt.unfold || rooted) ? ranks : 1;
   for (int r = 0; r < simulated; ++r) {
     RankProgram p{r, 1, {}};
     for (size_t i = 0; i < sizes.size(); ++i) {

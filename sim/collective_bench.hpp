@@ -34,7 +34,8 @@ struct BenchRow {
 
 struct BenchOptions {
   ReplayOptions replay;
-  bool unfold = false;  ///< simulate every rank (default: rank 0 alone, the others mirrors)
+  bool unfold = false;  ///< simulate every rank (default: rank 0 alone, the others mirrors;
+                        ///< Broadcast and Reduce always simulate every rank)
   int channels = 0;     ///< 0: the replay's default
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
 };

@@ -31,16 +31,18 @@ void configure_ideal_network() {
 
 Platform build_platform(const Topology& topo, const std::vector<int>& ranks,
                         const std::vector<std::pair<int, int>>& pairs, const LinkEfficiency& eff,
-                        double gpu_speed, bool with_timer) {
+                        const std::vector<double>& gpu_speeds, bool with_timer) {
+  OVERLAPSIM_CHECK(!gpu_speeds.empty(), "a GPU needs at least one speed");
+  const double gpu_speed = gpu_speeds[0];
   sg4::NetZone* zone = sg4::create_full_zone("machine");
   Platform pf;
   for (int r : ranks) {
     if (pf.gpu_hosts.count(r)) continue;
-    pf.gpu_hosts[r] = zone->create_host("rank" + std::to_string(r), gpu_speed);
+    pf.gpu_hosts[r] = zone->create_host("rank" + std::to_string(r), gpu_speeds);
   }
   for (const auto& [s, d] : pairs)
     for (int r : {s, d})
-      if (!pf.gpu_hosts.count(r)) pf.gpu_hosts[r] = zone->create_host("rank" + std::to_string(r), gpu_speed);
+      if (!pf.gpu_hosts.count(r)) pf.gpu_hosts[r] = zone->create_host("rank" + std::to_string(r), gpu_speeds);
 
   // Links are created lazily: only those some route uses.
   std::vector<sg4::Link*> fwd(topo.num_links(), nullptr), bwd(topo.num_links(), nullptr);

@@ -43,10 +43,12 @@ struct Platform {
 void configure_ideal_network();
 
 /// Creates hosts for `ranks`, all links, and routes for `pairs` (src rank, dst rank).
-/// gpu_speed: the speed given to every GPU host (work units per second; the replay expresses a
-/// kernel of t seconds as t · gpu_speed units).
+/// gpu_speeds: the speed of every GPU host in each of its power states (work units per second;
+/// the replay expresses a kernel of t seconds as t · speed of state 0 units, and uses the other
+/// states to slow a GPU while communication kernels hold some of its SMs); the timer host runs
+/// at gpu_speeds[0].
 Platform build_platform(const Topology& topo, const std::vector<int>& ranks,
                         const std::vector<std::pair<int, int>>& pairs, const LinkEfficiency& eff,
-                        double gpu_speed, bool with_timer = false);
+                        const std::vector<double>& gpu_speeds, bool with_timer = false);
 
 }  // namespace overlapsim

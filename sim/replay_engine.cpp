@@ -29,7 +29,7 @@ constexpr int kMaxMirroredFlowsPerStep = 64;
 
 /// What a SimGrid activity stands for.
 struct Task {
-  enum Kind : uint8_t { Kernel, Step, StepDelay, CollTimer, ChannelTimer, AllToAllFlow, P2PFlow, SmHold } kind;
+  enum Kind : uint8_t { Kernel, Step, StepDelay, CollTimer, ChannelTimer, AllToAllFlow, P2PFlow } kind;
   int rank_idx = -1;  ///< simulated rank owning the op (-1 for a mirror's flow)
   int op = -1;
   int64_t match = -1;
@@ -59,7 +59,7 @@ struct Member {
   bool ready = false;
   int channels_left = 0;
   int a2a_left = 0;   ///< AllToAll: flows in and out still to finish
-  sg4::ExecPtr sm_hold;
+  int sm_held = 0;    ///< SMs its communication kernel holds
 };
 
 struct CollState {
@@ -91,11 +91,13 @@ class Replayer {
   void drain();
   void on_activity_done(Task& t);
   sg4::ExecPtr start_exec(Task::Kind kind, sg4::Host* host, double seconds, int ri, int oi, int64_t match,
-                          int channel = -1, int idx = -1);
+                          int channel = -1, int idx = -1, double bound = -1);
   void start_flow(Task::Kind kind, int src_rank, int dst_rank, double bytes, int ri, int oi, int64_t match,
                   int channel, int idx);
-  sg4::ExecPtr hold_sms(int ri, int num_sm);
-  void release_sms(sg4::ExecPtr& hold);
+  /// Takes num_sm SMs of rank ri's GPU (slowing its kernels); returns how many were taken.
+  int hold_sms(int ri, int num_sm);
+  void set_gpu_state(int ri);
+  void release_sms(int ri, int& held);
   // Collectives.
   void coll_ready(int ri, int oi);
   void ring_advance(CollState& c, int64_t match, int ch, int i);
@@ -121,7 +123,8 @@ class Replayer {
   std::vector<sg4::ActivityPtr> finished_;
   std::unordered_map<int64_t, CollState> colls_;
   std::unordered_map<int64_t, P2PState> p2p_;
-  std::unordered_map<int64_t, sg4::ExecPtr> p2p_holds_;  // (rank index << 32 | op) → SMs held
+  std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
+  std::vector<int> held_sms_;                     // per simulated rank: SMs communication holds
   std::map<std::tuple<int, int, double, int>, CollectivePlan> plans_;  // (group, kind, bytes, channels)
   ReplayTimes times_;
   long long completed_ = 0, total_ops_ = 0;
@@ -171,7 +174,12 @@ void Replayer::build() {
     }
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-  pf_ = build_platform(topo_, ranks, pairs, opt_.link_efficiency, kGpuSpeed, true);
+  // Power state k of a GPU: its speed while communication kernels hold k of its SMs.
+  std::vector<double> speeds{kGpuSpeed};
+  for (int k = 1; k <= opt_.sm_count; ++k)
+    speeds.push_back(kGpuSpeed * std::max(1e-3, 1.0 - std::min(1.0, opt_.sm_interference * k / opt_.sm_count)));
+  pf_ = build_platform(topo_, ranks, pairs, opt_.link_efficiency, speeds, true);
+  held_sms_.assign(nr, 0);
 
   pending_.resize(nr);
   succ_begin_.resize(nr);
@@ -231,7 +239,7 @@ void Replayer::complete(int ri, int oi) {
   if (!p2p_holds_.empty()) {
     auto it = p2p_holds_.find((int64_t{ri} << 32) | oi);
     if (it != p2p_holds_.end()) {
-      release_sms(it->second);
+      release_sms(ri, it->second);
       p2p_holds_.erase(it);
     }
   }
@@ -247,12 +255,13 @@ void Replayer::complete(int ri, int oi) {
 }
 
 sg4::ExecPtr Replayer::start_exec(Task::Kind kind, sg4::Host* host, double seconds, int ri, int oi, int64_t match,
-                                  int channel, int idx) {
+                                  int channel, int idx, double bound) {
   tasks_.push_back(Task{kind, ri, oi, match, channel, idx, nullptr, sg4::Engine::get_clock()});
   Task& t = tasks_.back();
   sg4::ExecPtr x = sg4::Exec::init();
   x->set_flops_amount(seconds * kGpuSpeed);
   x->set_host(host);
+  if (bound > 0) x->set_bound(bound);
   x->set_data(&t);
   t.activity = x;
   ++times_.activities;
@@ -272,22 +281,23 @@ void Replayer::start_flow(Task::Kind kind, int src_rank, int dst_rank, double by
   c->start();
 }
 
-sg4::ExecPtr Replayer::hold_sms(int ri, int num_sm) {
-  if (opt_.sm_count <= 0 || num_sm <= 0) return nullptr;
-  const double share = std::min(1.0, opt_.sm_interference * num_sm / opt_.sm_count);
-  if (share <= 0) return nullptr;
-  // An endless execution bounded to `share` of the GPU: kernels beside it get the rest.
-  sg4::ExecPtr x = start_exec(Task::SmHold, pf_.gpu_hosts.at(s_.programs[ri].rank), 1e30, ri, -1, -1);
-  x->set_bound(share * kGpuSpeed);
-  --times_.activities;
-  return x;
+int Replayer::hold_sms(int ri, int num_sm) {
+  if (opt_.sm_count <= 0 || num_sm <= 0) return 0;
+  held_sms_[ri] += num_sm;
+  set_gpu_state(ri);
+  return num_sm;
 }
 
-void Replayer::release_sms(sg4::ExecPtr& hold) {
-  if (!hold) return;
-  finished_.push_back(hold);
-  hold->cancel();
-  hold = nullptr;
+void Replayer::release_sms(int ri, int& held) {
+  if (held <= 0) return;
+  held_sms_[ri] -= held;
+  held = 0;
+  set_gpu_state(ri);
+}
+
+void Replayer::set_gpu_state(int ri) {
+  // The GPU runs at the speed of its power state "k SMs held" (build()).
+  pf_.gpu_hosts.at(s_.programs[ri].rank)->set_pstate(std::min(held_sms_[ri], opt_.sm_count));
 }
 
 void Replayer::on_ready(int ri, int oi) {
@@ -307,11 +317,11 @@ void Replayer::on_ready(int ri, int oi) {
       coll_ready(ri, oi);
       return;
     case OpType::Send:
-      if (auto h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
+      if (int h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
       start_flow(Task::P2PFlow, s_.programs[ri].rank, op.peer, op.bytes, ri, oi, op.match, -1, -1);
       return;
     case OpType::Recv: {
-      if (auto h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
+      if (int h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
       P2PState& st = p2p_[op.match];
       st.recv_rank_idx = ri;
       st.recv_op = oi;
@@ -374,7 +384,7 @@ void Replayer::coll_ready(int ri, int oi) {
   m.ready = true;
   ++c.ready_count;
   const int num_sm = op.num_sm >= 0 ? op.num_sm : (c.all_to_all ? 1 : c.plan.channels);
-  m.sm_hold = hold_sms(ri, num_sm);
+  m.sm_held = hold_sms(ri, num_sm);
 
   if (n <= 1 || (!c.all_to_all && c.plan.steps == 0)) {
     member_finish(c, pos);
@@ -514,7 +524,7 @@ void Replayer::member_channel_done(CollState& c, int pos) {
 
 void Replayer::member_finish(CollState& c, int pos) {
   Member& m = c.members[pos];
-  release_sms(m.sm_hold);
+  release_sms(m.rank_idx, m.sm_held);
   --c.remaining;
   complete(m.rank_idx, m.op);
 }
@@ -526,8 +536,6 @@ void Replayer::coll_maybe_erase(int64_t match) {
 
 void Replayer::on_activity_done(Task& t) {
   switch (t.kind) {
-    case Task::SmHold:
-      break;
     case Task::Kernel:
       complete(t.rank_idx, t.op);
       break;
@@ -594,7 +602,6 @@ ReplayTimes Replayer::run() {
   sg4::Activity::on_completion_cb([this](const sg4::Activity& a) {
     auto* t = a.get_data<Task>();
     if (t == nullptr) return;
-    if (a.get_state() == sg4::Activity::State::CANCELED) return;  // an SM hold released
     // Keep the activity alive until SimGrid is done with it; drop older ones.
     if (finished_.size() > 4096) finished_.erase(finished_.begin(), finished_.end() - 1);
     finished_.push_back(std::move(t->activity));

@@ -107,9 +107,11 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.link_efficiency.network = profile.network_efficiency;
   ro.link_efficiency.pcie = profile.pcie_efficiency;
   ro.launch_overhead_s = profile.launch_overhead_s;
+  // Communication kernels take SMs from computation (design §4); the factor stays 1 (exactly the
+  // SMs taken) until a profile measures it.
+  ro.sm_count = dev.sm_count;
 
   const std::vector<std::string> names = opt.strategies.empty() ? sc.strategies : opt.strategies;
-  const StrategyContext ctx{topo, cost};
   for (const std::string& name : names) {
     StrategyResult r;
     r.strategy = name;
@@ -121,9 +123,11 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       continue;
     }
     if (opt.progress) opt.progress(fmt::format("simulating {} ({} fidelity)", name, rr.fidelity));
+    StrategyContext ctx{topo, cost, &sc.model, &par, &r.notes};
     const Schedule sched = strategy->apply(workload, ctx);
     for (const auto& p : sched.programs) r.ops += static_cast<long long>(p.ops.size());
     const ReplayTimes t = replay(sched, topo, ro);
+    if (opt.on_replayed) opt.on_replayed(name, sched, t);
     const Breakdown b = breakdown(sched, t);
     r.iteration_s = t.makespan_s;
     r.activities = t.activities;

@@ -1,0 +1,196 @@
+// NCCL-style collectives: plans, protocols, channels, every kind's closed form, bytes moved,
+// contention and SM interference (issue: collective communication as NCCL does it).
+#include "sim/collective_bench.hpp"
+#include "sim/collective_plan.hpp"
+#include "sim/replay.hpp"
+#include "sim/topology.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+using namespace overlapsim;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+const std::string kStar8 = kSrc + "/tests/data/replay/star8.yaml";
+constexpr double kB = 100e9;     // bytes/s of every star8 route
+constexpr double kAlpha = 1e-6;  // seconds of every star8 route
+
+ReplayOptions textbook() {
+  ReplayOptions o;
+  o.collectives.textbook = true;
+  o.collectives.channels = 1;
+  return o;
+}
+
+double bench_time(const Topology& t, BenchOp op, int n, double size, const ReplayOptions& ro, bool unfold) {
+  BenchOptions b;
+  b.replay = ro;
+  b.unfold = unfold;
+  return run_collective_bench(t, op, n, {size}, b).at(0).time_s;
+}
+
+std::vector<int> first(int n) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("NCCL protocol latencies: a large Simple ring AllReduce adds baseLat and hwLat per step") {
+  const Topology topo = load_topology(kStar8);
+  ReplayOptions ro;
+  ro.collectives.channels = 1;
+  ro.collectives.protocol_auto = false;
+  ro.collectives.protocol = Protocol::Simple;
+  const int n = 8;
+  const double S = 800e6;
+  // NCCL tuning.cc: ring Simple baseLat 8.4 us; NVLink hop 3.4 us > the route's 1 us.
+  const double expected = 8.4e-6 + 2 * (n - 1) * (3.4e-6 + S / n / kB);
+  for (bool unfold : {false, true}) {
+    CAPTURE(unfold);
+    CHECK(bench_time(topo, BenchOp::AllReduce, n, S, ro, unfold) == doctest::Approx(expected).epsilon(1e-9));
+  }
+  ro.fidelity = Fidelity::Analytic;
+  CHECK(bench_time(topo, BenchOp::AllReduce, n, S, ro, false) == doctest::Approx(expected).epsilon(1e-9));
+}
+
+TEST_CASE("automatic protocol: LL for tiny messages, Simple for large ones") {
+  const Topology topo = load_topology(kStar8);
+  const LinkEfficiency eff;
+  CollectiveOptions o;
+  CHECK(plan_collective(topo, eff, first(8), CollectiveKind::AllReduce, 8, 0, o).protocol == Protocol::LL);
+  CHECK(plan_collective(topo, eff, first(8), CollectiveKind::AllReduce, 1e9, 0, o).protocol == Protocol::Simple);
+}
+
+TEST_CASE("every collective kind moves the bytes its algorithm requires per rank") {
+  const Topology topo = load_topology(kStar8);
+  const LinkEfficiency eff;
+  CollectiveOptions o;
+  const int n = 8;
+  const double S = 64.0 * 1024 * 1024;
+  CHECK(received_bytes_per_rank(plan_collective(topo, eff, first(n), CollectiveKind::AllReduce, S, 0, o)) ==
+        doctest::Approx(2.0 * (n - 1) / n * S));
+  CHECK(received_bytes_per_rank(plan_collective(topo, eff, first(n), CollectiveKind::AllGather, S, 0, o)) ==
+        doctest::Approx(1.0 * (n - 1) / n * S));
+  CHECK(received_bytes_per_rank(plan_collective(topo, eff, first(n), CollectiveKind::ReduceScatter, S, 0, o)) ==
+        doctest::Approx(1.0 * (n - 1) / n * S));
+  CHECK(received_bytes_per_rank(plan_collective(topo, eff, first(n), CollectiveKind::Broadcast, S, 0, o)) ==
+        doctest::Approx(S));
+}
+
+TEST_CASE("Broadcast is a pipelined chain: (n-1 + K-1) waves of one 512 KiB slice") {
+  const Topology topo = load_topology(kStar8);
+  const int n = 4;
+  const double slice = 512.0 * 1024;
+  const int K = 8;
+  const double expected = (n - 1 + K - 1) * (kAlpha + slice / kB);
+  for (bool unfold : {false, true}) {
+    CAPTURE(unfold);
+    CHECK(bench_time(topo, BenchOp::Broadcast, n, K * slice, textbook(), unfold) ==
+          doctest::Approx(expected).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("AllToAll: n-1 pieces of S/n leave each GPU at once and share its port") {
+  const Topology topo = load_topology(kStar8);
+  const int n = 4;
+  const double S = 400e6;
+  const double expected = kAlpha + (n - 1) * (S / n) / kB;
+  for (bool unfold : {false, true}) {
+    CAPTURE(unfold);
+    CHECK(bench_time(topo, BenchOp::AllToAll, n, S, textbook(), unfold) == doctest::Approx(expected).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("channels of a ring across nodes leave each node through different NICs") {
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  const LinkEfficiency eff;
+  CollectiveOptions o;
+  const CollectivePlan p = plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, 1e9, 8, o);
+  REQUIRE(p.rings.size() == 8);  // uneven (NVSwitch and NIC hops): not merged
+  std::set<int> first_links;
+  for (const auto& ch : p.rings)
+    for (const Hop2& h : ch.hops)
+      if (h.kind == HopKind::Network && topo.node_of(h.src_pos) == 0) first_links.insert(h.links.front());
+  CHECK(first_links.size() == 8);  // 8 channels, 8 GPU→NIC links out of node 0
+  // With all 8 NICs carrying one channel each, a large AllReduce over 2 nodes approaches
+  // 8 NICs' worth of bus bandwidth, far above one NIC's.
+  ReplayOptions ro;
+  BenchOptions b;
+  b.replay = ro;
+  const auto row = run_collective_bench(topo, BenchOp::AllReduce, 16, {1e9}, b).at(0);
+  CHECK(row.busbw_Bps > 4 * 25e9);
+}
+
+TEST_CASE("contention: two rings through one PCIe switch are slower in flow than in analytic") {
+  // A6000 box: GPUs 0,1 hang off pcie-sw0 and 2,3 off pcie-sw1; rings {0,2} and {1,3} both cross
+  // pcie-sw0 → cpu0 → pcie-sw1. Analytic ignores that; flow shares the switch uplinks.
+  const Topology topo = load_topology(kSrc + "/topologies/a6000-8gpu-nvlink-pairs.yaml");
+  Schedule s;
+  s.world_size = 8;
+  const int g0 = s.intern_group({0, 2}, CommPurpose::TensorParallel);
+  const int g1 = s.intern_group({1, 3}, CommPurpose::TensorParallel);
+  for (int r : {0, 1, 2, 3}) {
+    RankProgram p{r, 1, {}};
+    Op op;
+    op.type = OpType::Collective;
+    op.group = (r == 0 || r == 2) ? g0 : g1;
+    op.match = op.group;
+    op.bytes = 256e6;
+    op.name = "ar";
+    p.ops.push_back(op);
+    s.programs.push_back(p);
+  }
+  ReplayOptions flow, analytic;
+  analytic.fidelity = Fidelity::Analytic;
+  const double tf = replay(s, topo, flow).makespan_s, ta = replay(s, topo, analytic).makespan_s;
+  CHECK(tf > 1.5 * ta);
+}
+
+TEST_CASE("SM interference: a kernel beside a collective holding half the SMs runs at half speed") {
+  const Topology topo = load_topology(kStar8);
+  ReplayOptions ro = textbook();
+  ro.sm_count = 108;
+  Schedule s;
+  s.world_size = 8;
+  const int g = s.intern_group({0, 1}, CommPurpose::TensorParallel);
+  RankProgram p{0, 2, {}};
+  Op c;
+  c.type = OpType::Collective;
+  c.group = g;
+  c.match = 1;
+  c.bytes = 100e6;
+  c.num_sm = 54;
+  c.stream = 1;
+  c.name = "ar";
+  Op k;
+  k.type = OpType::Compute;
+  k.duration_s = 0.010;
+  k.name = "gemm";
+  p.ops = {k, c};
+  s.programs.push_back(p);
+  const ReplayTimes t = replay(s, topo, ro);
+  const double tc = 2 * (kAlpha + 50e6 / kB);  // the collective alone
+  REQUIRE(t.end_s[0][1] == doctest::Approx(tc).epsilon(1e-9));
+  CHECK(t.end_s[0][0] == doctest::Approx(0.010 + 0.5 * tc).epsilon(1e-9));
+  SUBCASE("a copy-engine transfer takes no SM") {
+    s.programs[0].ops[1].num_sm = 0;
+    CHECK(replay(s, topo, ro).end_s[0][0] == doctest::Approx(0.010).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("nccl-tests terms: busbw factors and size ranges") {
+  CHECK(busbw_factor(BenchOp::AllReduce, 8) == doctest::Approx(14.0 / 8));
+  CHECK(busbw_factor(BenchOp::AllGather, 8) == doctest::Approx(7.0 / 8));
+  CHECK(busbw_factor(BenchOp::Broadcast, 8) == 1.0);
+  CHECK(size_range(8, 8 * 1024, 2).size() == 11);
+  CHECK_THROWS_AS(size_range(0, 8, 2), std::invalid_argument);
+  CHECK(parse_bench_op("all_reduce_perf") == BenchOp::AllReduce);
+  CHECK_THROWS_AS(parse_bench_op("allreduse"), std::invalid_argument);
+}
