@@ -66,10 +66,17 @@ ReplayTimes replay_in_process(const Schedule& schedule, const Topology& topo, co
   char* argv[] = {arg0, arg1, nullptr};
   sg4::Engine engine(&argc, argv);
   configure_ideal_network();
-  return run_replay_engine(schedule, topo, options);
+  auto backend = make_simgrid_backend();
+  return run_replay_engine(schedule, topo, options, *backend);
 }
 
 ReplayTimes replay(const Schedule& schedule, const Topology& topo, const ReplayOptions& options) {
+  if (options.fidelity == Fidelity::Analytic) {
+    // No SimGrid: the event-queue backend runs in this process.
+    validate(schedule);
+    auto backend = make_queue_backend();
+    return run_replay_engine(schedule, topo, options, *backend);
+  }
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error("replay: cannot create a pipe");
   std::fflush(nullptr);

@@ -22,13 +22,15 @@
 //    a representative also receives its mirrors' flows.
 //  - Collective, `analytic` fidelity: the plan's contention-free closed form as one timed
 //    activity per member, started when every simulated member has reached the collective.
+//    Analytic replays run without SimGrid, on an event queue (sim/activity_backend.hpp): GPUs
+//    still share their speed among concurrent kernels; flows take latency + bytes / bandwidth.
 //  - SM interference: while a communication op runs (from the moment it can start until it
 //    completes, as an NCCL kernel spins), it holds num_sm SMs (−1: one per channel for a
 //    collective, one for send/recv; 0: copy engine), slowing that GPU's kernels (ReplayOptions).
 //  - Send: one flow to the peer, started when the send op starts (eager); the op completes when
 //    the flow has arrived. Recv completes when it has started and the matching flow has arrived.
-// The simulation runs in a child process (SimGrid 3.32 allows one Engine per process), so a
-// program can replay many schedules. Deterministic: the same inputs give the same times.
+// A flow-fidelity simulation runs in a child process (SimGrid 3.32 allows one Engine per
+// process), so a program can replay many schedules. Deterministic: the same inputs give the same times.
 #pragma once
 
 #include "sim/collective_plan.hpp"

@@ -3,9 +3,9 @@
 // completion callback. Semantics are documented in replay.hpp.
 #include "sim/replay_engine.hpp"
 
+#include "sim/activity_backend.hpp"
 #include "sim/error.hpp"
 
-#include <simgrid/s4u.hpp>
 
 #include <cmath>
 #include <deque>
@@ -15,7 +15,6 @@
 #include <stdexcept>
 #include <unordered_map>
 
-namespace sg4 = simgrid::s4u;
 
 namespace overlapsim {
 
@@ -35,7 +34,6 @@ struct Task {
   int64_t match = -1;
   int channel = -1;   ///< Step/StepDelay: channel; AllToAllFlow: destination group position
   int idx = -1;       ///< Step/StepDelay: index in the channel's order; AllToAllFlow: source position
-  sg4::ActivityPtr activity;
   double started_s = 0;
 };
 
@@ -80,7 +78,8 @@ struct P2PState {
 
 class Replayer {
  public:
-  Replayer(const Schedule& s, const Topology& topo, const ReplayOptions& opt) : s_(s), topo_(topo), opt_(opt) {}
+  Replayer(const Schedule& s, const Topology& topo, const ReplayOptions& opt, ActivityBackend& backend)
+      : s_(s), topo_(topo), opt_(opt), be_(backend) {}
   ReplayTimes run();
 
  private:
@@ -90,8 +89,10 @@ class Replayer {
   void complete(int ri, int oi);
   void drain();
   void on_activity_done(Task& t);
-  sg4::ExecPtr start_exec(Task::Kind kind, sg4::Host* host, double seconds, int ri, int oi, int64_t match,
-                          int channel = -1, int idx = -1, double bound = -1);
+  /// An execution of `seconds` (at full speed) on the GPU of rank index ri, or a timer when
+  /// on_gpu is false.
+  void start_exec(Task::Kind kind, bool on_gpu, double seconds, int ri, int oi, int64_t match, int channel = -1,
+                  int idx = -1);
   void start_flow(Task::Kind kind, int src_rank, int dst_rank, double bytes, int ri, int oi, int64_t match,
                   int channel, int idx);
   /// Takes num_sm SMs of rank ri's GPU (slowing its kernels); returns how many were taken.
@@ -115,12 +116,11 @@ class Replayer {
   const Schedule& s_;
   const Topology& topo_;
   const ReplayOptions& opt_;
-  Platform pf_;
+  ActivityBackend& be_;
   std::unordered_map<int, int> rank_index_;
   std::vector<std::vector<int>> pending_, succ_begin_, succ_;
   std::vector<int> ready_rank_, ready_op_;
   std::deque<Task> tasks_;
-  std::vector<sg4::ActivityPtr> finished_;
   std::unordered_map<int64_t, CollState> colls_;
   std::unordered_map<int64_t, P2PState> p2p_;
   std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
@@ -178,7 +178,7 @@ void Replayer::build() {
   std::vector<double> speeds{kGpuSpeed};
   for (int k = 1; k <= opt_.sm_count; ++k)
     speeds.push_back(kGpuSpeed * std::max(1e-3, 1.0 - std::min(1.0, opt_.sm_interference * k / opt_.sm_count)));
-  pf_ = build_platform(topo_, ranks, pairs, opt_.link_efficiency, speeds, true);
+  be_.build(topo_, ranks, pairs, opt_.link_efficiency, speeds);
   held_sms_.assign(nr, 0);
 
   pending_.resize(nr);
@@ -235,7 +235,7 @@ void Replayer::drain() {
 }
 
 void Replayer::complete(int ri, int oi) {
-  times_.end_s[ri][oi] = sg4::Engine::get_clock();
+  times_.end_s[ri][oi] = be_.now();
   if (!p2p_holds_.empty()) {
     auto it = p2p_holds_.find((int64_t{ri} << 32) | oi);
     if (it != p2p_holds_.end()) {
@@ -254,31 +254,18 @@ void Replayer::complete(int ri, int oi) {
   }
 }
 
-sg4::ExecPtr Replayer::start_exec(Task::Kind kind, sg4::Host* host, double seconds, int ri, int oi, int64_t match,
-                                  int channel, int idx, double bound) {
-  tasks_.push_back(Task{kind, ri, oi, match, channel, idx, nullptr, sg4::Engine::get_clock()});
-  Task& t = tasks_.back();
-  sg4::ExecPtr x = sg4::Exec::init();
-  x->set_flops_amount(seconds * kGpuSpeed);
-  x->set_host(host);
-  if (bound > 0) x->set_bound(bound);
-  x->set_data(&t);
-  t.activity = x;
+void Replayer::start_exec(Task::Kind kind, bool on_gpu, double seconds, int ri, int oi, int64_t match, int channel,
+                          int idx) {
+  tasks_.push_back(Task{kind, ri, oi, match, channel, idx, be_.now()});
   ++times_.activities;
-  x->start();
-  return x;
+  be_.start_exec(on_gpu ? s_.programs[ri].rank : ActivityBackend::kTimer, seconds * kGpuSpeed, &tasks_.back());
 }
 
 void Replayer::start_flow(Task::Kind kind, int src_rank, int dst_rank, double bytes, int ri, int oi, int64_t match,
                           int channel, int idx) {
-  tasks_.push_back(Task{kind, ri, oi, match, channel, idx, nullptr, sg4::Engine::get_clock()});
-  Task& t = tasks_.back();
-  sg4::CommPtr c = sg4::Comm::sendto_init(pf_.gpu_hosts.at(src_rank), pf_.gpu_hosts.at(dst_rank));
-  c->set_payload_size(static_cast<uint64_t>(std::llround(bytes)));
-  c->set_data(&t);
-  t.activity = c;
+  tasks_.push_back(Task{kind, ri, oi, match, channel, idx, be_.now()});
   ++times_.activities;
-  c->start();
+  be_.start_flow(src_rank, dst_rank, bytes, &tasks_.back());
 }
 
 int Replayer::hold_sms(int ri, int num_sm) {
@@ -297,12 +284,12 @@ void Replayer::release_sms(int ri, int& held) {
 
 void Replayer::set_gpu_state(int ri) {
   // The GPU runs at the speed of its power state "k SMs held" (build()).
-  pf_.gpu_hosts.at(s_.programs[ri].rank)->set_pstate(std::min(held_sms_[ri], opt_.sm_count));
+  be_.set_state(s_.programs[ri].rank, std::min(held_sms_[ri], opt_.sm_count));
 }
 
 void Replayer::on_ready(int ri, int oi) {
   const Op& op = s_.programs[ri].ops[oi];
-  times_.start_s[ri][oi] = sg4::Engine::get_clock();
+  times_.start_s[ri][oi] = be_.now();
   switch (op.type) {
     case OpType::Compute: {
       const double seconds = std::max(op.duration_s, opt_.launch_overhead_s);
@@ -310,7 +297,7 @@ void Replayer::on_ready(int ri, int oi) {
         complete(ri, oi);
         return;
       }
-      start_exec(Task::Kernel, pf_.gpu_hosts.at(s_.programs[ri].rank), seconds, ri, oi, -1);
+      start_exec(Task::Kernel, true, seconds, ri, oi, -1);
       return;
     }
     case OpType::Collective:
@@ -411,7 +398,7 @@ void Replayer::coll_ready(int ri, int oi) {
     for (int p = 0; p < n; ++p)
       if (c.members[p].rank_idx >= 0) {
         ++c.in_flight;
-        start_exec(Task::CollTimer, pf_.timer, t, c.members[p].rank_idx, c.members[p].op, match, -1, p);
+        start_exec(Task::CollTimer, false, t, c.members[p].rank_idx, c.members[p].op, match, -1, p);
       }
     return;
   }
@@ -439,7 +426,7 @@ void Replayer::chain_ends(CollState& c, int64_t match, int pos) {
     const ChannelState& cs = c.channels[ch];
     if (c.plan.chain && c.plan.rings[ch].order[n - 1] == pos && !cs.m[n - 2].active) {
       ++c.in_flight;
-      start_exec(Task::ChannelTimer, pf_.timer, c.plan.closed_form_s(), c.members[pos].rank_idx, c.members[pos].op,
+      start_exec(Task::ChannelTimer, false, c.plan.closed_form_s(), c.members[pos].rank_idx, c.members[pos].op,
                  match, static_cast<int>(ch), n - 1);
     }
   }
@@ -485,7 +472,7 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
   const int ri = c.members[cp.order[i]].rank_idx;
   const int oi = c.members[cp.order[i]].op;
   if (delay > 1e-15) {
-    start_exec(Task::StepDelay, pf_.timer, delay, ri, oi, match, ch, i);
+    start_exec(Task::StepDelay, false, delay, ri, oi, match, ch, i);
     return;
   }
   ring_send(c, match, ch, i);
@@ -599,17 +586,11 @@ void Replayer::on_activity_done(Task& t) {
 
 ReplayTimes Replayer::run() {
   build();
-  sg4::Activity::on_completion_cb([this](const sg4::Activity& a) {
-    auto* t = a.get_data<Task>();
-    if (t == nullptr) return;
-    // Keep the activity alive until SimGrid is done with it; drop older ones.
-    if (finished_.size() > 4096) finished_.erase(finished_.begin(), finished_.end() - 1);
-    finished_.push_back(std::move(t->activity));
-    on_activity_done(*t);
+  drain();
+  be_.run([this](void* tag) {
+    on_activity_done(*static_cast<Task*>(tag));
     drain();
   });
-  drain();
-  sg4::Engine::get_instance()->run();
   if (completed_ != total_ops_) {
     for (size_t ri = 0; ri < s_.programs.size(); ++ri)
       for (size_t oi = 0; oi < s_.programs[ri].ops.size(); ++oi)
@@ -624,8 +605,9 @@ ReplayTimes Replayer::run() {
 
 }  // namespace
 
-ReplayTimes run_replay_engine(const Schedule& schedule, const Topology& topo, const ReplayOptions& options) {
-  Replayer r(schedule, topo, options);
+ReplayTimes run_replay_engine(const Schedule& schedule, const Topology& topo, const ReplayOptions& options,
+                              ActivityBackend& backend) {
+  Replayer r(schedule, topo, options, backend);
   return r.run();
 }
 
