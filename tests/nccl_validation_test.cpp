@@ -1,0 +1,214 @@
+// The simulated nccl-tests (sim/collective_bench.hpp) against PUBLISHED nccl-tests results
+// (issue 3, item 6). Each dataset is a CSV under tests/data/nccl-tests-published/ whose '#' header
+// names its source (repository, path, commit), the setup and the column taken; the rows are
+// `size_bytes,busbw_GBps` for every size >= 1 MiB of the source.
+//
+// Every dataset is simulated as `overlapsim collective` does it: the shipped topology (node.count
+// overridden where the run spanned another number of nodes), all its GPUs as ranks, the GPU's
+// datasheet profile for the link efficiencies, everything else at its default. No model constant is
+// tuned to these data: the efficiencies come from the shipped profiles, which cite their own
+// sources (a few of them the same public numbers, see calibrate/profiles/*.json).
+//
+// A size is CHECKed (|simulated − published| / published <= 10%) where the model met the bound when
+// this test was written; the sizes where it did not are listed per dataset with the reason and
+// only WARN, so that they are reported on every run without failing it. When the model improves
+// a WARN goes quiet; when it regresses a CHECK fails.
+#include "calibrate/profile.hpp"
+#include "models/device_catalog.hpp"
+#include "sim/collective_bench.hpp"
+#include "sim/topology.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace overlapsim;
+
+namespace {
+
+constexpr double kTolerance = 0.10;  ///< relative error bound on busbw
+constexpr double kMiB = 1024.0 * 1024.0;
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+
+struct Row {
+  double size_bytes = 0;
+  double busbw_GBps = 0;
+};
+
+/// Reads a dataset: '#' lines are comments, then the header `size_bytes,busbw_GBps`, then rows.
+std::vector<Row> load_dataset(const std::string& name) {
+  const std::string path = kSrc + "/tests/data/nccl-tests-published/" + name;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::vector<Row> rows;
+  std::string line;
+  bool header = false;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (!header) {
+      if (line != "size_bytes,busbw_GBps") throw std::runtime_error(path + ": expected the header size_bytes,busbw_GBps");
+      header = true;
+      continue;
+    }
+    std::istringstream ss(line);
+    Row r;
+    char comma = 0;
+    if (!(ss >> r.size_bytes >> comma >> r.busbw_GBps) || comma != ',')
+      throw std::runtime_error(path + ": bad row '" + line + "'");
+    rows.push_back(r);
+  }
+  if (rows.empty()) throw std::runtime_error(path + ": no rows");
+  return rows;
+}
+
+struct Dataset {
+  std::string csv;        ///< file under tests/data/nccl-tests-published/
+  std::string topology;   ///< file under topologies/
+  int nodes = 0;          ///< node.count override; 0: the file's own
+  BenchOp op = BenchOp::AllReduce;
+  /// Sizes (bytes) outside the bound when this test was written: WARN only, with `why`.
+  std::vector<double> known_gaps;
+  std::string why;
+};
+
+struct Compared {
+  Row published;
+  double simulated_GBps = 0;
+  double error = 0;  ///< (simulated − published) / published
+};
+
+std::vector<Compared> simulate(const Dataset& d, const std::vector<Row>& rows) {
+  TopologyOverrides ov;
+  if (d.nodes > 0) ov["node.count"] = std::to_string(d.nodes);
+  const Topology topo = load_topology(kSrc + "/topologies/" + d.topology, ov);
+  const Profile profile = load_profile(default_profile_path(device_spec(topo.gpu_model()).model));
+  BenchOptions opt;  // as `overlapsim collective` with no flags
+  opt.replay.link_efficiency.nvlink = profile.nvlink_efficiency;
+  opt.replay.link_efficiency.network = profile.network_efficiency;
+  opt.replay.link_efficiency.pcie = profile.pcie_efficiency;
+  std::vector<double> sizes;
+  for (const Row& r : rows) sizes.push_back(r.size_bytes);
+  const std::vector<BenchRow> sim = run_collective_bench(topo, d.op, topo.num_gpus(), sizes, opt);
+  REQUIRE(sim.size() == rows.size());
+  std::vector<Compared> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    REQUIRE(sim[i].size_bytes == rows[i].size_bytes);
+    const double s = sim[i].busbw_Bps / 1e9;
+    out.push_back({rows[i], s, (s - rows[i].busbw_GBps) / rows[i].busbw_GBps});
+  }
+  return out;
+}
+
+void validate(const Dataset& d) {
+  const std::vector<Row> rows = load_dataset(d.csv);
+  for (const Row& r : rows) REQUIRE(r.size_bytes >= kMiB);
+  for (double g : d.known_gaps)
+    REQUIRE_MESSAGE(std::any_of(rows.begin(), rows.end(), [g](const Row& r) { return r.size_bytes == g; }),
+                    "known gap " << static_cast<long long>(g) << " is not a size of " << d.csv);
+  for (const Compared& c : simulate(d, rows)) {
+    INFO(d.csv << ": size " << static_cast<long long>(c.published.size_bytes) << " B, published " << c.published.busbw_GBps
+               << " GB/s, simulated " << c.simulated_GBps << " GB/s, error " << 100 * c.error << "%");
+    const bool gap = std::find(d.known_gaps.begin(), d.known_gaps.end(), c.published.size_bytes) != d.known_gaps.end();
+    if (gap) {
+      INFO("known gap: " << d.why);
+      WARN(std::abs(c.error) <= kTolerance);
+    } else {
+      CHECK(std::abs(c.error) <= kTolerance);
+    }
+  }
+}
+
+/// Powers of two from 2^lo to 2^hi bytes.
+std::vector<double> pow2(int lo, int hi) {
+  std::vector<double> v;
+  for (int e = lo; e <= hi; ++e) v.push_back(std::ldexp(1.0, e));
+  return v;
+}
+
+}  // namespace
+
+// ---- (a) one DGX/HGX A100 node, 8 GPUs on NVSwitch -------------------------------------------
+
+// The intra-node ring reaches the published plateau (>= 512 MiB) but is too fast below it: the
+// simulated curve approaches the plateau at a few tens of MiB, the measured ones only at ~512 MiB.
+// At 128 MiB the measured ring is ~0.25 ms slower than simulated, far more than the ~14 step
+// latencies, so the missing cost grows with size. Likely cause (not verified against NCCL logs):
+// NCCL sizes its channel count to the message (fewer channels, each limited by one thread block's
+// copy rate), which the model (8 channels sharing the NVLink port at any size) does not do. At
+// 1-4 MiB the three logs (all -g 8: one process driving 8 GPUs) take 50-120 us where the model
+// charges 32-75 us. Jumps in the measured curves
+// (stas00 8 -> 16 MiB, Azure 128 -> 256 MiB) look like NCCL algorithm/protocol switches.
+const char* const kA100MidSizes =
+    "intra-node all-reduce below ~256 MiB: the simulated ring is faster than NCCL measures "
+    "(per-step latency and LL/LL128/Simple protocol and channel choices of NCCL are not matched)";
+
+TEST_CASE("nccl-tests published: DGX A100 1 node all_reduce (stas00/ml-engineering)") {
+  validate({"dgx-a100-1node-allreduce-stas00.csv", "dgx-a100.yaml", 0, BenchOp::AllReduce, pow2(20, 28),
+            kA100MidSizes});
+}
+
+TEST_CASE("nccl-tests published: ND A100 v4 1 node all_reduce in-place (Azure AI-benchmarking-guide)") {
+  validate({"ndv4-a100-1node-allreduce-azure.csv", "dgx-a100.yaml", 0, BenchOp::AllReduce, pow2(20, 27),
+            kA100MidSizes});
+}
+
+TEST_CASE("nccl-tests published: 8x A100-SXM4-40GB 1 node all_reduce (yumibyte/CS244C-Research, Modal)") {
+  // The sweep ends at 128 MiB, so every size is in the mid-size gap. (A100 40 GB runs on the 80 GB
+  // topology and profile: same NVLink 3 and NVSwitch.)
+  validate({"a100-40gb-1node-allreduce-modal.csv", "dgx-a100.yaml", 0, BenchOp::AllReduce, pow2(20, 27),
+            kA100MidSizes});
+}
+
+// ---- (b) one H100-class node, 8 GPUs on NVSwitch (NVLink 4) ------------------------------------
+
+TEST_CASE("nccl-tests published: ND H100 v5 1 node all_reduce NVLS in-place (Azure AI-benchmarking-guide)") {
+  // NVLS (NVLink SHARP) reduces inside the NVSwitch; busbw climbs to ~480 GB/s, above what any
+  // ring can do over 450 GB/s links. The simulator has ring and tree only, so from 64 MiB up it
+  // sits at the ring plateau (~368 GB/s, 13-23% low). At 1-2 MiB it is too fast (as on A100). The
+  // sizes in between pass because the two errors cross, not because NVLS is modelled.
+  std::vector<double> gaps = pow2(20, 21);
+  for (double s : pow2(26, 33)) gaps.push_back(s);
+  validate({"ndv5-h100-1node-allreduce-nvls-azure.csv", "dgx-h100-superpod.yaml", 1, BenchOp::AllReduce, gaps,
+            "NVLS (NVLink SHARP) all-reduce is not modelled above ~32 MiB; ring too fast at 1-2 MiB"});
+}
+
+// H200 single points, ring path (NVLS off / not used): run on the DGX H100 node (same NVLink 4 and
+// NVSwitch as H200 SXM), see the CSV headers.
+TEST_CASE("nccl-tests published: 8x H200 1 node all_reduce ring 16 GiB (stas00/ml-engineering)") {
+  validate({"h200-1node-allreduce-ring-16g-stas00.csv", "dgx-h100-superpod.yaml", 1, BenchOp::AllReduce, {}, ""});
+}
+
+TEST_CASE("nccl-tests published: 8x H200 1 node all_gather 16 GiB (stas00/ml-engineering)") {
+  validate({"h200-1node-allgather-16g-stas00.csv", "dgx-h100-superpod.yaml", 1, BenchOp::AllGather, {}, ""});
+}
+
+TEST_CASE("nccl-tests published: 8x H200 1 node reduce_scatter 16 GiB (stas00/ml-engineering)") {
+  validate({"h200-1node-reducescatter-16g-stas00.csv", "dgx-h100-superpod.yaml", 1, BenchOp::ReduceScatter, {}, ""});
+}
+
+// ---- (c) across nodes ----------------------------------------------------------------------------
+
+TEST_CASE("nccl-tests published: H100 8 nodes (64 GPUs) all_reduce CollNet/SHARP (coreweave/nccl-tests)") {
+  // Measured with NCCL_ALGO=COLLNETCHAIN (IB SHARP), which the simulator does not model; the
+  // simulated ring over 8 nodes lands 4-10% below (both end near the NVLink ring bound).
+  validate({"coreweave-h100-8node-allreduce-collnet.csv", "dgx-h100-superpod.yaml", 8, BenchOp::AllReduce, {}, ""});
+}
+
+TEST_CASE("nccl-tests published: A100 16 nodes (128 GPUs) all_reduce (coreweave/nccl-tests, 2022)") {
+  // The source states neither NIC count, NCCL version nor algorithm (SHARP set-up lines in the
+  // log). It plateaus at 116 GB/s where a ring over 8x 200 Gb/s HDR per node reaches ~190 GB/s
+  // (simulated 189; NVIDIA quotes 192 GB/s for DGX A100, NVIDIA/nccl#812), so the run was either
+  // on fewer NICs or another algorithm. Below 32 MiB NCCL's tree beats the simulated ring
+  // (2 x 127 latency-bound steps). All sizes WARN: the one within 10% (64 MiB, +9.96%) is where
+  // the two curves cross.
+  validate({"coreweave-a100-16node-allreduce.csv", "dgx-a100-superpod.yaml", 16, BenchOp::AllReduce, pow2(20, 33),
+            "setup not stated in the source (NICs, algorithm); simulated ring over 8x HDR per node"});
+}
