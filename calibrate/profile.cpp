@@ -1,158 +1,196 @@
-// Strict loading of calibration profiles (format in profile.hpp).
+// Strict loading of calibration profiles (format in profile.hpp and calibrate/README.md).
 //
 // Every error is an InputError naming the file, the JSON path of the offending key (e.g.
-// "gemm.max_efficiency") and what was expected. Required keys are all those listed in
-// profile.hpp; inside the known sections (provenance excepted, whose extra keys record where a
-// measurement came from) an unknown key is an error, so that a typo cannot silently fall back to
-// a default. Unknown top-level sections are ignored: they belong to other readers (e.g. measured
-// collective tables) of a version-1 profile.
+// "gemm.max_efficiency", "collectives.fits[2].busbw_Bps") and what was expected. Required keys
+// are all those of version 1; inside the known sections (provenance excepted, whose extra keys
+// record where a measurement came from) an unknown key is an error, so that a typo cannot
+// silently fall back to a default. Version 2 adds optional keys to gemm, memory and attention
+// and the optional sections collectives and interference. Unknown top-level sections are
+// ignored: they belong to other readers.
 #include "calibrate/profile.hpp"
 
+#include "calibrate/json_reader.hpp"
 #include "models/device_catalog.hpp"
 #include "sim/error.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <initializer_list>
-#include <sstream>
+#include <limits>
 
 namespace overlapsim {
 
 namespace {
 
-using nlohmann::json;
+using calib::describe;
+using calib::idx;
+using calib::json;
+using Reader = calib::JsonReader;
 
 constexpr const char* kSchema = "overlapsim-profile";
-constexpr int kVersion = 1;
+constexpr int kMinVersion = 1;
+constexpr int kMaxVersion = 2;
 
-/// How a JSON value reads in an error message: numbers and strings as written, others by kind.
-std::string describe(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::boolean: return v.get<bool>() ? "true" : "false";
-    default: break;
-  }
-  std::string text = v.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
+std::string dtype_of(const Reader& r, const json& obj, const std::string& sec) {
+  const std::string d = r.string(obj, sec, "dtype");
+  if (d != "fp16" && d != "bf16" && d != "fp8")
+    r.fail(sec + ".dtype", "expected \"fp16\", \"bf16\" or \"fp8\", found \"" + d + "\"");
+  return d;
 }
 
-std::string join(std::initializer_list<const char*> keys) {
-  std::string out;
-  for (const char* k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
-  return out;
+[[noreturn]] void fail_size(const Reader& r, const std::string& where, std::size_t want, std::size_t found,
+                            const char* axis) {
+  r.fail(where, "expected an array of " + std::to_string(want) + " entries (one per value of axis " + axis + "), found " +
+                    std::to_string(found));
 }
 
-class Reader {
- public:
-  explicit Reader(std::string path) : path_(std::move(path)) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
-    throw InputError(SourceLocation{path_, 0, 0}, key, message);
-  }
-
-  /// The value at obj[key] (JSON path `where`), or an error saying what was expected.
-  const json& get(const json& obj, const std::string& where, const char* key,
-                  const std::string& expected) const {
-    auto it = obj.find(key);
-    if (it == obj.end()) fail(where, "expected " + expected + ", found no such key");
-    return *it;
-  }
-
-  const json& section(const json& root, const char* name,
-                      std::initializer_list<const char*> keys, bool strict) const {
-    const json& s = get(root, name, name, "an object with keys " + join(keys));
-    if (!s.is_object()) fail(name, "expected an object with keys " + join(keys) + ", found " + describe(s));
-    if (strict) {
-      for (auto it = s.begin(); it != s.end(); ++it) {
-        bool known = false;
-        for (const char* k : keys) known = known || it.key() == k;
-        if (!known)
-          fail(std::string(name) + "." + it.key(),
-               "expected one of the keys " + join(keys) + ", found an unknown key");
+void load_gemm_tables(const Reader& r, const json& gemm, Profile& p) {
+  const json& tables = r.array(gemm, "gemm", "tables", "GEMM efficiency tables");
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const std::string sec = idx("gemm.tables", t);
+    const json& o = tables[t];
+    r.check_object(o, sec, {"dtype", "peak_flops", "m", "n", "k", "efficiency"}, true);
+    GemmEfficiencyTable tab;
+    tab.dtype = dtype_of(r, o, sec);
+    for (const auto& other : p.gemm_tables)
+      if (other.dtype == tab.dtype) r.fail(sec + ".dtype", "expected one table per dtype, found a second \"" + tab.dtype + "\"");
+    tab.peak_flops = r.positive(o, sec, "peak_flops", "FLOP/s");
+    tab.m = r.axis(o, sec, "m");
+    tab.n = r.axis(o, sec, "n");
+    tab.k = r.axis(o, sec, "k");
+    const std::string shape =
+        std::to_string(tab.m.size()) + " × " + std::to_string(tab.n.size()) + " × " + std::to_string(tab.k.size());
+    const json& e = r.array(o, sec, "efficiency", "arrays (m × n × k = " + shape + ")");
+    const std::string where = sec + ".efficiency";
+    if (e.size() != tab.m.size()) fail_size(r, where, tab.m.size(), e.size(), "m");
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      if (!e[i].is_array() || e[i].size() != tab.n.size()) fail_size(r, idx(where, i), tab.n.size(), e[i].is_array() ? e[i].size() : 0, "n");
+      for (std::size_t j = 0; j < e[i].size(); ++j) {
+        const json& row = e[i][j];
+        if (!row.is_array() || row.size() != tab.k.size())
+          fail_size(r, idx(idx(where, i), j), tab.k.size(), row.is_array() ? row.size() : 0, "k");
+        for (std::size_t l = 0; l < row.size(); ++l)
+          tab.efficiency.push_back(r.number_value(row[l], idx(idx(idx(where, i), j), l), 0.0, 1.0, true, "a number in (0, 1]"));
       }
     }
-    return s;
+    p.gemm_tables.push_back(std::move(tab));
   }
+}
 
-  std::string string(const json& obj, const std::string& sec, const char* key) const {
-    const std::string where = sec + "." + key;
-    const json& v = get(obj, where, key, "a non-empty string");
-    if (!v.is_string() || v.get<std::string>().empty())
-      fail(where, "expected a non-empty string, found " + describe(v));
-    return v.get<std::string>();
+void load_key_shapes(const Reader& r, const json& gemm, Profile& p) {
+  const json& keys = r.array(gemm, "gemm", "key_shapes", "measured GEMM shapes");
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::string sec = idx("gemm.key_shapes", i);
+    r.check_object(keys[i], sec, {"label", "dtype", "m", "n", "k", "efficiency", "interpolated"}, true);
+    GemmKeyShape s;
+    s.label = r.string(keys[i], sec, "label");
+    s.dtype = dtype_of(r, keys[i], sec);
+    s.m = r.integer(keys[i], sec, "m", 1, 1LL << 40);
+    s.n = r.integer(keys[i], sec, "n", 1, 1LL << 40);
+    s.k = r.integer(keys[i], sec, "k", 1, 1LL << 40);
+    s.efficiency = r.efficiency(keys[i], sec, "efficiency");
+    s.interpolated = r.efficiency(keys[i], sec, "interpolated");
+    p.gemm_key_shapes.push_back(s);
   }
+}
 
-  double efficiency(const json& obj, const std::string& sec, const char* key) const {
-    const std::string where = sec + "." + key;
-    const char* expected = "a number in (0, 1]";
-    const json& v = get(obj, where, key, expected);
-    if (!v.is_number()) fail(where, std::string("expected ") + expected + ", found " + describe(v));
-    const double x = v.get<double>();
-    if (!(x > 0.0 && x <= 1.0)) fail(where, std::string("expected ") + expected + ", found " + describe(v));
-    return x;
+void load_memory_points(const Reader& r, const json& memory, Profile& p) {
+  const json& pts = r.array(memory, "memory", "points", "measured memory-bound kernels");
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const std::string sec = idx("memory.points", i);
+    r.check_object(pts[i], sec, {"kernel", "bytes", "bandwidth_Bps"}, true);
+    MemoryPoint m;
+    m.kernel = r.string(pts[i], sec, "kernel");
+    m.bytes = r.positive(pts[i], sec, "bytes", "a byte count");
+    m.bandwidth_Bps = r.positive(pts[i], sec, "bandwidth_Bps", "a bandwidth in bytes/s");
+    p.memory_points.push_back(m);
   }
+}
 
-  double seconds(const json& obj, const std::string& sec, const char* key) const {
-    const std::string where = sec + "." + key;
-    const char* expected = "a number of seconds >= 0";
-    const json& v = get(obj, where, key, expected);
-    if (!v.is_number()) fail(where, std::string("expected ") + expected + ", found " + describe(v));
-    const double x = v.get<double>();
-    if (!(x >= 0.0 && std::isfinite(x)))
-      fail(where, std::string("expected ") + expected + ", found " + describe(v));
-    return x;
+void load_attention_points(const Reader& r, const json& attention, Profile& p) {
+  const json& pts = r.array(attention, "attention", "points", "measured attention shapes");
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const std::string sec = idx("attention.points", i);
+    r.check_object(pts[i], sec, {"batch", "heads", "seq", "head_dim", "time_s", "efficiency"}, true);
+    AttentionPoint a;
+    a.batch = r.integer(pts[i], sec, "batch", 1, 1LL << 30);
+    a.heads = r.integer(pts[i], sec, "heads", 1, 1LL << 30);
+    a.seq = r.integer(pts[i], sec, "seq", 1, 1LL << 30);
+    a.head_dim = r.integer(pts[i], sec, "head_dim", 1, 1LL << 30);
+    a.time_s = r.positive(pts[i], sec, "time_s", "a time in seconds");
+    a.efficiency = r.efficiency(pts[i], sec, "efficiency");
+    p.attention_points.push_back(a);
   }
+}
 
-  int tile(const json& obj, const std::string& sec, const char* key) const {
-    const std::string where = sec + "." + key;
-    const char* expected = "an integer in [1, 4096]";  // 4096: a sanity bound, tiles are <= 256
-    const json& v = get(obj, where, key, expected);
-    if (!v.is_number_integer()) fail(where, std::string("expected ") + expected + ", found " + describe(v));
-    const auto x = v.get<long long>();
-    if (x < 1 || x > 4096) fail(where, std::string("expected ") + expected + ", found " + describe(v));
-    return static_cast<int>(x);
-  }
-
- private:
-  std::string path_;
-};
-
-/// 1-based line and column of a byte offset in `text`.
-SourceLocation locate(const std::string& path, const std::string& text, std::size_t byte) {
-  SourceLocation where{path, 1, 1};
-  for (std::size_t i = 0; i < text.size() && i + 1 < byte; ++i) {
-    if (text[i] == '\n') {
-      ++where.line;
-      where.column = 1;
-    } else {
-      ++where.column;
+void load_collectives(const Reader& r, const json& root, Profile& p) {
+  const json& c = r.section(root, "collectives", {"source", "fits"}, true);
+  p.collectives_source = r.string(c, "collectives", "source");
+  const json& fits = r.array(c, "collectives", "fits", "collective fits");
+  for (std::size_t i = 0; i < fits.size(); ++i) {
+    const std::string sec = idx("collectives.fits", i);
+    const json& o = fits[i];
+    r.check_object(o, sec,
+                   {"collective", "ranks", "nodes", "algorithm", "protocol", "alpha_s", "busbw_Bps",
+                    "max_relative_error", "source", "points"},
+                   true);
+    CollectiveFit f;
+    f.collective = r.string(o, sec, "collective");
+    bool known = false;
+    for (const auto& n : collective_names()) known = known || n == f.collective;
+    if (!known) {
+      std::string list;
+      for (const auto& n : collective_names()) list += (list.empty() ? "" : ", ") + n;
+      r.fail(sec + ".collective", "expected one of " + list + ", found \"" + f.collective + "\"");
     }
+    f.ranks = static_cast<int>(r.integer(o, sec, "ranks", 1, 1 << 24));
+    f.nodes = static_cast<int>(r.integer(o, sec, "nodes", 1, f.ranks));
+    f.algorithm = r.string(o, sec, "algorithm");
+    f.protocol = r.string(o, sec, "protocol");
+    f.alpha_s = r.seconds(o, sec, "alpha_s");
+    f.busbw_Bps = r.positive(o, sec, "busbw_Bps", "a bandwidth in bytes/s");
+    f.max_relative_error = r.number(o, sec, "max_relative_error", 0.0, std::numeric_limits<double>::max(), false, "a number >= 0");
+    f.source = r.string(o, sec, "source");
+    const json& pts = r.array(o, sec, "points", "measured (size, time) points");
+    for (std::size_t j = 0; j < pts.size(); ++j) {
+      const std::string ps = idx(sec + ".points", j);
+      r.check_object(pts[j], ps, {"size_bytes", "time_s", "busbw_Bps"}, true);
+      CollectivePoint cp;
+      cp.size_bytes = r.positive(pts[j], ps, "size_bytes", "a byte count");
+      cp.time_s = r.positive(pts[j], ps, "time_s", "a time in seconds");
+      cp.busbw_Bps = r.number(pts[j], ps, "busbw_Bps", 0.0, std::numeric_limits<double>::max(), false, "a bandwidth >= 0");
+      f.points.push_back(cp);
+    }
+    for (const auto& other : p.collectives)
+      if (other.collective == f.collective && other.ranks == f.ranks && other.nodes == f.nodes)
+        r.fail(sec, "expected one fit per (collective, ranks, nodes), found a second " + f.collective + " on " +
+                        std::to_string(f.ranks) + " ranks and " + std::to_string(f.nodes) + " node(s)");
+    p.collectives.push_back(std::move(f));
   }
-  return where;
+}
+
+void load_interference(const Reader& r, const json& root, Profile& p) {
+  const json& s = r.section(root, "interference", {"source", "gemm", "sm_interference", "points"}, true);
+  p.interference_source = r.string(s, "interference", "source");
+  p.interference_gemm = r.string(s, "interference", "gemm");
+  if (s.contains("sm_interference"))
+    p.sm_interference = r.number(s, "interference", "sm_interference", 0.0, 100.0, false, "a coefficient in [0, 100]");
+  const json& pts = r.array(s, "interference", "points", "interference measurements");
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const std::string sec = idx("interference.points", i);
+    r.check_object(pts[i], sec, {"companion", "num_sm", "compute_slowdown", "companion_bandwidth_Bps"}, true);
+    InterferencePoint ip;
+    ip.companion = r.string(pts[i], sec, "companion");
+    ip.num_sm = static_cast<int>(r.integer(pts[i], sec, "num_sm", 0, 1 << 16));
+    ip.compute_slowdown = r.number(pts[i], sec, "compute_slowdown", 0.0, 100.0, true, "a slowdown factor in (0, 100]");
+    ip.companion_bandwidth_Bps =
+        r.number(pts[i], sec, "companion_bandwidth_Bps", 0.0, std::numeric_limits<double>::max(), false, "a bandwidth >= 0");
+    p.interference.push_back(ip);
+  }
 }
 
 }  // namespace
 
 Profile load_profile(const std::string& path) {
-  require_readable_file(path, "a calibration profile (JSON)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{path, 0, 0}, "", "expected a readable profile file, found none");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(locate(path, text, e.byte), "", std::string("expected valid JSON, found a syntax error (") + e.what() + ")");
-  }
+  const json root = calib::parse_json_file(path, "a calibration profile (JSON)");
 
   Reader r(path);
   if (!root.is_object()) r.fail("", "expected a JSON object at the top level, found " + describe(root));
@@ -164,9 +202,11 @@ Profile load_profile(const std::string& path) {
   if (!schema.is_string() || schema.get<std::string>() != kSchema)
     r.fail("schema", std::string("expected \"") + kSchema + "\", found " + describe(schema));
 
-  const json& version = r.get(root, "version", "version", "1");
-  if (!version.is_number_integer() || version.get<long long>() != kVersion)
-    r.fail("version", "expected " + std::to_string(kVersion) + ", found " + describe(version));
+  const json& version = r.get(root, "version", "version", "1 or 2");
+  if (!version.is_number_integer() || version.get<long long>() < kMinVersion || version.get<long long>() > kMaxVersion)
+    r.fail("version", "expected 1 or 2, found " + describe(version));
+  p.version = static_cast<int>(version.get<long long>());
+  const bool v2 = p.version >= 2;
 
   const json& device = r.get(root, "device", "device", "a device model");
   if (!device.is_string() || !is_known_device(device.get<std::string>())) {
@@ -182,35 +222,69 @@ Profile load_profile(const std::string& path) {
   if (p.provenance_kind != "datasheet" && p.provenance_kind != "measured" && p.provenance_kind != "imported")
     r.fail("provenance.kind", "expected \"datasheet\", \"measured\" or \"imported\", found " + describe(prov["kind"]));
   p.provenance_source = r.string(prov, "provenance", "source");
-  if (prov.contains("date")) r.string(prov, "provenance", "date");
+  if (prov.contains("date")) p.provenance_date = r.string(prov, "provenance", "date");
+  for (auto it = prov.begin(); it != prov.end(); ++it) {
+    if (it.key() == "kind" || it.key() == "source" || it.key() == "date") continue;
+    if (!it->is_string()) r.fail("provenance." + it.key(), "expected a string, found " + describe(*it));
+    p.provenance_extra[it.key()] = it->get<std::string>();
+  }
 
-  const json& gemm = r.section(root, "gemm", {"max_efficiency", "tile_m", "tile_n", "source"}, true);
+  std::vector<const char*> gemm_keys = {"max_efficiency", "tile_m", "tile_n", "source"};
+  if (v2) gemm_keys.insert(gemm_keys.end(), {"tables", "key_shapes"});
+  const json& gemm = r.section(root, "gemm", gemm_keys, true);
   p.gemm_max_efficiency = r.efficiency(gemm, "gemm", "max_efficiency");
-  p.gemm_tile_m = r.tile(gemm, "gemm", "tile_m");
-  p.gemm_tile_n = r.tile(gemm, "gemm", "tile_n");
-  r.string(gemm, "gemm", "source");
+  p.gemm_tile_m = static_cast<int>(r.integer(gemm, "gemm", "tile_m", 1, 4096));  // 4096: a sanity bound, tiles are <= 256
+  p.gemm_tile_n = static_cast<int>(r.integer(gemm, "gemm", "tile_n", 1, 4096));
+  p.gemm_source = r.string(gemm, "gemm", "source");
+  if (v2 && gemm.contains("tables")) load_gemm_tables(r, gemm, p);
+  if (v2 && gemm.contains("key_shapes")) load_key_shapes(r, gemm, p);
 
-  const json& memory = r.section(root, "memory", {"efficiency", "source"}, true);
+  std::vector<const char*> memory_keys = {"efficiency", "source"};
+  if (v2) memory_keys.insert(memory_keys.end(), {"hbm_bandwidth_Bps", "points"});
+  const json& memory = r.section(root, "memory", memory_keys, true);
   p.memory_efficiency = r.efficiency(memory, "memory", "efficiency");
-  r.string(memory, "memory", "source");
+  p.memory_source = r.string(memory, "memory", "source");
+  if (v2 && memory.contains("hbm_bandwidth_Bps"))
+    p.hbm_bandwidth_Bps = r.positive(memory, "memory", "hbm_bandwidth_Bps", "a bandwidth in bytes/s");
+  if (v2 && memory.contains("points")) load_memory_points(r, memory, p);
 
   const json& kernel = r.section(root, "kernel", {"launch_overhead_s", "fixed_overhead_s", "source"}, true);
   p.launch_overhead_s = r.seconds(kernel, "kernel", "launch_overhead_s");
   p.kernel_fixed_overhead_s = r.seconds(kernel, "kernel", "fixed_overhead_s");
-  r.string(kernel, "kernel", "source");
+  p.kernel_source = r.string(kernel, "kernel", "source");
 
-  const json& network = r.section(
-      root, "network", {"nvlink_efficiency", "network_efficiency", "pcie_efficiency", "source"}, true);
+  const json& network =
+      r.section(root, "network", {"nvlink_efficiency", "network_efficiency", "pcie_efficiency", "source"}, true);
   p.nvlink_efficiency = r.efficiency(network, "network", "nvlink_efficiency");
   p.network_efficiency = r.efficiency(network, "network", "network_efficiency");
   p.pcie_efficiency = r.efficiency(network, "network", "pcie_efficiency");
-  r.string(network, "network", "source");
+  p.network_source = r.string(network, "network", "source");
 
-  const json& attention = r.section(root, "attention", {"efficiency", "source"}, true);
+  std::vector<const char*> attention_keys = {"efficiency", "source"};
+  if (v2) attention_keys.push_back("points");
+  const json& attention = r.section(root, "attention", attention_keys, true);
   p.attention_efficiency = r.efficiency(attention, "attention", "efficiency");
-  r.string(attention, "attention", "source");
+  p.attention_source = r.string(attention, "attention", "source");
+  if (v2 && attention.contains("points")) load_attention_points(r, attention, p);
 
+  if (v2 && root.contains("collectives")) load_collectives(r, root, p);
+  if (v2 && root.contains("interference")) load_interference(r, root, p);
   return p;
+}
+
+const GemmEfficiencyTable* Profile::gemm_table(const std::string& dtype) const {
+  for (const auto& t : gemm_tables)
+    if (t.dtype == dtype) return &t;
+  const std::string twin = dtype == "fp16" ? "bf16" : dtype == "bf16" ? "fp16" : "";
+  for (const auto& t : gemm_tables)
+    if (t.dtype == twin) return &t;
+  return nullptr;
+}
+
+const CollectiveFit* Profile::collective(const std::string& name, int ranks, int nodes) const {
+  for (const auto& f : collectives)
+    if (f.collective == name && f.ranks == ranks && (nodes < 0 || f.nodes == nodes)) return &f;
+  return nullptr;
 }
 
 std::string default_profile_path(const std::string& device_model) {

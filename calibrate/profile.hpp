@@ -1,24 +1,44 @@
 // Calibration profile: the measured (or datasheet) numbers the cost models read.
 //
-// JSON, versioned (schema "overlapsim-profile", version 1). Written by the calibration harness
-// or an importer, or by hand from datasheets; every section records where its numbers came from.
-// A datasheet profile per device ships in calibrate/profiles/. Fields (units in the key names):
+// JSON, versioned (schema "overlapsim-profile"). Written by `overlapsim calibrate` (fitted from
+// the harness's raw measurements), by `overlapsim calibrate import-nccl-tests`, or by hand from
+// datasheets; every section records where its numbers came from. A datasheet profile per device
+// ships in calibrate/profiles/. calibrate/README.md documents every key and unit.
+//
+// Version 1 (units in the key names):
 //   schema, version, device (catalog key), provenance {kind: datasheet|measured|imported,
 //   source, date, ...}, gemm {max_efficiency, tile_m, tile_n, source}, memory {efficiency, source},
 //   kernel {launch_overhead_s, fixed_overhead_s, source},
 //   network {nvlink_efficiency, network_efficiency, pcie_efficiency, source},
 //   attention {efficiency, source}.
+// Version 2 = version 1 plus optional measured tables (profile_tables.hpp):
+//   gemm.tables [{dtype, peak_flops, m, n, k, efficiency[m][n][k]}], gemm.key_shapes,
+//   memory.hbm_bandwidth_Bps, memory.points, attention.points,
+//   collectives {source, fits [{collective, ranks, nodes, algorithm, protocol, alpha_s, busbw_Bps,
+//   max_relative_error, source, points [{size_bytes, time_s, busbw_Bps}]}]},
+//   interference {source, gemm ("bf16 8192x8192x8192"), sm_interference, points [{companion, num_sm, compute_slowdown,
+//   companion_bandwidth_Bps}]}.
+// Both versions load; unknown keys inside a known section are errors, unknown top-level
+// sections are ignored (they belong to other readers).
 #pragma once
 
+#include "calibrate/profile_tables.hpp"
+
+#include <map>
 #include <string>
+#include <vector>
 
 namespace overlapsim {
 
 struct Profile {
   std::string path;                 ///< file it was loaded from
+  int version = 1;                  ///< schema version the file had (written profiles are version 2)
   std::string device;               ///< device-catalog key
   std::string provenance_kind;      ///< "datasheet", "measured" or "imported"
   std::string provenance_source;    ///< one line: where the numbers came from
+  std::string provenance_date;      ///< ISO date, may be empty
+  /// Other provenance keys, written back as strings: gpu, driver, cuda, nccl, host, harness, raw, logs.
+  std::map<std::string, std::string> provenance_extra;
 
   // GEMM on tensor cores: achieved = peak · max_efficiency · wave_efficiency(M, N) (see cost_model.hpp)
   double gemm_max_efficiency = 0.8;  ///< fraction of dense peak reached by large GEMMs
@@ -31,15 +51,48 @@ struct Profile {
   double nvlink_efficiency = 0.8;    ///< fraction of NVLink/NVSwitch bandwidth NCCL reaches (busbw/peak)
   double network_efficiency = 0.9;   ///< fraction of NIC bandwidth NCCL reaches
   double pcie_efficiency = 0.8;      ///< fraction of PCIe bandwidth reached by P2P copies
+
+  // Where each section's numbers came from (the "source" key of each section).
+  std::string gemm_source, memory_source, kernel_source, network_source, attention_source;
+
+  // Version 2: measured tables (empty in datasheet profiles).
+  std::vector<GemmEfficiencyTable> gemm_tables;
+  std::vector<GemmKeyShape> gemm_key_shapes;
+  double hbm_bandwidth_Bps = 0;      ///< measured (copy kernel, largest size); 0: not measured
+  std::vector<MemoryPoint> memory_points;
+  std::vector<AttentionPoint> attention_points;
+  std::vector<CollectiveFit> collectives;
+  std::string collectives_source;
+  std::vector<InterferencePoint> interference;
+  std::string interference_source;
+  std::string interference_gemm;     ///< the GEMM the slowdowns were measured on, e.g. "bf16 8192x8192x8192"
+  /// The replay's SM-interference coefficient (sim/replay.hpp ReplayOptions::sm_interference)
+  /// fitted to the points (fit_sm_interference; the NCCL companion when measured, else the copy
+  /// kernel); 0: not measured.
+  double sm_interference = 0;
+
+  /// The GEMM table for a dtype ("fp16", "bf16", "fp8"), or nullptr. fp16 and bf16 stand in for
+  /// each other when only one was measured (same tensor-core rate on every catalogued GPU).
+  const GemmEfficiencyTable* gemm_table(const std::string& dtype) const;
+  /// The fit for a collective on `ranks` ranks (and `nodes` hosts; -1: any), or nullptr.
+  const CollectiveFit* collective(const std::string& name, int ranks, int nodes = -1) const;
 };
 
-/// Loads a profile. Throws InputError naming the file, the JSON key and what was expected for a
-/// wrong schema or version, a missing key, a value out of range (efficiencies in (0, 1],
-/// overheads >= 0) or an unknown device.
+/// Loads a profile (version 1 or 2). Throws InputError naming the file, the JSON key (a path
+/// such as "collectives.fits[2].busbw_Bps") and what was expected for a wrong schema or version,
+/// a missing key, a value out of range (efficiencies in (0, 1], overheads >= 0, axes ascending,
+/// table sizes matching the axes) or an unknown device.
 Profile load_profile(const std::string& path);
 
 /// Default datasheet profile file for a device model: calibrate/profiles/<model>.json in the
 /// source tree. Throws InputError when there is none.
 std::string default_profile_path(const std::string& device_model);
+
+/// The profile as version-2 JSON (keys in a fixed order, so equal profiles give equal bytes).
+std::string profile_to_json(const Profile& p);
+
+/// Writes profile_to_json(p) to `path` atomically (a temporary file renamed). Throws InputError
+/// when the file cannot be written.
+void write_profile(const Profile& p, const std::string& path);
 
 }  // namespace overlapsim

@@ -39,6 +39,17 @@ double CostModel::gemm_time_s(int64_t m, int64_t n, int64_t k, DType dtype, int6
   OVERLAPSIM_CHECK(m >= 1 && n >= 1 && k >= 1 && batch >= 1, "GEMM dimensions must be >= 1");
   const double flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) *
                        static_cast<double>(n) * static_cast<double>(k);
+  const double bytes = (static_cast<double>(m) * k + static_cast<double>(k) * n +
+                        static_cast<double>(m) * n) *
+                       static_cast<double>(batch) * dtype_bytes(dtype);
+  const double memory_s = bytes / (device_.hbm_bandwidth_Bps * profile_.memory_efficiency);
+
+  // A measured table (calibrate/profile_tables.hpp) replaces the v0 rule: a batch of b GEMMs is
+  // looked up as one GEMM of b·M rows (the batch stacks output tiles as M does).
+  if (const GemmEfficiencyTable* t = profile_.gemm_table(to_string(dtype))) {
+    const double compute_s = flops / (device_.peak_flops(dtype) * t->efficiency_at(m * batch, n, k));
+    return std::max(compute_s, memory_s) + profile_.kernel_fixed_overhead_s;
+  }
 
   // Wave quantization: each SM holds one output tile at a time; the last wave may be partial.
   const int64_t tiles = batch * ceil_div(m, profile_.gemm_tile_m) * ceil_div(n, profile_.gemm_tile_n);
@@ -48,10 +59,6 @@ double CostModel::gemm_time_s(int64_t m, int64_t n, int64_t k, DType dtype, int6
 
   const double compute_s =
       flops / (device_.peak_flops(dtype) * profile_.gemm_max_efficiency * wave_efficiency);
-  const double bytes = (static_cast<double>(m) * k + static_cast<double>(k) * n +
-                        static_cast<double>(m) * n) *
-                       static_cast<double>(batch) * dtype_bytes(dtype);
-  const double memory_s = bytes / (device_.hbm_bandwidth_Bps * profile_.memory_efficiency);
   return std::max(compute_s, memory_s) + profile_.kernel_fixed_overhead_s;
 }
 

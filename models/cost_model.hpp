@@ -6,6 +6,9 @@
 //   e_wave = tiles / (ceil(tiles / SMs) · SMs), tiles = b·ceil(M/tile_m)·ceil(N/tile_n)
 // (wave quantization: NVIDIA, "Matrix Multiplication Background User's Guide", §"Wave
 // quantization"); bytes = (M·K + K·N + M·N)·b·sizeof(d).
+// With a measured GEMM table in the profile (version 2, calibrate/profile_tables.hpp), the
+// compute term uses the table's interpolated efficiency at (b·M, N, K) instead of
+// e_max · e_wave.
 // Memory-bound kernel moving `bytes` through HBM: t = bytes / (HBM · e_mem) + t_fixed.
 // Attention core (softmax(QKᵀ)V of b·heads heads, s×s, head_dim): 4·b·heads·s²·head_dim FLOPs
 // forward (2× backward) at peak · e_attn, plus the softmax's memory traffic.

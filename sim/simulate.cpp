@@ -107,9 +107,10 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.link_efficiency.network = profile.network_efficiency;
   ro.link_efficiency.pcie = profile.pcie_efficiency;
   ro.launch_overhead_s = profile.launch_overhead_s;
-  // Communication kernels take SMs from computation (design §4); the factor stays 1 (exactly the
-  // SMs taken) until a profile measures it.
+  // Communication kernels take SMs from computation (design §4): by the profile's measured
+  // coefficient, or exactly the SMs taken when it has none.
   ro.sm_count = dev.sm_count;
+  if (profile.sm_interference > 0) ro.sm_interference = profile.sm_interference;
 
   const std::vector<std::string> names = opt.strategies.empty() ? sc.strategies : opt.strategies;
   for (const std::string& name : names) {

@@ -13,6 +13,7 @@ struct RunArgs {
   std::vector<std::string> strategies;
   std::string fidelity;
   std::string json;
+  std::string trace;                  ///< Chrome/Perfetto trace file (sim/trace.hpp)
   std::vector<std::string> settings;  ///< KEY=VALUE
   bool unfold = false;
   bool quiet = false;
@@ -45,5 +46,19 @@ struct CollectiveArgs {
 };
 void add_collective_command(CLI::App& app, CollectiveArgs& args);
 int collective_command(const CollectiveArgs& args);
+
+/// `overlapsim calibrate` and its subcommands import-nccl-tests and compare (calibrate_command.cpp).
+struct CalibrateArgs {
+  std::string out, harness, device, raw, from_raw;  ///< calibrate [--out ...]; out and device also for import
+  bool quick = false;
+  int gpu = -1, max_gpus = 0;
+  std::vector<std::string> logs;                    ///< import-nccl-tests LOG...
+  std::string collective;
+  std::string profile_a, profile_b, scenario;       ///< compare A B [--scenario]
+  CLI::App* import_cmd = nullptr;
+  CLI::App* compare_cmd = nullptr;
+};
+void add_calibrate_command(CLI::App& app, CalibrateArgs& args);
+int calibrate_command(const CalibrateArgs& args);
 
 }  // namespace overlapsim::cli

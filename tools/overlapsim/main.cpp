@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   overlapsim::cli::add_topo_command(app, topo);
   overlapsim::cli::CollectiveArgs collective;
   overlapsim::cli::add_collective_command(app, collective);
+  overlapsim::cli::CalibrateArgs calibrate;
+  overlapsim::cli::add_calibrate_command(app, calibrate);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("run")) return overlapsim::cli::run_command(run);
     if (app.got_subcommand("topo")) return overlapsim::cli::topo_command(topo);
     if (app.got_subcommand("collective")) return overlapsim::cli::collective_command(collective);
+    if (app.got_subcommand("calibrate")) return overlapsim::cli::calibrate_command(calibrate);
   } catch (const overlapsim::InputError& e) {
     std::cerr << "overlapsim: " << e.what() << "\n";
     return 2;

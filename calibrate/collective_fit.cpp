@@ -1,0 +1,77 @@
+// α / bus-bandwidth fit (model and method in collective_fit.hpp).
+#include "calibrate/collective_fit.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace overlapsim {
+
+AlphaBusbw fit_alpha_busbw(const std::vector<SizeTime>& points, const std::string& collective, int ranks,
+                           const std::string& what) {
+  if (points.empty()) throw InputError(what + ": expected measured points of " + collective + ", found none");
+  const double f = bus_factor(collective, ranks);
+  if (f <= 0)
+    throw InputError(what + ": " + collective + " on " + std::to_string(ranks) +
+                     " rank(s) moves no data (bus factor 0); expected at least 2 ranks");
+  for (const SizeTime& p : points)
+    if (!(p.size_bytes > 0) || !(p.time_s > 0) || !std::isfinite(p.time_s))
+      throw InputError(what + ": expected positive sizes and times, found size " + std::to_string(p.size_bytes) +
+                       " B, time " + std::to_string(p.time_s) + " s");
+
+  // Weighted least squares, weights 1/t².
+  double sw = 0, swx = 0, swxx = 0, swt = 0, swxt = 0;
+  for (const SizeTime& p : points) {
+    const double w = 1.0 / (p.time_s * p.time_s);
+    const double x = p.size_bytes * f;
+    sw += w;
+    swx += w * x;
+    swxx += w * x * x;
+    swt += w * p.time_s;
+    swxt += w * x * p.time_s;
+  }
+  double alpha = 0, beta = 0;
+  const double det = sw * swxx - swx * swx;
+  if (points.size() >= 2 && det > 1e-12 * sw * swxx) {
+    alpha = (swxx * swt - swx * swxt) / det;
+    beta = (sw * swxt - swx * swt) / det;
+    if (!(beta > 0))
+      throw InputError(what + ": the times of " + collective + " do not grow with the message size; expected a "
+                       "curve from which a bandwidth can be fitted (measure sizes up to at least a few MiB)");
+  }
+  if (!(alpha > 0)) {
+    // α clamped at 0 (or a single size): β alone, the same weighted criterion.
+    alpha = 0;
+    beta = swxt / swxx;
+  }
+  AlphaBusbw out;
+  out.alpha_s = alpha;
+  out.busbw_Bps = 1.0 / beta;
+  for (const SizeTime& p : points) {
+    const double model = alpha + beta * p.size_bytes * f;
+    out.max_relative_error = std::max(out.max_relative_error, std::fabs(model - p.time_s) / p.time_s);
+  }
+  return out;
+}
+
+CollectiveFit make_collective_fit(const std::string& collective, int ranks, int nodes, const std::string& algorithm,
+                                  const std::string& protocol, std::vector<SizeTime> points, const std::string& source) {
+  const AlphaBusbw ab = fit_alpha_busbw(points, collective, ranks, source);
+  std::stable_sort(points.begin(), points.end(), [](const SizeTime& a, const SizeTime& b) { return a.size_bytes < b.size_bytes; });
+  CollectiveFit fit;
+  fit.collective = collective;
+  fit.ranks = ranks;
+  fit.nodes = nodes;
+  fit.algorithm = algorithm;
+  fit.protocol = protocol;
+  fit.alpha_s = ab.alpha_s;
+  fit.busbw_Bps = ab.busbw_Bps;
+  fit.max_relative_error = ab.max_relative_error;
+  fit.source = source;
+  const double f = bus_factor(collective, ranks);
+  for (const SizeTime& p : points) fit.points.push_back(CollectivePoint{p.size_bytes, p.time_s, p.size_bytes * f / p.time_s});
+  return fit;
+}
+
+}  // namespace overlapsim

@@ -1,0 +1,17 @@
+// Which device-catalog model (models/device_catalog.hpp) a GPU is, from the name CUDA reports
+// (cudaDeviceProp::name, also printed by nccl-tests and nvidia-smi).
+#pragma once
+
+#include <string>
+
+namespace overlapsim {
+
+/// The catalog key for a CUDA device name, or "" when the name is not one of the catalogued
+/// parts. Names seen on the parts (nvidia-smi / cudaGetDeviceProperties):
+///   "NVIDIA H200"                                      -> h200-sxm-141gb (the "H200 NVL" part is not mapped)
+///   "NVIDIA H100 80GB HBM3"                            -> h100-sxm5-80gb (the PCIe part is "NVIDIA H100 PCIe")
+///   "NVIDIA A100-SXM4-80GB", "A100-SXM-80GB"           -> a100-sxm4-80gb
+///   "NVIDIA RTX A6000"                                 -> rtx-a6000
+std::string device_model_for_gpu_name(const std::string& name);
+
+}  // namespace overlapsim

@@ -1,0 +1,440 @@
+// nccl-tests log reader and importer (format and rules in nccl_tests.hpp).
+#include "calibrate/nccl_tests.hpp"
+
+#include "calibrate/collective_fit.hpp"
+#include "calibrate/gpu_names.hpp"
+#include "models/device_catalog.hpp"
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace overlapsim {
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  std::string w;
+  while (in >> w) out.push_back(w);
+  return out;
+}
+
+bool is_unsigned(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+bool parse_double(const std::string& s, double* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// "2.28.9" from an NCCL version code (major·10000 + minor·100 + patch since 2.9, major·1000 + ... before).
+std::string version_from_code(long code) {
+  const long major = code >= 10000 ? code / 10000 : code / 1000;
+  const long minor = code >= 10000 ? (code / 100) % 100 : (code / 100) % 10;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
+/// Column positions, read from the header line.
+struct Layout {
+  int line = 0;               ///< header line number
+  std::string text;           ///< the header's column names, for messages
+  int columns = 0;            ///< tokens a result row must have
+  int type = -1, redop = -1;  ///< meta columns, -1 when absent
+  struct Half {
+    int time = -1, algbw = -1, busbw = -1, wrong = -1;
+  } half[2];
+  bool wrong_counts = true;   ///< "#wrong" (a count of wrong elements) rather than the old "error"
+};
+
+Layout parse_header(const std::string& path, int line, const std::vector<std::string>& cols) {
+  Layout l;
+  l.line = line;
+  for (const auto& c : cols) l.text += (l.text.empty() ? "" : " ") + c;
+  std::vector<int> times;
+  for (int i = 0; i < static_cast<int>(cols.size()); ++i)
+    if (cols[i] == "time" || cols[i] == "cputime") times.push_back(i);
+  if (cols.size() < 2 || cols[0] != "size" || cols[1] != "count" || times.size() != 2)
+    throw InputError(SourceLocation{path, line, 0}, "",
+                     "expected a column header \"size count ... time algbw busbw #wrong time algbw busbw #wrong\" "
+                     "(out-of-place and in-place halves), found \"" + l.text + "\"");
+  const int width = times[1] - times[0];
+  for (int i = 2; i < times[0]; ++i) {
+    if (cols[i] == "type") l.type = i;
+    if (cols[i] == "redop") l.redop = i;
+  }
+  for (int h = 0; h < 2; ++h) {
+    const int start = times[h];
+    l.half[h].time = start;
+    for (int i = start; i < start + width && i < static_cast<int>(cols.size()); ++i) {
+      if (cols[i] == "algbw") l.half[h].algbw = i;
+      if (cols[i] == "busbw") l.half[h].busbw = i;
+      if (cols[i] == "#wrong" || cols[i] == "error") {
+        l.half[h].wrong = i;
+        l.wrong_counts = cols[i] == "#wrong";
+      }
+    }
+    if (l.half[h].algbw < 0 || l.half[h].busbw < 0)
+      throw InputError(SourceLocation{path, line, 0}, "",
+                       "expected algbw and busbw columns in both halves of the header, found \"" + l.text + "\"");
+  }
+  // The in-place half is as wide as the out-of-place one; -S adds a timestamp (date and time).
+  l.columns = times[1] + width;
+  for (int i = l.columns; i < static_cast<int>(cols.size()); ++i)
+    if (cols[i] == "timestamp") l.columns += 2;
+  return l;
+}
+
+NcclTestsHalf parse_half(const std::string& path, int line, const std::vector<std::string>& tok, const Layout& l, int h) {
+  const char* name = h == 0 ? "out-of-place" : "in-place";
+  NcclTestsHalf out;
+  auto number = [&](int col, const char* what, double* v) {
+    if (!parse_double(tok[col], v) || *v < 0)
+      throw InputError(SourceLocation{path, line, 0}, "",
+                       std::string("expected a number >= 0 in the ") + name + " " + what + " column (column " +
+                           std::to_string(col + 1) + "), found '" + tok[col] + "'");
+  };
+  number(l.half[h].time, "time", &out.time_us);
+  number(l.half[h].algbw, "algbw", &out.algbw_GBps);
+  number(l.half[h].busbw, "busbw", &out.busbw_GBps);
+  if (l.half[h].wrong >= 0) {
+    out.wrong = tok[l.half[h].wrong];
+    double w = 0;
+    if (out.wrong != "N/A" && !parse_double(out.wrong, &w))
+      throw InputError(SourceLocation{path, line, 0}, "",
+                       std::string("expected a number or N/A in the ") + name + (l.wrong_counts ? " #wrong" : " error") +
+                           " column (column " + std::to_string(l.half[h].wrong + 1) + "), found '" + out.wrong + "'");
+    if (l.wrong_counts && w > 0) out.usable = false;
+  }
+  if (!(out.time_us > 0)) out.usable = false;
+  return out;
+}
+
+/// The collective named in a file name, or "".
+std::string collective_from_file_name(const std::string& path) {
+  const std::string base = lower(std::filesystem::path(path).filename().string());
+  auto has = [&](const char* s) { return base.find(s) != std::string::npos; };
+  if (has("alltoallv") || has("hypercube") || (has("scatter_perf") && !has("reduce_scatter"))) return "";
+  if (has("reduce_scatter") || has("reducescatter") || has("reduce-scatter")) return "reduce_scatter";
+  if (has("all_reduce") || has("allreduce") || has("all-reduce")) return "all_reduce";
+  if (has("all_gather") || has("allgather") || has("all-gather")) return "all_gather";
+  if (has("alltoall") || has("all_to_all") || has("all-to-all")) return "alltoall";
+  if (has("sendrecv") || has("send_recv")) return "sendrecv";
+  if (has("broadcast") || has("bcast")) return "broadcast";
+  if (has("reduce_perf")) return "reduce";
+  return "";
+}
+
+struct RankLine {
+  int rank = -1, group = 0;
+  std::string host, gpu;
+};
+
+/// "#  Rank  0 Group  0 Pid  28307 on      gpu59 device  0 [0000:16:00] NVIDIA H100 80GB HBM3"
+/// (older: no "Group"); tokens after "#".
+bool parse_rank_line(const std::vector<std::string>& t, const std::string& raw, RankLine* out) {
+  if (t.size() < 8 || t[0] != "Rank" || !is_unsigned(t[1])) return false;
+  std::size_t i = 2;
+  out->rank = std::atoi(t[1].c_str());
+  if (t[i] == "Group" && i + 1 < t.size()) {
+    out->group = std::atoi(t[i + 1].c_str());
+    i += 2;
+  }
+  for (; i + 1 < t.size(); ++i)
+    if (t[i] == "on") {
+      out->host = t[i + 1];
+      break;
+    }
+  const auto close = raw.find(']');
+  if (close != std::string::npos) {
+    std::string name = raw.substr(close + 1);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t\r") + 1);
+    out->gpu = name;
+  }
+  return !out->host.empty();
+}
+
+}  // namespace
+
+std::string nccl_tests_collective(const std::string& name) {
+  std::string n = lower(name);
+  const auto perf = n.find("_perf");
+  if (perf != std::string::npos) n = n.substr(0, perf);
+  static const std::map<std::string, std::string> names = {
+      {"all_reduce", "all_reduce"},     {"allreduce", "all_reduce"},     {"all_gather", "all_gather"},
+      {"allgather", "all_gather"},      {"reduce_scatter", "reduce_scatter"}, {"reducescatter", "reduce_scatter"},
+      {"alltoall", "alltoall"},         {"all_to_all", "alltoall"},      {"sendrecv", "sendrecv"},
+      {"send_recv", "sendrecv"},        {"broadcast", "broadcast"},      {"reduce", "reduce"}};
+  const auto it = names.find(n);
+  return it == names.end() ? "" : it->second;
+}
+
+NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, const std::string& collective) {
+  NcclTestsLog log;
+  log.path = path;
+  std::vector<RankLine> ranks;
+  bool have_layout = false;
+  Layout layout;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    if (line[first] == '#') {
+      const std::string rest = line.substr(first + 1);
+      const std::vector<std::string> t = split(rest);
+      if (t.empty()) continue;
+      RankLine rl;
+      if (t.size() >= 2 && t[0] == "nccl-tests" && t[1] == "version") {
+        for (const auto& w : t)
+          if (w.rfind("nccl-library=", 0) == 0) log.nccl_version = version_from_code(std::atol(w.c_str() + 13));
+      } else if (rest.find("Collective test starting:") != std::string::npos) {
+        log.program = t.back();
+      } else if (t[0] == "nThread" && t.size() >= 4 && t[2] == "nGpus") {
+        log.threads = std::atoi(t[1].c_str());
+        log.gpus_per_thread = std::atoi(t[3].c_str());
+      } else if (parse_rank_line(t, rest, &rl)) {
+        ranks.push_back(rl);
+      } else if (t[0] == "size") {
+        layout = parse_header(path, number, t);
+        have_layout = true;
+      } else if (rest.find("Avg bus bandwidth") != std::string::npos) {
+        const auto colon = rest.find(':');
+        const std::vector<std::string> v = split(colon == std::string::npos ? "" : rest.substr(colon + 1));
+        double x = 0;
+        if (!v.empty() && parse_double(v[0], &x)) log.avg_busbw_GBps = x;
+      } else if (rest.find("Out of bounds values") != std::string::npos && rest.find("FAILED") != std::string::npos) {
+        log.warnings.push_back(path + ":" + std::to_string(number) + ": nccl-tests reports out-of-bounds values (FAILED)");
+      }
+      continue;
+    }
+    const std::vector<std::string> t = split(line);
+    if (!is_unsigned(t[0])) {
+      // NCCL's own INFO lines (NCCL_DEBUG=INFO) tell the forced algorithm/protocol and the version.
+      const auto info = line.find("NCCL INFO ");
+      if (info != std::string::npos) {
+        const std::vector<std::string> w = split(line.substr(info + 10));
+        if (w.size() >= 6 && w[1] == "set" && w[2] == "by" && w[3] == "environment" && w[4] == "to") {
+          if (w[0] == "NCCL_ALGO") log.algorithm = w[5];
+          if (w[0] == "NCCL_PROTO") log.protocol = w[5];
+        }
+        if (w.size() >= 3 && w[0] == "NCCL" && w[1] == "version" && log.nccl_version.empty())
+          log.nccl_version = w[2].substr(0, w[2].find('+'));
+      }
+      continue;  // other lines (MPI, warnings, NCCL INFO) are not results
+    }
+    if (!have_layout)
+      throw InputError(SourceLocation{path, number, 0}, "",
+                       "expected the column header (\"#  size  count  type ...\") before the first result row, found a "
+                       "result row");
+    if (static_cast<int>(t.size()) != layout.columns)
+      throw InputError(SourceLocation{path, number, 0}, "",
+                       "expected " + std::to_string(layout.columns) + " columns as in the header at line " +
+                           std::to_string(layout.line) + " (" + layout.text + "), found " + std::to_string(t.size()));
+    NcclTestsRow row;
+    row.line = number;
+    double v = 0;
+    if (!parse_double(t[0], &v)) throw InputError(SourceLocation{path, number, 0}, "", "expected a size in bytes, found '" + t[0] + "'");
+    row.size_bytes = static_cast<int64_t>(v);
+    if (!is_unsigned(t[1]))
+      throw InputError(SourceLocation{path, number, 0}, "", "expected an element count in column 2, found '" + t[1] + "'");
+    row.count = std::atoll(t[1].c_str());
+    if (layout.type >= 0) row.type = t[layout.type];
+    if (layout.redop >= 0) row.redop = t[layout.redop];
+    row.out_of_place = parse_half(path, number, t, layout, 0);
+    row.in_place = parse_half(path, number, t, layout, 1);
+    for (const NcclTestsHalf* h : {&row.out_of_place, &row.in_place})
+      if (!h->usable && h->time_us > 0)
+        log.warnings.push_back(path + ":" + std::to_string(number) + ": #wrong = " + h->wrong +
+                               ": nccl-tests found wrong results; this half of the row is left out");
+    if (row.size_bytes > 0) log.rows.push_back(row);
+  }
+
+  // Which collective.
+  const std::string from_program = log.program.empty() ? "" : nccl_tests_collective(log.program);
+  const std::string from_flag = collective.empty() ? "" : nccl_tests_collective(collective);
+  if (!collective.empty() && from_flag.empty())
+    throw InputError(SourceLocation{path, 0, 0}, "",
+                     "expected a collective (all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast, "
+                     "reduce), found --collective '" + collective + "'");
+  if (!log.program.empty() && from_program.empty())
+    throw InputError(SourceLocation{path, 0, 0}, "",
+                     "expected a log of all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, "
+                     "sendrecv_perf, broadcast_perf or reduce_perf, found " + log.program);
+  if (!from_program.empty() && !from_flag.empty() && from_program != from_flag)
+    throw InputError(SourceLocation{path, 0, 0}, "",
+                     "the log is from " + log.program + " but --collective says " + collective);
+  log.collective = !from_program.empty() ? from_program : !from_flag.empty() ? from_flag : collective_from_file_name(path);
+  if (log.collective.empty())
+    throw InputError(SourceLocation{path, 0, 0}, "",
+                     "cannot tell which collective this log measured (it has no \"# Collective test starting\" line and "
+                     "the file name names none); expected a file name such as all_reduce_perf.log, or --collective NAME");
+  if (log.rows.empty())
+    throw InputError(SourceLocation{path, 0, 0}, "",
+                     "expected nccl-tests result rows (size count type ... time algbw busbw ...), found none");
+
+  // Group size and nodes.
+  if (!ranks.empty()) {
+    const int group = ranks.front().group;
+    std::set<int> members;
+    std::set<std::string> hosts;
+    for (const RankLine& r : ranks)
+      if (r.group == group) {
+        members.insert(r.rank);
+        hosts.insert(r.host);
+      }
+    log.ranks = static_cast<int>(members.size());
+    log.nodes = static_cast<int>(hosts.size());
+    log.gpu_name = ranks.front().gpu;
+    log.ranks_from = "rank lines";
+  }
+  // busbw / algbw = f(n) where f depends on n: infer n (or check the rank lines' n).
+  const double f_per_n_known = log.collective == "all_reduce" ? 2.0 : 1.0;
+  const bool f_tells_n = log.collective == "all_reduce" || log.collective == "all_gather" ||
+                         log.collective == "reduce_scatter" || log.collective == "alltoall";
+  std::vector<double> ratios;
+  for (const NcclTestsRow& r : log.rows)
+    for (const NcclTestsHalf* h : {&r.out_of_place, &r.in_place})
+      if (h->usable && h->algbw_GBps >= 10) ratios.push_back(h->busbw_GBps / h->algbw_GBps);
+  int n_from_ratio = 0;
+  if (f_tells_n && !ratios.empty()) {
+    std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+    const double f = ratios[ratios.size() / 2] / f_per_n_known;  // (n-1)/n
+    if (f < 0.999) n_from_ratio = static_cast<int>(std::lround(1.0 / (1.0 - f)));
+  }
+  if (log.ranks == 0 && n_from_ratio > 0) {
+    log.ranks = n_from_ratio;
+    log.ranks_from = "busbw/algbw";
+    log.warnings.push_back(path + ": no \"# Rank\" lines; group size " + std::to_string(n_from_ratio) +
+                           " inferred from busbw/algbw, 1 node assumed");
+  } else if (log.ranks == 0) {
+    log.ranks = std::max(1, log.threads * log.gpus_per_thread);
+    log.ranks_from = "nThread x nGpus";
+    log.warnings.push_back(path + ": no \"# Rank\" lines; group size " + std::to_string(log.ranks) +
+                           " taken from nThread x nGpus (one process), 1 node assumed");
+  } else if (n_from_ratio > 0 && n_from_ratio != log.ranks) {
+    throw InputError(SourceLocation{path, 0, 0}, "",
+                     "the rank lines give a group of " + std::to_string(log.ranks) + " ranks but busbw/algbw gives " +
+                         std::to_string(n_from_ratio) + "; expected a log of one group (check NCCL_TESTS_SPLIT)");
+  }
+  if (log.ranks < 2)
+    throw InputError(SourceLocation{path, 0, 0}, "",
+                     "expected a collective over at least 2 ranks, found " + std::to_string(log.ranks) + " (" +
+                         log.ranks_from + ")");
+  return log;
+}
+
+NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& collective) {
+  require_readable_file(path, "an nccl-tests log");
+  std::ifstream in(path, std::ios::binary);
+  return parse_nccl_tests_log(path, in, collective);
+}
+
+ImportResult import_nccl_tests(const std::vector<std::string>& paths, const ImportOptions& options) {
+  ImportResult res;
+  if (paths.empty()) throw InputError("expected at least one nccl-tests log, found none");
+  for (const std::string& p : paths) res.logs.push_back(read_nccl_tests_log(p, options.collective));
+
+  // The device: --device, else every log's GPU name must map to the same catalog model.
+  std::string device = options.device;
+  if (!device.empty() && !is_known_device(device)) {
+    std::string known;
+    for (const auto& m : device_models()) known += (known.empty() ? "" : ", ") + m;
+    throw InputError(SourceLocation{"<command line>", 0, 0}, "--device",
+                     "expected a known device model (" + known + "), found '" + device + "'");
+  }
+  if (device.empty()) {
+    for (const NcclTestsLog& l : res.logs) {
+      const std::string m = device_model_for_gpu_name(l.gpu_name);
+      if (m.empty())
+        throw InputError(SourceLocation{l.path, 0, 0}, "",
+                         "cannot tell the device model from the GPU name '" + l.gpu_name +
+                             "'; expected --device MODEL (one of the models in models/device_catalog.cpp)");
+      if (!device.empty() && m != device)
+        throw InputError(SourceLocation{l.path, 0, 0}, "",
+                         "the logs are from different GPUs (" + device + " and " + m + "); expected one device per profile");
+      device = m;
+    }
+  }
+
+  // Points per (collective, ranks, nodes).
+  struct Group {
+    std::vector<SizeTime> points;
+    std::vector<std::string> files;
+    std::string algorithm, protocol, first;
+  };
+  std::map<std::tuple<std::string, int, int>, Group> groups;
+  for (const NcclTestsLog& l : res.logs) {
+    res.warnings.insert(res.warnings.end(), l.warnings.begin(), l.warnings.end());
+    Group& g = groups[{l.collective, l.ranks, l.nodes}];
+    if (g.files.empty()) {
+      g.algorithm = l.algorithm;
+      g.protocol = l.protocol;
+      g.first = l.path;
+    } else if (g.algorithm != l.algorithm || g.protocol != l.protocol) {
+      throw InputError(SourceLocation{l.path, 0, 0}, "",
+                       "this log and " + g.first + " both measure " + l.collective + " on " + std::to_string(l.ranks) +
+                           " ranks, " + std::to_string(l.nodes) + " node(s), but with NCCL algorithm/protocol " +
+                           l.algorithm + "/" + l.protocol + " and " + g.algorithm + "/" + g.protocol +
+                           "; expected one setting per profile (import them separately)");
+    }
+    g.files.push_back(std::filesystem::path(l.path).filename().string());
+    for (const NcclTestsRow& r : l.rows)
+      for (const NcclTestsHalf* h : {&r.out_of_place, &r.in_place})
+        if (h->usable) g.points.push_back(SizeTime{static_cast<double>(r.size_bytes), h->time_us * 1e-6});
+  }
+
+  Profile p = load_profile(default_profile_path(device));
+  const std::string base = "calibrate/profiles/" + device + ".json";
+  std::string logs, gpus, versions;
+  std::set<std::string> seen_gpu, seen_version;
+  for (const NcclTestsLog& l : res.logs) {
+    logs += (logs.empty() ? "" : ", ") + l.path;
+    if (!l.gpu_name.empty() && seen_gpu.insert(l.gpu_name).second) gpus += (gpus.empty() ? "" : ", ") + l.gpu_name;
+    if (!l.nccl_version.empty() && seen_version.insert(l.nccl_version).second)
+      versions += (versions.empty() ? "" : ", ") + l.nccl_version;
+  }
+  for (auto& [key, g] : groups) {
+    const auto& [coll, ranks, nodes] = key;
+    std::string files;
+    for (const auto& f : g.files) files += (files.empty() ? "" : ", ") + f;
+    p.collectives.push_back(make_collective_fit(coll, ranks, nodes, g.algorithm, g.protocol, g.points,
+                                                "nccl-tests log(s) " + files));
+  }
+  p.collectives_source = "fitted by overlapsim calibrate import-nccl-tests from " + logs +
+                         " (nccl-tests' size column, out-of-place and in-place times; t = alpha + S*f(n)/busbw, "
+                         "least relative squares)";
+  p.provenance_kind = "imported";
+  p.provenance_source = "collectives imported from nccl-tests logs (" + logs + "); other sections from the datasheet profile " + base;
+  p.provenance_date.clear();
+  p.provenance_extra.clear();
+  p.provenance_extra["logs"] = logs;
+  p.provenance_extra["base_profile"] = base;
+  if (!gpus.empty()) p.provenance_extra["gpu"] = gpus;
+  if (!versions.empty()) p.provenance_extra["nccl"] = versions;
+  res.profile = p;
+  return res;
+}
+
+}  // namespace overlapsim
