@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -21,19 +22,21 @@ void print_table(std::ostream& out, const RunResult& r) {
                      "{} simulated rank(s)\n\n",
                      r.scenario, r.model, r.gpus, r.topology, r.layout, r.profile, r.profile_source, r.fidelity,
                      r.simulated_ranks);
-  out << fmt::format("{:<12} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9} {:>8}\n", "strategy", "iteration",
+  size_t w = 12;  // composed strategy names (megatron+PASS...) widen the first column
+  for (const auto& s : r.strategies) w = std::max(w, s.strategy.size());
+  out << fmt::format("{:<{}} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9} {:>8}\n", "strategy", w, "iteration",
                      "TFLOP/s", "model", "MFU", "compute", "exposed", "bubble", "memory", "speedup");
-  out << fmt::format("{:<12} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9} {:>8}\n", "", "(s)", "per GPU",
+  out << fmt::format("{:<{}} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9} {:>8}\n", "", w, "(s)", "per GPU",
                      "TFLOP/s", "(%)", "(s)", "comm (s)", "(s)", "(GiB)", "vs meg.");
   for (const auto& s : r.strategies) {
     if (s.out_of_memory) {
-      out << fmt::format("{:<12} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9.1f} {:>8}\n", s.strategy, "OOM",
+      out << fmt::format("{:<{}} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9.1f} {:>8}\n", s.strategy, w, "OOM",
                          "-", "-", "-", "-", "-", "-", s.peak_memory_bytes / kGiB, "-");
       continue;
     }
     const std::string speedup = s.speedup_vs_megatron > 0 ? fmt::format("{:.3f}x", s.speedup_vs_megatron) : "-";
-    out << fmt::format("{:<12} {:>11.4f} {:>9.1f} {:>9.1f} {:>6.1f} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>8}\n",
-                       s.strategy, s.iteration_s, s.tflops_per_gpu, s.model_tflops_per_gpu, 100 * s.mfu, s.compute_s,
+    out << fmt::format("{:<{}} {:>11.4f} {:>9.1f} {:>9.1f} {:>6.1f} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>8}\n",
+                       s.strategy, w, s.iteration_s, s.tflops_per_gpu, s.model_tflops_per_gpu, 100 * s.mfu, s.compute_s,
                        s.exposed_comm_s, s.bubble_s, s.peak_memory_bytes / kGiB, speedup);
   }
   if (r.published_tflops_per_gpu) {
@@ -43,6 +46,12 @@ void print_table(std::ostream& out, const RunResult& r) {
         out << fmt::format("simulated {:.1f} TFLOP/s per GPU (megatron): error {:+.1f}%\n", s.tflops_per_gpu,
                            100.0 * (s.tflops_per_gpu - *r.published_tflops_per_gpu) / *r.published_tflops_per_gpu);
   }
+  bool first_note = true;
+  for (const auto& s : r.strategies)
+    for (const auto& n : s.notes) {
+      out << (first_note ? "\n" : "") << n << "\n";
+      first_note = false;
+    }
   if (!r.notes.empty()) out << "\nnotes: " << r.notes << "\n";
 }
 
@@ -68,6 +77,7 @@ nlohmann::json to_json(const RunResult& r) {
     e["strategy"] = s.strategy;
     e["out_of_memory"] = s.out_of_memory;
     e["peak_memory_bytes"] = s.peak_memory_bytes;
+    if (!s.notes.empty()) e["notes"] = s.notes;
     if (!s.out_of_memory) {
       e["iteration_s"] = s.iteration_s;
       e["tflops_per_gpu"] = s.tflops_per_gpu;

@@ -35,6 +35,7 @@ struct StrategyResult {
   double speedup_vs_megatron = 0;
   long long ops = 0;          ///< ops in the replayed schedule (simulated ranks)
   long long activities = 0;   ///< SimGrid activities (kernels and flows) created
+  std::vector<std::string> notes;  ///< what the strategy did not do and why (e.g. a fallback), one line each
 };
 
 struct RunResult {

@@ -22,6 +22,8 @@ struct SimulateOptions {
   long long max_ops = 20'000'000;
   /// Called with one line of progress before each strategy is simulated (may be empty).
   std::function<void(const std::string&)> progress;
+  /// Called after each strategy's replay with its schedule and op times (e.g. to write a trace).
+  std::function<void(const std::string& strategy, const Schedule&, const ReplayTimes&)> on_replayed;
 };
 
 /// Runs the scenario. Throws InputError for inputs that do not fit together (a layout larger

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "models/cost_model.hpp"
+#include "models/model_config.hpp"
 #include "sim/schedule.hpp"
 #include "sim/topology.hpp"
 
@@ -24,6 +25,15 @@ namespace overlapsim {
 struct StrategyContext {
   const Topology& topology;
   const CostModel& cost;
+  /// The model and layout the workload was built from; null when a schedule is built by hand
+  /// (passes then fall back as sim/pass.hpp documents).
+  const ModelConfig* model = nullptr;
+  const Parallelism* parallelism = nullptr;
+  /// Where a strategy says what it did not do and why (e.g. a fallback); may be null.
+  std::vector<std::string>* notes = nullptr;
+  void note(const std::string& line) const {
+    if (notes != nullptr) notes->push_back(line);
+  }
 };
 
 class Strategy {

@@ -1,6 +1,7 @@
 #include "sim/strategies/registry.hpp"
 
 #include "sim/error.hpp"
+#include "sim/passes/passes.hpp"
 
 namespace overlapsim {
 
@@ -13,17 +14,44 @@ struct Entry {
 const Entry kStrategies[] = {
     {"serial", make_serial},
     {"megatron", make_megatron},
+    {"te-overlap", make_te_overlap},
+    {"wang-decomp", make_wang_decomp},
 };
+
+/// "BASE+PASS[:ARG]+…": the registered passes (sim/passes/registry.cpp) in order on the
+/// workload, then BASE's placement of ops on streams.
+std::unique_ptr<Strategy> make_composed(const std::string& name) {
+  std::vector<std::string> parts;
+  size_t from = 0;
+  for (size_t plus; (plus = name.find('+', from)) != std::string::npos; from = plus + 1)
+    parts.push_back(name.substr(from, plus - from));
+  parts.push_back(name.substr(from));
+  std::unique_ptr<Strategy> base = make_strategy(parts[0]);
+  std::vector<std::unique_ptr<Pass>> passes;
+  std::string desc = base->name() + " after passes:";
+  for (size_t i = 1; i < parts.size(); ++i) {
+    passes.push_back(make_pass(parts[i]));
+    desc += " " + passes.back()->description() + ";";
+  }
+  return make_composed_strategy(name, desc, std::move(passes), std::move(base));
+}
 }  // namespace
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name) {
+  if (name.find('+') != std::string::npos) return make_composed(name);
   std::string known;
   for (const auto& e : kStrategies) {
     if (name == e.name) return e.make();
     known += known.empty() ? "" : ", ";
     known += e.name;
   }
-  throw InputError(SourceLocation{}, "strategy", "unknown strategy '" + name + "'; known: " + known);
+  throw InputError(SourceLocation{}, "strategy",
+                   "unknown strategy '" + name + "'; known: " + known +
+                       " (or BASE+PASS[:ARG]+..., passes: " + [] {
+                         std::string p;
+                         for (const auto& u : pass_usages()) p += (p.empty() ? "" : ", ") + u;
+                         return p;
+                       }() + ")");
 }
 
 std::vector<std::string> strategy_names() {

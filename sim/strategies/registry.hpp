@@ -7,5 +7,7 @@ namespace overlapsim {
 
 std::unique_ptr<Strategy> make_serial();
 std::unique_ptr<Strategy> make_megatron();
+std::unique_ptr<Strategy> make_te_overlap();
+std::unique_ptr<Strategy> make_wang_decomp();
 
 }  // namespace overlapsim

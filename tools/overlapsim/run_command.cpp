@@ -1,12 +1,15 @@
-// `overlapsim run SCENARIO`: simulate each strategy, print the comparison table.
+// `overlapsim run SCENARIO`: simulate each strategy, print the comparison table (and, on request,
+// write JSON and a Chrome/Perfetto trace).
 #include "tools/overlapsim/commands.hpp"
 
 #include "sim/error.hpp"
 #include "sim/report.hpp"
 #include "sim/simulate.hpp"
 #include "sim/strategy.hpp"
+#include "sim/trace.hpp"
 
 #include <iostream>
+#include <memory>
 
 namespace overlapsim::cli {
 
@@ -18,6 +21,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--strategy,-s", a.strategies, "strategy to simulate (repeatable; default: the scenario's): " + names);
   run->add_option("--fidelity", a.fidelity, "flow | analytic (default: the scenario's)");
   run->add_option("--json", a.json, "also write the result as JSON to this file");
+  run->add_option("--trace", a.trace,
+                  "also write a Chrome/Perfetto trace (one track per simulated rank and stream) to this file");
   run->add_option("--set", a.settings, "override a scenario setting, e.g. --set parallelism.tp=4 (repeatable)");
   run->add_flag("--unfold", a.unfold, "simulate every rank instead of one representative per pipeline stage");
   run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
@@ -43,6 +48,7 @@ int run_command(const RunArgs& a) {
     }
   }
   if (!a.json.empty()) check_output_path(a.json, "--json");
+  if (!a.trace.empty()) check_output_path(a.trace, "--trace");
   opt.max_ops = a.max_ops;
   opt.strategies = a.strategies;
   if (!a.fidelity.empty()) {
@@ -54,9 +60,17 @@ int run_command(const RunArgs& a) {
   }
   opt.folding = a.unfold ? Folding::None : Folding::Representatives;
   if (!a.quiet) opt.progress = [](const std::string& line) { std::cerr << "overlapsim: " << line << "\n"; };
+  std::unique_ptr<TraceWriter> trace;
+  if (!a.trace.empty()) {
+    trace = std::make_unique<TraceWriter>(a.trace, "--trace");
+    opt.on_replayed = [&trace](const std::string& name, const Schedule& s, const ReplayTimes& t) {
+      trace->add(name, s, t);
+    };
+  }
   const RunResult r = simulate(sc, opt);
   print_table(std::cout, r);
   if (!a.json.empty()) write_json_file(a.json, to_json(r));
+  if (trace) trace->commit();
   return 0;
 }
 

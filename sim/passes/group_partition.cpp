@@ -1,0 +1,165 @@
+// Dimension 2 of design §5 (Centauri's topology-aware group partitioning): a collective over a
+// group that spans several islands of the topology (NVLink islands, or nodes) becomes
+// sub-collectives inside the islands and across them. The pieces use different links (NVLink
+// inside, the NICs across), so a later pass or scheduler can overlap them with different
+// computation; the bytes each rank receives are those of the ring over the whole group:
+//   AllGather(S)     ⇒ AllGather(S/a) across, then AllGather(S) inside:
+//                      (b−1)/b·S/a + (a−1)/a·S = (n−1)/n·S
+//   ReduceScatter(S) ⇒ ReduceScatter(S) inside, then ReduceScatter(S/a) across (the same sum)
+//   AllReduce(S)     ⇒ ReduceScatter(S) inside, AllReduce(S/a) across, AllGather(S) inside
+// with a members in each of b islands (n = a·b). "Across" groups join the members of equal
+// position in their islands (one rail on a rail-optimised fabric). Groups whose islands differ
+// in size, or that lie in one island, or have one member per island, are left alone.
+#include "sim/passes/passes.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace overlapsim {
+
+const char* to_string(TopologyLevel l) {
+  switch (l) {
+    case TopologyLevel::NvLinkIsland: return "nvlink";
+    case TopologyLevel::Node: return "node";
+  }
+  return "?";
+}
+
+namespace {
+bool nvlink_only(const Topology& topo, int a, int b) {
+  for (const Hop& h : topo.route(a, b)) {
+    const LinkKind k = topo.link(h.link_id).kind;
+    if (k != LinkKind::NvLink && k != LinkKind::NvSwitch) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::vector<std::vector<int>> split_by_level(const Topology& topo, const std::vector<int>& ranks, TopologyLevel level) {
+  std::vector<std::vector<int>> islands;
+  for (int r : ranks) {
+    bool placed = false;
+    for (auto& isl : islands) {
+      const bool same = level == TopologyLevel::Node ? topo.node_of(isl[0]) == topo.node_of(r)
+                                                      : nvlink_only(topo, isl[0], r);
+      if (same) {
+        isl.push_back(r);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) islands.push_back({r});
+  }
+  return islands;
+}
+
+namespace {
+
+constexpr const char* kTag = "group-partition";
+
+class GroupPartition final : public Pass {
+ public:
+  explicit GroupPartition(GroupPartitionOptions o) : o_(std::move(o)) {}
+  std::string name() const override { return "group-partition"; }
+  std::string description() const override {
+    return std::string("split collectives by topology level (") + to_string(o_.level) + ") into sub-collectives";
+  }
+
+  Schedule run(Schedule s, const PassContext& ctx) const override {
+    std::vector<RankProgram> out;
+    out.reserve(s.programs.size());
+    std::map<int, std::vector<std::vector<int>>> islands;  // by group
+    for (const RankProgram& p : s.programs) {
+      ProgramRewriter rw(p);
+      for (int i = 0; i < static_cast<int>(p.ops.size()); ++i)
+        if (!split(s, p, i, ctx, islands, rw)) rw.keep(i);
+      out.push_back(rw.finish());
+    }
+    s.programs = std::move(out);
+    return s;
+  }
+
+ private:
+  bool split(Schedule& s, const RankProgram& p, int i, const PassContext& ctx,
+             std::map<int, std::vector<std::vector<int>>>& cache, ProgramRewriter& rw) const {
+    const Op op = p.ops[i];
+    if (op.type != OpType::Collective) return false;
+    const CollectiveKind k = op.collective;
+    if (k != CollectiveKind::AllGather && k != CollectiveKind::ReduceScatter && k != CollectiveKind::AllReduce)
+      return false;
+    if (o_.select && !o_.select(s, op)) return false;
+    auto it = cache.find(op.group);
+    if (it == cache.end())
+      it = cache.emplace(op.group, split_by_level(ctx.topology, s.groups[op.group].ranks, o_.level)).first;
+    const auto islands = it->second;
+    const int b = static_cast<int>(islands.size()), a = static_cast<int>(islands[0].size());
+    if (b < 2 || a < 2) return false;
+    for (const auto& isl : islands)
+      if (static_cast<int>(isl.size()) != a) return false;
+    int mine = -1, local = -1;
+    for (int x = 0; x < b; ++x)
+      for (int y = 0; y < a; ++y)
+        if (islands[x][y] == p.rank) mine = x, local = y;
+    std::vector<int> across;
+    for (const auto& isl : islands) across.push_back(isl[local]);
+    const int intra = s.intern_group(islands[mine], op.purpose);
+    const int inter = s.intern_group(across, op.purpose);
+    auto piece = [&](CollectiveKind kind, int group, double bytes, const char* what, int n) {
+      Op x = op;
+      x.collective = kind;
+      x.group = group;
+      x.bytes = bytes;
+      x.name = op.name + "/" + what;
+      x.match = derive_collective_match(op.match, kTag, n, group);
+      return x;
+    };
+    const std::vector<int> deps(op.deps.begin(), op.deps.end());
+    if (k == CollectiveKind::AllGather) {
+      const int x = rw.emit(piece(k, inter, op.bytes / a, "ag-inter", 0), i, {}, deps);
+      rw.emit(piece(k, intra, op.bytes, "ag-intra", 1), i, {x});
+    } else if (k == CollectiveKind::ReduceScatter) {
+      const int x = rw.emit(piece(k, intra, op.bytes, "rs-intra", 0), i, {}, deps);
+      rw.emit(piece(k, inter, op.bytes / a, "rs-inter", 1), i, {x});
+    } else {
+      const int x = rw.emit(piece(CollectiveKind::ReduceScatter, intra, op.bytes, "rs-intra", 0), i, {}, deps);
+      const int y = rw.emit(piece(CollectiveKind::AllReduce, inter, op.bytes / a, "ar-inter", 1), i, {x});
+      rw.emit(piece(CollectiveKind::AllGather, intra, op.bytes, "ag-intra", 2), i, {y});
+    }
+    return true;
+  }
+
+  GroupPartitionOptions o_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_group_partition(GroupPartitionOptions opt) {
+  return std::make_unique<GroupPartition>(std::move(opt));
+}
+
+double predict_group_partition_s(const Schedule& s, const Op& op, TopologyLevel level, const PassContext& ctx) {
+  const double whole = predict_collective_s(s, op, ctx);
+  const CollectiveKind k = op.collective;
+  if (k != CollectiveKind::AllGather && k != CollectiveKind::ReduceScatter && k != CollectiveKind::AllReduce)
+    return whole;
+  const auto islands = split_by_level(ctx.topology, s.groups.at(op.group).ranks, level);
+  const int b = static_cast<int>(islands.size()), a = static_cast<int>(islands[0].size());
+  if (b < 2 || a < 2) return whole;
+  for (const auto& isl : islands)
+    if (static_cast<int>(isl.size()) != a) return whole;
+  std::vector<int> across;
+  for (const auto& isl : islands) across.push_back(isl[0]);
+  const auto& intra = islands[0];
+  const double S = op.bytes;
+  if (k == CollectiveKind::AllGather)
+    return predict_collective_s(across, k, S / a, ctx) + predict_collective_s(intra, k, S, ctx);
+  if (k == CollectiveKind::ReduceScatter)
+    return predict_collective_s(intra, k, S, ctx) + predict_collective_s(across, k, S / a, ctx);
+  return predict_collective_s(intra, CollectiveKind::ReduceScatter, S, ctx) +
+         predict_collective_s(across, CollectiveKind::AllReduce, S / a, ctx) +
+         predict_collective_s(intra, CollectiveKind::AllGather, S, ctx);
+}
+
+}  // namespace overlapsim

@@ -1,0 +1,108 @@
+// The registered passes, by name, for composition on the command line:
+//   overlapsim run S.yaml --strategy megatron+workload-partition:4
+// Add a pass here with one line (docs/extending.md).
+#include "sim/passes/passes.hpp"
+
+#include "sim/error.hpp"
+
+#include <cstdlib>
+
+namespace overlapsim {
+
+namespace {
+
+[[noreturn]] void bad_arg(const std::string& spec, const std::string& expected) {
+  throw InputError(SourceLocation{}, "strategy", "pass '" + spec + "': expected " + expected);
+}
+
+int positive_int(const std::string& spec, const std::string& arg, int fallback) {
+  if (arg.empty()) return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(arg.c_str(), &end, 10);
+  if (end == arg.c_str() || *end != '\0' || v < 1 || v > 4096) bad_arg(spec, "a whole number of chunks, 1 to 4096");
+  return static_cast<int>(v);
+}
+
+std::unique_ptr<Pass> primitive(const std::string& spec, const std::string& arg) {
+  const auto slash = arg.find('/');
+  const std::string mode = arg.substr(0, slash);
+  const std::string purpose = slash == std::string::npos ? "all" : arg.substr(slash + 1);
+  Substitution sub;
+  if (mode == "rs-ag") sub = Substitution::ReduceScatterAllGather;
+  else if (mode == "ring") sub = Substitution::RingPermutes;
+  else if (mode == "hierarchical") sub = Substitution::Hierarchical;
+  else bad_arg(spec, "MODE[/PURPOSE] with MODE rs-ag, ring or hierarchical");
+  int want = -1;
+  for (CommPurpose p : {CommPurpose::TensorParallel, CommPurpose::DataParallel, CommPurpose::Pipeline,
+                        CommPurpose::Embedding})
+    if (purpose == to_string(p)) want = static_cast<int>(p);
+  if (want < 0 && purpose != "all") bad_arg(spec, "PURPOSE tp, dp, pp, embedding or all");
+  PrimitiveSubstitutionOptions o;
+  o.choose = [sub, want](const Schedule&, const Op& op) {
+    return want < 0 || static_cast<int>(op.purpose) == want ? sub : Substitution::Keep;
+  };
+  return make_primitive_substitution(std::move(o));
+}
+
+std::unique_ptr<Pass> group(const std::string& spec, const std::string& arg) {
+  GroupPartitionOptions o;
+  if (arg.empty() || arg == "node") o.level = TopologyLevel::Node;
+  else if (arg == "nvlink") o.level = TopologyLevel::NvLinkIsland;
+  else bad_arg(spec, "LEVEL node or nvlink");
+  return make_group_partition(std::move(o));
+}
+
+std::unique_ptr<Pass> workload(const std::string& spec, const std::string& arg) {
+  PartitionChoice c;
+  if (arg == "ring") {
+    c.mode = PartitionMode::Ring;
+  } else if (arg == "bidirectional") {
+    c.mode = PartitionMode::BidirectionalRing;
+  } else {
+    c.mode = PartitionMode::Chunks;
+    c.chunks = positive_int(spec, arg, 4);
+  }
+  WorkloadPartitionOptions o;
+  o.choose = [c](const Schedule&, const RankProgram&, const Site&) { return c; };
+  return make_workload_partition(std::move(o));
+}
+
+struct Entry {
+  const char* name;
+  const char* usage;
+  std::unique_ptr<Pass> (*make)(const std::string& spec, const std::string& arg);
+};
+
+const Entry kPasses[] = {
+    {"primitive-substitution", "primitive-substitution:rs-ag|ring|hierarchical[/tp|dp|pp|embedding]", primitive},
+    {"group-partition", "group-partition[:node|nvlink]", group},
+    {"workload-partition", "workload-partition[:K|ring|bidirectional] (tensor-parallel sites; K chunks, default 4)",
+     workload},
+    {"optimizer-gather-overlap", "optimizer-gather-overlap[:K] (default 4)",
+     [](const std::string& spec, const std::string& arg) {
+       return make_optimizer_gather_overlap(positive_int(spec, arg, 4));
+     }},
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_pass(const std::string& spec) {
+  const auto colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  std::string known;
+  for (const auto& e : kPasses) {
+    if (name == e.name) return e.make(spec, arg);
+    known += known.empty() ? "" : ", ";
+    known += e.name;
+  }
+  throw InputError(SourceLocation{}, "strategy", "unknown pass '" + name + "'; known: " + known);
+}
+
+std::vector<std::string> pass_usages() {
+  std::vector<std::string> out;
+  for (const auto& e : kPasses) out.emplace_back(e.usage);
+  return out;
+}
+
+}  // namespace overlapsim

@@ -1,0 +1,180 @@
+#include "sim/trace.hpp"
+
+#include "sim/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace overlapsim {
+
+namespace {
+
+void append_escaped(std::string& out, const std::string& s) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
+        else out += static_cast<char>(c);
+    }
+  }
+  out += '"';
+}
+
+const char* category(const Op& op) {
+  switch (op.type) {
+    case OpType::Collective: return "collective";
+    case OpType::Send: return "send";
+    case OpType::Recv: return "recv";
+    case OpType::Compute:
+      switch (op.compute) {
+        case ComputeKind::Gemm: return "gemm";
+        case ComputeKind::Attention: return "attention";
+        case ComputeKind::MemoryBound: return "memory";
+        case ComputeKind::Optimizer: return "optimizer";
+      }
+  }
+  return "op";
+}
+
+}  // namespace
+
+void TraceWriter::add(const std::string& label, const Schedule& s, const ReplayTimes& t) {
+  OVERLAPSIM_CHECK(t.start_s.size() == s.programs.size() && t.end_s.size() == s.programs.size(),
+                   "trace: times do not belong to this schedule");
+  std::string& out = events_;
+  auto sep = [&] {
+    if (any_) out += ",\n";
+    any_ = true;
+    ++events_count_;
+    if (out.size() > (1 << 22)) flush_to_file(false);
+  };
+  for (size_t ri = 0; ri < s.programs.size(); ++ri) {
+    const RankProgram& p = s.programs[ri];
+    OVERLAPSIM_CHECK(t.start_s[ri].size() == p.ops.size(), "trace: times do not belong to this schedule");
+    const int pid = next_pid_++;
+    sep();
+    out += fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":)", pid);
+    append_escaped(out, fmt::format("{} · rank {}", label, p.rank));
+    out += "}}";
+    sep();
+    out += fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})", pid, pid);
+    std::set<int> used;
+    for (const Op& op : p.ops) used.insert(op.stream);
+    for (int st : used) {
+      const std::string name = st < static_cast<int>(s.stream_names.size()) ? s.stream_names[st]
+                                                                             : "stream " + std::to_string(st);
+      sep();
+      out += fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":)", pid, st);
+      append_escaped(out, name);
+      out += "}}";
+      sep();
+      out += fmt::format(R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+                         pid, st, st);
+    }
+    for (size_t oi = 0; oi < p.ops.size(); ++oi) {
+      const Op& op = p.ops[oi];
+      const double start = t.start_s[ri][oi], end = t.end_s[ri][oi];
+      sep();
+      out += R"({"ph":"X","name":)";
+      append_escaped(out, op.name);
+      out += fmt::format(R"(,"cat":"{}","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"phase":"{}")",
+                         category(op), pid, op.stream, start * 1e6, std::max(0.0, end - start) * 1e6,
+                         to_string(op.phase));
+      if (op.layer >= 0) out += fmt::format(R"(,"layer":{})", op.layer);
+      if (op.micro_batch >= 0) out += fmt::format(R"(,"micro_batch":{})", op.micro_batch);
+      switch (op.type) {
+        case OpType::Compute:
+          if (op.flops > 0) out += fmt::format(R"(,"flops":{:.17g})", op.flops);
+          if (op.gemm_m > 0)
+            out += fmt::format(R"(,"gemm":"{}x{}x{}{}")", op.gemm_m, op.gemm_n, op.gemm_k,
+                               op.gemm_batch > 1 ? fmt::format(" x{}", op.gemm_batch) : "");
+          break;
+        case OpType::Collective:
+          out += fmt::format(R"(,"kind":"{}","bytes":{:.17g},"group_size":{},"purpose":"{}")",
+                             to_string(op.collective), op.bytes, s.groups.at(op.group).ranks.size(),
+                             to_string(op.purpose));
+          if (op.num_sm >= 0) out += fmt::format(R"(,"num_sm":{})", op.num_sm);
+          break;
+        case OpType::Send:
+        case OpType::Recv:
+          out += fmt::format(R"(,"peer":{},"bytes":{:.17g},"purpose":"{}")", op.peer, op.bytes, to_string(op.purpose));
+          if (op.num_sm >= 0) out += fmt::format(R"(,"num_sm":{})", op.num_sm);
+          break;
+      }
+      out += "}}";
+    }
+  }
+}
+
+namespace {
+constexpr const char* kHeader =
+    "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"overlapsim\",\"time\":\"simulated\"},"
+    "\"traceEvents\":[\n";
+constexpr const char* kFooter = "\n]}\n";
+}  // namespace
+
+TraceWriter::TraceWriter(const std::string& path, const std::string& flag) : path_(path), flag_(flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path target = fs::absolute(path, ec);
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {
+    const fs::path link = fs::read_symlink(target, ec);
+    if (ec) break;
+    target = link.is_absolute() ? link : target.parent_path() / link;
+  }
+  target_ = target.string();
+  tmp_ = target_ + ".tmp";
+  file_ = std::make_unique<std::ofstream>(tmp_, std::ios::binary | std::ios::trunc);
+  if (!*file_) {
+    file_.reset();
+    throw InputError(SourceLocation{path_, 0, 0}, flag_, "cannot open the file for writing");
+  }
+  *file_ << kHeader;
+}
+
+TraceWriter::~TraceWriter() {
+  if (file_) {
+    file_.reset();
+    std::remove(tmp_.c_str());
+  }
+}
+
+void TraceWriter::flush_to_file(bool force) {
+  if (!file_ || (!force && events_.size() < (1 << 22))) return;
+  file_->write(events_.data(), static_cast<std::streamsize>(events_.size()));
+  events_.clear();
+  if (!*file_) throw InputError(SourceLocation{path_, 0, 0}, flag_, "write failed");
+}
+
+std::string TraceWriter::json() const {
+  OVERLAPSIM_CHECK(!file_ && tmp_.empty(), "json() of a trace streamed to a file");
+  return kHeader + events_ + kFooter;
+}
+
+void TraceWriter::commit() {
+  OVERLAPSIM_CHECK(file_ != nullptr, "commit() of a trace not streamed to a file, or committed twice");
+  flush_to_file(true);
+  *file_ << kFooter;
+  file_->flush();
+  const bool ok = static_cast<bool>(*file_);
+  file_.reset();
+  if (!ok) {
+    std::remove(tmp_.c_str());
+    throw InputError(SourceLocation{path_, 0, 0}, flag_, "write failed");
+  }
+  if (std::rename(tmp_.c_str(), target_.c_str()) != 0) {
+    std::remove(tmp_.c_str());
+    throw InputError(SourceLocation{path_, 0, 0}, flag_, "cannot replace the file");
+  }
+}
+
+}  // namespace overlapsim

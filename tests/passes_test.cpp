@@ -1,0 +1,482 @@
+// The pass API and the built-in partition dimensions (sim/pass.hpp, sim/passes/): invariants on
+// real workloads (FLOPs, bytes each rank receives, acyclic graph, ids consistent across ranks,
+// replayable), the structure each dimension produces, and collective matmul against its closed
+// form on a uniform ring.
+#include "calibrate/profile.hpp"
+#include "models/transformer.hpp"
+#include "sim/pass.hpp"
+#include "sim/passes/passes.hpp"
+#include "sim/replay.hpp"
+#include "sim/strategy.hpp"
+#include "sim/topology.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+using namespace overlapsim;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+
+CostModel a100_cost() {
+  return CostModel(device_spec("a100-sxm4-80gb"), load_profile(default_profile_path("a100-sxm4-80gb")));
+}
+
+Parallelism layout(int tp, int pp, int dp, int gb, bool sp, int zero = 1) {
+  Parallelism p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.micro_batch = 1;
+  p.global_batch = gb;
+  p.recompute = Recompute::Selective;
+  p.sp = sp;
+  p.zero_stage = zero;
+  return p;
+}
+
+ModelConfig small_model() {
+  ModelConfig m = model_preset("megatron-18.4b");  // 48 heads, hidden 6144
+  m.layers = 4;
+  m.seq_len = 512;
+  return m;
+}
+
+/// A workload, its topology and its context, kept alive together.
+struct Case {
+  std::string label;
+  Topology topo;
+  ModelConfig model;
+  Parallelism par;
+  Folding folding;
+  Schedule workload;
+};
+
+std::vector<Case> cases(const CostModel& cost) {
+  const Topology dgx = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  const Topology pod2 = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  const Topology a6000 = load_topology(kSrc + "/topologies/a6000-8gpu-nvlink-pairs.yaml");
+  std::vector<Case> out;
+  auto add = [&](const std::string& label, const Topology& t, const Parallelism& p, Folding f) {
+    Case c{label, t, small_model(), p, f, {}};
+    c.workload = build_iteration(c.model, c.par, cost, f);
+    out.push_back(std::move(c));
+  };
+  add("dgx-a100 TP4 PP2 SP, folded", dgx, layout(4, 2, 1, 4, true), Folding::Representatives);
+  add("dgx-a100 TP4 PP2 SP, unfolded", dgx, layout(4, 2, 1, 4, true), Folding::None);
+  add("dgx-a100 TP4 PP2 DP1, no SP, folded", dgx, layout(4, 2, 1, 4, false), Folding::Representatives);
+  add("2 nodes TP4 DP4, ZeRO 1, unfolded", pod2, layout(4, 1, 4, 4, true), Folding::None);
+  add("2 nodes TP4 DP4, ZeRO 0, no SP, folded", pod2, layout(4, 1, 4, 4, false, 0), Folding::Representatives);
+  add("a6000 NVLink pairs TP8 SP, unfolded", a6000, layout(8, 1, 1, 2, true), Folding::None);
+  return out;
+}
+
+int count_ops(const Schedule& s, const std::function<bool(const Op&)>& f) {
+  int n = 0;
+  for (const auto& p : s.programs)
+    for (const auto& op : p.ops) n += f(op) ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("derived match ids are deterministic, apart from the workload's and distinct per piece") {
+  const int64_t a = derive_collective_match(42, "x", 0, 3);
+  CHECK(a == derive_collective_match(42, "x", 0, 3));
+  CHECK(a >= (int64_t{1} << 62));
+  std::set<int64_t> ids;
+  for (int piece = 0; piece < 100; ++piece)
+    for (int group = 0; group < 10; ++group) ids.insert(derive_collective_match(42, "x", piece, group));
+  CHECK(ids.size() == 1000);
+  CHECK(derive_collective_match(42, "x", 0, 3) != derive_collective_match(42, "y", 0, 3));
+  const int64_t p = derive_p2p_match(42, "x", 1, 0, 1);
+  CHECK(p == derive_p2p_match(42, "x", 1, 0, 1));
+  CHECK(p <= -(int64_t{1} << 62));
+  CHECK(p != derive_p2p_match(42, "x", 1, 1, 0));  // the other direction
+  CHECK(p != derive_p2p_match(42, "x", 2, 0, 1));  // another step
+}
+
+TEST_CASE("ProgramRewriter replaces ops by pieces and resolves dependencies to their terminals") {
+  RankProgram p{0, 1, {}};
+  for (int i = 0; i < 3; ++i) {
+    Op op;
+    op.name = "op" + std::to_string(i);
+    if (i > 0) op.deps = {i - 1};
+    p.ops.push_back(op);
+  }
+  ProgramRewriter rw(p);
+  rw.keep(0);
+  Op a, b;
+  a.name = "op1/a";
+  b.name = "op1/b";
+  const int ia = rw.emit(a, 1, {}, {0});
+  const int ib = rw.emit(b, 1, {}, {0});
+  rw.set_terminals(1, {ia, ib});
+  rw.keep(2);
+  const RankProgram q = rw.finish();
+  REQUIRE(q.ops.size() == 4);
+  CHECK(q.ops[1].deps == std::vector<int32_t>{0});
+  CHECK(q.ops[2].deps == std::vector<int32_t>{0});
+  CHECK(q.ops[3].name == "op2");
+  CHECK(q.ops[3].deps == std::vector<int32_t>{1, 2});
+}
+
+TEST_CASE("every registered pass keeps FLOPs, received bytes, an acyclic graph and consistent ids") {
+  const CostModel cost = a100_cost();
+  const std::vector<std::string> specs = {
+      "primitive-substitution:rs-ag",    "primitive-substitution:ring",   "primitive-substitution:ring/tp",
+      "primitive-substitution:hierarchical", "group-partition",          "group-partition:nvlink",
+      "workload-partition",              "workload-partition:3",          "workload-partition:ring",
+      "workload-partition:bidirectional", "optimizer-gather-overlap:3"};
+  for (const Case& c : cases(cost)) {
+    CAPTURE(c.label);
+    const StrategyContext ctx{c.topo, cost, &c.model, &c.par};
+    CHECK(check_pass_invariants(c.workload, c.workload) == "");
+    for (const auto& spec : specs) {
+      CAPTURE(spec);
+      const Schedule s = make_pass(spec)->run(c.workload, ctx);
+      CHECK(check_pass_invariants(c.workload, s) == "");
+      validate(s);
+    }
+  }
+}
+
+TEST_CASE("passes compose, and composed schedules replay (no deadlock; folded close to unfolded)") {
+  const CostModel cost = a100_cost();
+  const Topology dgx = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  const ModelConfig m = small_model();
+  const Parallelism p = layout(4, 2, 1, 2, true);
+  ReplayOptions ro;
+  ro.launch_overhead_s = cost.launch_overhead_s();
+  ro.sm_count = 108;
+  const StrategyContext ctx{dgx, cost, &m, &p};
+  for (const std::string name :
+       {"megatron+primitive-substitution:rs-ag+primitive-substitution:ring", "megatron+workload-partition:2",
+        "megatron+workload-partition:bidirectional+optimizer-gather-overlap", "megatron+group-partition:nvlink",
+        "serial+workload-partition:ring"}) {
+    CAPTURE(name);
+    double t[2];
+    for (int unfold = 0; unfold < 2; ++unfold) {
+      const Schedule w = build_iteration(m, p, cost, unfold ? Folding::None : Folding::Representatives);
+      const Schedule s = make_strategy(name)->apply(w, ctx);
+      CHECK(check_pass_invariants(w, s) == "");
+      t[unfold] = replay(s, dgx, ro).makespan_s;
+    }
+    CHECK(t[0] > 0);
+    CHECK(t[0] == doctest::Approx(t[1]).epsilon(0.01));
+  }
+}
+
+TEST_CASE("primitive substitution: RS+AG, ring permutes with adds, hierarchical AllReduce") {
+  const CostModel cost = a100_cost();
+  const Topology pod2 = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  const ModelConfig m = small_model();
+  const Parallelism p = layout(4, 1, 4, 4, false, 0);  // no SP: TP AllReduces; ZeRO 0: DP AllReduces
+  const Schedule w = build_iteration(m, p, cost);
+  const StrategyContext ctx{pod2, cost, &m, &p};
+  auto is_ar = [](const Op& op) { return op.type == OpType::Collective && op.collective == CollectiveKind::AllReduce; };
+  const int ars = count_ops(w, is_ar);
+  REQUIRE(ars > 0);
+
+  SUBCASE("AllReduce => ReduceScatter + AllGather") {
+    const Schedule s = make_pass("primitive-substitution:rs-ag")->run(w, ctx);
+    CHECK(count_ops(s, is_ar) == 0);
+    CHECK(count_ops(s, [](const Op& op) {
+            return op.type == OpType::Collective && op.collective == CollectiveKind::ReduceScatter;
+          }) == ars);
+  }
+  SUBCASE("ring permutes: 2(n-1) sends and receives of S/n per AllReduce, n-1 adds") {
+    const Schedule s = make_pass("primitive-substitution:ring/tp")->run(w, ctx);
+    const auto& prog = s.programs[0];
+    const Op* ar = nullptr;
+    for (const auto& op : w.programs[0].ops)
+      if (is_ar(op) && op.purpose == CommPurpose::TensorParallel) {
+        ar = &op;
+        break;
+      }
+    REQUIRE(ar != nullptr);
+    int sends = 0, recvs = 0, adds = 0;
+    for (const auto& op : prog.ops) {
+      if (op.name.rfind(ar->name + "/", 0) != 0 || op.layer != ar->layer || op.micro_batch != ar->micro_batch ||
+          op.phase != ar->phase)
+        continue;
+      if (op.type == OpType::Send) {
+        ++sends;
+        CHECK(op.bytes == doctest::Approx(ar->bytes / 4));
+        CHECK(op.peer == 1);  // rank 0's ring successor in its TP group
+      }
+      if (op.type == OpType::Recv) {
+        ++recvs;
+        CHECK(op.peer == 3);
+      }
+      if (op.type == OpType::Compute) {
+        ++adds;
+        CHECK(op.flops == 0);
+        CHECK(op.compute == ComputeKind::MemoryBound);
+      }
+    }
+    CHECK(sends == 6);
+    CHECK(recvs == 6);
+    CHECK(adds == 3);
+  }
+  SUBCASE("hierarchical: DP AllReduce over 2 nodes => RS inside, AR across, AG inside") {
+    const Schedule s = make_pass("primitive-substitution:hierarchical/dp")->run(w, ctx);
+    bool seen = false;
+    for (const auto& op : s.programs[0].ops) {
+      if (op.purpose != CommPurpose::DataParallel || op.type != OpType::Collective) continue;
+      const auto& g = s.groups[op.group].ranks;
+      if (op.name.find("/ar-inter") != std::string::npos) {
+        CHECK(g == std::vector<int>{0, 8});  // DP ranks 0,4 | 8,12: islands of 2, rank 0 pairs with 8
+        seen = true;
+      } else {
+        CHECK(g == std::vector<int>{0, 4});
+      }
+    }
+    CHECK(seen);
+  }
+}
+
+TEST_CASE("group partitioning splits collectives along nodes and NVLink islands") {
+  const CostModel cost = a100_cost();
+  const Topology a6000 = load_topology(kSrc + "/topologies/a6000-8gpu-nvlink-pairs.yaml");
+  CHECK(split_by_level(a6000, {0, 1, 2, 3, 4, 5, 6, 7}, TopologyLevel::NvLinkIsland) ==
+        std::vector<std::vector<int>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}});
+  CHECK(split_by_level(a6000, {0, 1, 2, 3}, TopologyLevel::Node).size() == 1);
+  const ModelConfig m = small_model();
+  const Parallelism p = layout(8, 1, 1, 2, true);
+  const Schedule w = build_iteration(m, p, cost);
+  const StrategyContext ctx{a6000, cost, &m, &p};
+  const Schedule s = make_pass("group-partition:nvlink")->run(w, ctx);
+  std::map<std::string, int> sizes;  // piece → group size
+  for (const auto& op : s.programs[0].ops)
+    if (op.type == OpType::Collective && op.name.rfind("ag.qkv/", 0) == 0) sizes[op.name] = s.groups[op.group].ranks.size();
+  CHECK(sizes == std::map<std::string, int>{{"ag.qkv/ag-inter", 4}, {"ag.qkv/ag-intra", 2}});
+}
+
+TEST_CASE("workload partitioning: chunks sum to the GEMM, each waits for its piece, consumers for all") {
+  const CostModel cost = a100_cost();
+  const Topology dgx = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  const ModelConfig m = small_model();
+  const Parallelism p = layout(4, 1, 2, 2, true);
+  const Schedule w = build_iteration(m, p, cost);
+  const StrategyContext ctx{dgx, cost, &m, &p};
+  const Schedule s = make_pass("workload-partition:3")->run(w, ctx);
+  const auto& ops = s.programs[0].ops;
+  const Op* qkv = nullptr;
+  for (const auto& op : w.programs[0].ops)
+    if (op.name == "qkv") {
+      qkv = &op;
+      break;
+    }
+  REQUIRE(qkv != nullptr);
+  std::vector<int> chunks, gathers;
+  for (int i = 0; i < static_cast<int>(ops.size()) && chunks.size() < 3; ++i) {
+    if (ops[i].name.rfind("qkv/", 0) == 0) chunks.push_back(i);
+    if (ops[i].name.rfind("ag.qkv/", 0) == 0 && gathers.size() < 3) gathers.push_back(i);
+  }
+  REQUIRE(chunks.size() == 3);
+  REQUIRE(gathers.size() == 3);
+  double flops = 0;
+  int64_t rows = 0;
+  for (int j = 0; j < 3; ++j) {
+    const Op& c = ops[chunks[j]];
+    flops += c.flops;
+    rows += c.gemm_m;
+    CHECK(c.gemm_n == qkv->gemm_n);
+    CHECK(c.gemm_k == qkv->gemm_k);
+    CHECK(std::find(c.deps.begin(), c.deps.end(), gathers[j]) != c.deps.end());
+    CHECK(ops[gathers[j]].stream == ops[gathers[0]].stream);
+    CHECK(ops[gathers[j]].stream != c.stream);
+    CHECK(c.duration_s == doctest::Approx(cost.gemm_time_s(c.gemm_m, c.gemm_n, c.gemm_k, DType::FP16)));
+  }
+  CHECK(flops == qkv->flops);
+  CHECK(rows == qkv->gemm_m);
+  CHECK(ops[chunks[0]].duration_s > qkv->duration_s / 3);  // a chunk is less efficient than a third of the GEMM
+  // The attention kernel after qkv waits for every chunk.
+  const int attn = chunks[2] + 1;
+  REQUIRE(ops[attn].name == "attn");
+  for (int c : chunks) CHECK(std::find(ops[attn].deps.begin(), ops[attn].deps.end(), c) != ops[attn].deps.end());
+}
+
+namespace {
+
+/// One AllGather → GEMM (or GEMM → ReduceScatter) over a TP group of 8 on star8; `simulated`
+/// ranks have programs (1: rank 0 with mirrors, 8: all).
+Schedule one_site(const CostModel& cost, bool gather, double bytes, int64_t M, int64_t N, int64_t K, int simulated) {
+  Schedule s;
+  s.world_size = 8;
+  s.stream_names = {"compute"};
+  s.groups.push_back(Group{{0, 1, 2, 3, 4, 5, 6, 7}, CommPurpose::TensorParallel});
+  for (int r = 0; r < simulated; ++r) {
+    RankProgram p{r, 1, {}};
+    Op c;
+    c.type = OpType::Collective;
+    c.collective = gather ? CollectiveKind::AllGather : CollectiveKind::ReduceScatter;
+    c.group = 0;
+    c.bytes = bytes;
+    c.match = 7;
+    c.name = gather ? "ag" : "rs";
+    Op g;
+    g.type = OpType::Compute;
+    g.compute = ComputeKind::Gemm;
+    g.gemm_m = M;
+    g.gemm_n = N;
+    g.gemm_k = K;
+    g.gemm_batch = 1;
+    g.flops = 2.0 * M * N * K;
+    g.duration_s = cost.gemm_time_s(M, N, K, DType::FP16);
+    g.name = "gemm";
+    if (gather) {
+      p.ops = {c, g};
+      p.ops[1].deps = {0};
+    } else {
+      p.ops = {g, c};
+      p.ops[1].deps = {0};
+    }
+    s.programs.push_back(p);
+  }
+  return s;
+}
+
+Schedule decompose(const Schedule& w, const Topology& topo, const CostModel& cost, PartitionMode mode) {
+  WorkloadPartitionOptions o;
+  o.choose = [mode](const Schedule&, const RankProgram&, const Site&) {
+    PartitionChoice c;
+    c.mode = mode;
+    c.comm_num_sm = 0;
+    return c;
+  };
+  return make_workload_partition(o)->run(w, StrategyContext{topo, cost});
+}
+
+}  // namespace
+
+TEST_CASE("collective matmul at k = n on a uniform ring matches its closed form") {
+  // star8: B = 100 GB/s and alpha = 1 us per route; n = 8; no launch overhead, no SM interference.
+  const CostModel cost = a100_cost();
+  const Topology star = load_topology(kSrc + "/tests/data/replay/star8.yaml");
+  const int n = 8;
+  const double B = 100e9, alpha = 1e-6;
+  struct Shape {
+    const char* label;
+    double bytes;
+    int64_t M, N, K;
+  };
+  for (const Shape& sh : {Shape{"comm-bound", 64e6, 4096, 1024, 1024}, Shape{"compute-bound", 8e6, 8192, 8192, 8192}}) {
+    CAPTURE(sh.label);
+    const double tg = cost.gemm_time_s(sh.M / n, sh.N, sh.K, DType::FP16);
+    for (int simulated : {1, 8}) {
+      CAPTURE(simulated);
+      const Schedule w = one_site(cost, true, sh.bytes, sh.M, sh.N, sh.K, simulated);
+      {  // unidirectional: T = t_g + (n-1)·max(t_g, t_c), t_c = alpha + S/(n·B)
+        const Schedule s = decompose(w, star, cost, PartitionMode::Ring);
+        REQUIRE(check_pass_invariants(w, s) == "");
+        const double tc = alpha + sh.bytes / n / B;
+        const double expected = tg + (n - 1) * std::max(tg, tc);
+        CHECK(replay(s, star, ReplayOptions{}).makespan_s == doctest::Approx(expected).epsilon(1e-6));
+      }
+      {  // bidirectional: n/2 steps; the two directions share each GPU's up- and downlink except
+         // in the last clockwise step, which runs alone
+        const Schedule s = decompose(w, star, cost, PartitionMode::BidirectionalRing);
+        REQUIRE(check_pass_invariants(w, s) == "");
+        const double tc2 = alpha + 2 * sh.bytes / n / B, tc1 = alpha + sh.bytes / n / B;
+        std::vector<double> ready{0};
+        for (int j = 1; j < n / 2; ++j) ready.insert(ready.end(), {j * tc2, j * tc2});
+        ready.push_back((n / 2 - 1) * tc2 + tc1);
+        double expected = 0;
+        for (double r : ready) expected = std::max(expected, r) + tg;
+        CHECK(replay(s, star, ReplayOptions{}).makespan_s == doctest::Approx(expected).epsilon(1e-6));
+      }
+    }
+  }
+}
+
+TEST_CASE("predict_site agrees with the replay on a uniform ring (profile link efficiency)") {
+  const CostModel cost = a100_cost();
+  const Topology star = load_topology(kSrc + "/tests/data/replay/star8.yaml");
+  ReplayOptions ro;
+  ro.link_efficiency.nvlink = cost.profile().nvlink_efficiency;  // star8's links are NVSwitch ports
+  const StrategyContext ctx{star, cost};
+  for (PartitionMode mode : {PartitionMode::Ring, PartitionMode::BidirectionalRing}) {
+    CAPTURE(to_string(mode));
+    for (double bytes : {64e6, 4e6}) {
+      const Schedule w = one_site(cost, true, bytes, 8192, 4096, 4096, 1);
+      const auto sites = find_sites(w, w.programs[0], ctx);
+      REQUIRE(sites.size() == 1);
+      PartitionChoice c;
+      c.mode = mode;
+      c.comm_num_sm = 0;
+      CHECK(predict_site(w, w.programs[0], sites[0], c, ctx).time_s ==
+            doctest::Approx(replay(decompose(w, star, cost, mode), star, ro).makespan_s).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("GEMM -> ReduceScatter ring: within the pipeline's bounds") {
+  const CostModel cost = a100_cost();
+  const Topology star = load_topology(kSrc + "/tests/data/replay/star8.yaml");
+  const int n = 8;
+  const double B = 100e9, alpha = 1e-6, bytes = 64e6;
+  const Schedule w = one_site(cost, false, bytes, 4096, 1024, 1024, 1);
+  for (PartitionMode mode : {PartitionMode::Ring, PartitionMode::BidirectionalRing}) {
+    const Schedule s = decompose(w, star, cost, mode);
+    REQUIRE(check_pass_invariants(w, s) == "");
+    const double tg = cost.gemm_time_s(4096 / n, 1024, 1024, DType::FP16);
+    const double tc = alpha + bytes / n / B;
+    const double ta = cost.memory_bound_time_s(4 * bytes / n);
+    const double t = replay(s, star, ReplayOptions{}).makespan_s;
+    CHECK(t >= tg + (n / 2) * tc);
+    CHECK(t <= n * (tg + ta) + 2 * (n - 1) * tc);
+  }
+}
+
+TEST_CASE("predicted substitutions and group splits agree with the replay of a lone collective") {
+  const CostModel cost = a100_cost();
+  const Topology star = load_topology(kSrc + "/tests/data/replay/star8.yaml");
+  const StrategyContext ctx0{star, cost};
+  ReplayOptions ro;
+  ro.link_efficiency.nvlink = cost.profile().nvlink_efficiency;
+  ro.launch_overhead_s = cost.launch_overhead_s();
+  auto lone = [&](CollectiveKind kind, double bytes) {
+    Schedule s;
+    s.world_size = 8;
+    s.stream_names = {"compute"};
+    s.groups.push_back(Group{{0, 1, 2, 3, 4, 5, 6, 7}, CommPurpose::TensorParallel});
+    RankProgram p{0, 1, {}};
+    Op c;
+    c.type = OpType::Collective;
+    c.collective = kind;
+    c.group = 0;
+    c.bytes = bytes;
+    c.match = 3;
+    c.name = "c";
+    p.ops = {c};
+    s.programs.push_back(p);
+    return s;
+  };
+  for (CollectiveKind kind : {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
+    for (Substitution sub : {Substitution::Keep, Substitution::ReduceScatterAllGather, Substitution::RingPermutes}) {
+      CAPTURE(to_string(kind));
+      CAPTURE(to_string(sub));
+      const Schedule w = lone(kind, 32e6);
+      PrimitiveSubstitutionOptions o;
+      o.choose = [sub](const Schedule&, const Op&) { return sub; };
+      Schedule s = make_primitive_substitution(o)->run(w, ctx0);
+      assign_overlap_streams(s);
+      REQUIRE(check_pass_invariants(w, s) == "");
+      CHECK(predict_substitution_s(w, w.programs[0].ops[0], sub, ctx0) ==
+            doctest::Approx(replay(s, star, ro).makespan_s).epsilon(1e-6));
+    }
+  }
+  // A single island: nothing to split, the prediction is the collective's.
+  const Schedule w = lone(CollectiveKind::AllReduce, 32e6);
+  CHECK(predict_group_partition_s(w, w.programs[0].ops[0], TopologyLevel::Node, ctx0) ==
+        predict_collective_s(w, w.programs[0].ops[0], ctx0));
+  CHECK(predict_substitution_s(w, w.programs[0].ops[0], Substitution::Hierarchical, ctx0) ==
+        predict_collective_s(w, w.programs[0].ops[0], ctx0));
+}
