@@ -24,6 +24,13 @@ namespace overlapsim {
 
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// L2 bandwidth per dense tensor FLOP: A100's L2 delivers 5120 bytes per clock (NVIDIA A100
+// Tensor Core GPU Architecture whitepaper, "L2 cache") for 108 SMs × 1024 dense FP16 FMA
+// (2048 FLOP) per clock: 5120 / (108 · 2048) ≈ 0.0231 B/FLOP. Taken for every GPU until a
+// measured GEMM table replaces the v0 rule (Hopper's TMA multicast halves the shared operand's
+// traffic, so this is conservative there).
+constexpr double kL2BytesPerTensorFlop = 5120.0 / (108.0 * 2048.0);
 }  // namespace
 
 CostModel::CostModel(const DeviceSpec& device, const Profile& profile)
@@ -51,14 +58,24 @@ double CostModel::gemm_time_s(int64_t m, int64_t n, int64_t k, DType dtype, int6
     return std::max(compute_s, memory_s) + profile_.kernel_fixed_overhead_s;
   }
 
-  // Wave quantization: each SM holds one output tile at a time; the last wave may be partial.
-  const int64_t tiles = batch * ceil_div(m, profile_.gemm_tile_m) * ceil_div(n, profile_.gemm_tile_n);
+  // cuBLAS picks a kernel per shape; model it as the best of a few output tiles, each costed by
+  //  - wave quantization: each SM holds one output tile at a time, the last wave may be partial;
+  //  - operand traffic: a Mt×Nt tile needs (Mt+Nt)/(Mt·Nt) bytes of operands per FLOP (fp16)
+  //    from L2; where that exceeds the L2 bandwidth per tensor FLOP, the tile runs at the ratio.
+  // The profile's tile (gemm_tile_m × gemm_tile_n, the large-GEMM kernel) comes first.
+  const int64_t tiles_mn[][2] = {{profile_.gemm_tile_m, profile_.gemm_tile_n}, {128, 128}, {128, 64}, {64, 128},
+                                 {64, 64}};
   const int64_t sms = device_.sm_count;
-  const int64_t waves = ceil_div(tiles, sms);
-  const double wave_efficiency = static_cast<double>(tiles) / static_cast<double>(waves * sms);
-
-  const double compute_s =
-      flops / (device_.peak_flops(dtype) * profile_.gemm_max_efficiency * wave_efficiency);
+  double best = 0;
+  for (const auto& t : tiles_mn) {
+    const int64_t tiles = batch * ceil_div(m, t[0]) * ceil_div(n, t[1]);
+    const int64_t waves = ceil_div(tiles, sms);
+    const double wave_efficiency = static_cast<double>(tiles) / static_cast<double>(waves * sms);
+    const double need = static_cast<double>(t[0] + t[1]) / static_cast<double>(t[0] * t[1]);  // B per FLOP, fp16
+    const double tile_efficiency = std::min(1.0, kL2BytesPerTensorFlop / need);
+    best = std::max(best, wave_efficiency * tile_efficiency);
+  }
+  const double compute_s = flops / (device_.peak_flops(dtype) * profile_.gemm_max_efficiency * best);
   return std::max(compute_s, memory_s) + profile_.kernel_fixed_overhead_s;
 }
 

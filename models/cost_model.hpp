@@ -2,10 +2,14 @@
 // calibration profile.
 //
 // GEMM (C[M×N] = A[M×K]·B[K×N], batch b, dtype d):
-//   t = max(2·b·M·N·K / (peak(d) · e_max · e_wave), bytes / (HBM · e_mem)) + t_fixed
-//   e_wave = tiles / (ceil(tiles / SMs) · SMs), tiles = b·ceil(M/tile_m)·ceil(N/tile_n)
-// (wave quantization: NVIDIA, "Matrix Multiplication Background User's Guide", §"Wave
-// quantization"); bytes = (M·K + K·N + M·N)·b·sizeof(d).
+//   t = max(2·b·M·N·K / (peak(d) · e_max · e_kernel), bytes / (HBM · e_mem)) + t_fixed
+//   e_kernel = max over output tiles Mt×Nt ∈ {profile tile, 128×128, 128×64, 64×128, 64×64} of
+//              e_wave · e_tile (cuBLAS picks a kernel per shape):
+//   e_wave = tiles / (ceil(tiles / SMs) · SMs), tiles = b·ceil(M/Mt)·ceil(N/Nt)
+//   (wave quantization: NVIDIA, "Matrix Multiplication Background User's Guide", §"Wave
+//   quantization"); e_tile = min(1, L2 bytes per tensor FLOP / ((Mt+Nt)/(Mt·Nt))) — a small tile
+//   re-reads its operands more often than L2 can feed them (A100 whitepaper's 5120 B/clk L2);
+//   bytes = (M·K + K·N + M·N)·b·sizeof(d).
 // With a measured GEMM table in the profile (version 2, calibrate/profile_tables.hpp), the
 // compute term uses the table's interpolated efficiency at (b·M, N, K) instead of
 // e_max · e_wave.

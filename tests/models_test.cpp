@@ -160,14 +160,17 @@ TEST_CASE("cost model: a huge square GEMM approaches peak times max efficiency")
   CHECK(achieved > 0.999 * ceiling);
 }
 
-TEST_CASE("cost model: a one-tile GEMM is wave-limited") {
+TEST_CASE("cost model: a one-tile GEMM is wave-limited, and a smaller tile is chosen") {
   const DeviceSpec& d = device_spec("a100-sxm4-80gb");
   const Profile p = test_profile(d.model);
   CostModel cm(d, p);
-  // 256×128 output = one 256×128 tile on one of 108 SMs: wave efficiency 1/108.
+  // 256×128 output: one 256×128 tile fills 1 of 108 SMs; eight 64×64 tiles fill 8, each at
+  // L2-limited efficiency (5120 / (108·2048)) / ((64+64)/(64·64)) = 0.7407; that is the best of
+  // the candidate tiles (128×64: 4/108 · 0.988; 128×128: 2/108).
   const int64_t m = 256, n = 128, k = 4096;
   const double flops = 2.0 * m * n * k;
-  const double compute = flops / (312e12 * 0.8 * (1.0 / 108.0));
+  const double e_tile = (5120.0 / (108.0 * 2048.0)) / (128.0 / 4096.0);
+  const double compute = flops / (312e12 * 0.8 * (8.0 / 108.0) * e_tile);
   const double memory = (m * k + k * n + m * n) * 2.0 / (2039e9 * 0.9);
   REQUIRE(compute > memory);
   CHECK(cm.gemm_time_s(m, n, k, DType::FP16) == doctest::Approx(compute + 2e-6).epsilon(1e-12));

@@ -296,7 +296,6 @@ TEST_CASE("workload partitioning: chunks sum to the GEMM, each waits for its pie
   }
   CHECK(flops == qkv->flops);
   CHECK(rows == qkv->gemm_m);
-  CHECK(ops[chunks[0]].duration_s > qkv->duration_s / 3);  // a chunk is less efficient than a third of the GEMM
   // The attention kernel after qkv waits for every chunk.
   const int attn = chunks[2] + 1;
   REQUIRE(ops[attn].name == "attn");
