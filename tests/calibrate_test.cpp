@@ -4,6 +4,8 @@
 // recorded raw-measurement file, the profile schema (version 2) and its errors, the comparison,
 // and the `overlapsim calibrate` command line. No GPU and no timing assertions: every expected
 // value is computed by hand from the fixtures' documented construction.
+#include "tests/test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include "calibrate/collective_fit.hpp"
@@ -32,6 +34,7 @@
 #include <unistd.h>
 
 using namespace overlapsim;
+using namespace overlapsim::testing;
 
 namespace {
 
@@ -51,31 +54,6 @@ std::pair<std::string, int> input_error(F&& f) {
     return {e.what(), e.where().line};
   }
   return {"", 0};
-}
-
-std::string temp_path(const char* suffix) {
-  char name[] = "/tmp/overlapsim-cal-test-XXXXXX";
-  const int fd = ::mkstemp(name);
-  REQUIRE(fd >= 0);
-  ::close(fd);
-  std::remove(name);
-  return std::string(name) + suffix;
-}
-
-struct Run {
-  int status;
-  std::string output;
-};
-
-Run run_cli(const std::string& args) {
-  const std::string out = temp_path(".out");
-  const std::string cmd = std::string(OVERLAPSIM_BINARY) + " " + args + " > " + out + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream f(out);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::remove(out.c_str());
-  return Run{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str()};
 }
 
 std::string write_script(const std::string& body) {
@@ -604,24 +582,24 @@ TEST_CASE("cli: calibrate import-nccl-tests and compare") {
 TEST_CASE("cli: calibrate fits what the harness wrote, and fails cleanly without a GPU") {
   const std::string out = temp_path(".json");
   SUBCASE("a harness that measured (here: copies the recorded raw file)") {
-    const std::string stub = write_script("out=\"\"; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=\"$2\"; shift; done\n"
+    const std::string fake_harness = write_script("out=\"\"; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=\"$2\"; shift; done\n"
                                           "cp '" + kRaw + "raw_h200_small.json' \"$out\"");
-    const Run r = run_cli("calibrate --quick --out " + out + " --harness " + stub);
+    const Run r = run_cli("calibrate --quick --out " + out + " --harness " + fake_harness);
     CHECK(r.status == 0);
     CHECK(contains(r.output, "--quick"));
     CHECK(contains(r.output, "wrote " + out + " (measured, h200-sxm-141gb"));
     CHECK(load_profile(out).gemm_max_efficiency == doctest::Approx(0.7));
-    std::remove(stub.c_str());
+    std::remove(fake_harness.c_str());
     std::remove((out + ".raw.json").c_str());
   }
   SUBCASE("no GPU: the harness exits 3, overlapsim exits 1 and writes nothing") {
-    const std::string stub = write_script("echo 'overlapsim-calibrate-harness: no CUDA GPU on this machine' >&2; exit 3");
-    const Run r = run_cli("calibrate --out " + out + " --harness " + stub);
+    const std::string fake_harness = write_script("echo 'overlapsim-calibrate-harness: no CUDA GPU on this machine' >&2; exit 3");
+    const Run r = run_cli("calibrate --out " + out + " --harness " + fake_harness);
     CHECK(r.status == 1);
     CHECK(contains(r.output, "no GPU"));
     std::ifstream f(out);
     CHECK_FALSE(f.good());
-    std::remove(stub.c_str());
+    std::remove(fake_harness.c_str());
   }
   SUBCASE("--from-raw fits without running anything") {
     const Run r = run_cli("calibrate --from-raw " + kRaw + "raw_h200_small.json --out " + out);

@@ -3,6 +3,8 @@
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
 
+#include "tests/test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -15,43 +17,11 @@
 #include <unistd.h>
 
 using namespace overlapsim;
+using namespace overlapsim::testing;
 
 namespace {
 
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
-
-struct Run {
-  int status;
-  std::string output;  ///< stdout and stderr together
-};
-
-/// A fresh file name in the temporary folder (the file exists, empty).
-std::string temp_path(const char* suffix) {
-  char name[] = "/tmp/overlapsim-test-XXXXXX";
-  const int fd = ::mkstemp(name);
-  REQUIRE(fd >= 0);
-  ::close(fd);
-  std::remove(name);
-  return std::string(name) + suffix;
-}
-
-Run run_cli(const std::string& args) {
-  const std::string out = temp_path(".out");
-  const std::string cmd = std::string(OVERLAPSIM_BINARY) + " " + args + " > " + out + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream f(out);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::remove(out.c_str());
-  return Run{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str()};
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 

@@ -7,6 +7,8 @@
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
 
+#include "tests/test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -14,17 +16,11 @@
 #include <string>
 
 using namespace overlapsim;
+using namespace overlapsim::testing;
 
 namespace {
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  REQUIRE(f.good());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 }  // namespace
 
 TEST_CASE("docs/extending.md shows the example pass exactly as it is built") {

@@ -2,6 +2,8 @@
 #include "sim/error.hpp"
 #include "sim/trace.hpp"
 
+#include "tests/test_support.hpp"
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -15,24 +17,9 @@
 #include <unistd.h>
 
 using namespace overlapsim;
+using namespace overlapsim::testing;
 
 namespace {
-
-std::string temp_path(const char* suffix) {
-  char name[] = "/tmp/overlapsim-trace-XXXXXX";
-  const int fd = ::mkstemp(name);
-  REQUIRE(fd >= 0);
-  ::close(fd);
-  std::remove(name);
-  return std::string(name) + suffix;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 nlohmann::json load(const std::string& path) {
   std::ifstream f(path);

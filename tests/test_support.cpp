@@ -1,0 +1,40 @@
+#include "tests/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace overlapsim::testing {
+
+std::string temp_path(const char* suffix) {
+  char name[] = "/tmp/overlapsim-test-XXXXXX";
+  const int fd = ::mkstemp(name);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  std::remove(name);
+  return std::string(name) + suffix;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Run run_cli(const std::string& args) {
+  const std::string out = temp_path(".out");
+  const std::string cmd = std::string(OVERLAPSIM_BINARY) + " " + args + " > " + out + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const std::string text = slurp(out);
+  std::remove(out.c_str());
+  return Run{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text};
+}
+
+}  // namespace overlapsim::testing

@@ -1,0 +1,22 @@
+// Helpers the tests share: temporary paths, reading a file whole, running the overlapsim binary.
+#pragma once
+
+#include <string>
+
+namespace overlapsim::testing {
+
+/// A fresh, unused path in /tmp ending in `suffix` (nothing exists there).
+std::string temp_path(const char* suffix);
+
+/// The whole content of a file ("" when it cannot be read).
+std::string slurp(const std::string& path);
+
+struct Run {
+  int status;          ///< exit status, -1 if the process did not exit normally
+  std::string output;  ///< stdout and stderr together
+};
+
+/// Runs the overlapsim binary built with the tests, with `args` (shell syntax).
+Run run_cli(const std::string& args);
+
+}  // namespace overlapsim::testing
