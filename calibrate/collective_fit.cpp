@@ -20,6 +20,15 @@ AlphaBusbw fit_alpha_busbw(const std::vector<SizeTime>& points, const std::strin
       throw InputError(what + ": expected positive sizes and times, found size " + std::to_string(p.size_bytes) +
                        " B, time " + std::to_string(p.time_s) + " s");
 
+  // α and busbw need at least two message sizes (regression: one row gave α 0 and a busbw of a
+  // few MB/s, written without a word).
+  std::vector<double> sizes;
+  for (const SizeTime& p : points) sizes.push_back(p.size_bytes);
+  std::sort(sizes.begin(), sizes.end());
+  if (std::unique(sizes.begin(), sizes.end()) - sizes.begin() < 2)
+    throw InputError(what + ": " + collective + " was measured at one message size only; expected at least two "
+                     "(an nccl-tests sweep such as -b 8 -e 8G -f 2)");
+
   // Weighted least squares, weights 1/t².
   double sw = 0, swx = 0, swxx = 0, swt = 0, swxt = 0;
   for (const SizeTime& p : points) {

@@ -2,6 +2,7 @@
 // written in a fixed order and numbers in nlohmann-json's shortest round-trip form, so the same
 // profile always gives the same bytes and loads back to the same values.
 #include "calibrate/profile.hpp"
+#include "sim/output_file.hpp"
 
 #include "sim/error.hpp"
 
@@ -145,19 +146,7 @@ std::string profile_to_json(const Profile& p) {
 }
 
 void write_profile(const Profile& p, const std::string& path) {
-  const std::string text = profile_to_json(p);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(SourceLocation{path, 0, 0}, "", "cannot open the file for writing; expected a writable path");
-    out << text;
-    out.flush();
-    if (!out) throw InputError(SourceLocation{path, 0, 0}, "", "write failed; expected a writable path");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(SourceLocation{path, 0, 0}, "", "cannot replace the file; expected a writable path");
-  }
+  write_file_atomically(path, profile_to_json(p), "--out");
 }
 
 }  // namespace overlapsim

@@ -1,6 +1,7 @@
 #include "sim/report.hpp"
 
 #include "sim/error.hpp"
+#include "sim/output_file.hpp"
 
 #include <fmt/format.h>
 
@@ -97,53 +98,8 @@ nlohmann::json to_json(const RunResult& r) {
   return j;
 }
 
-namespace {
-/// The file a path designates: symbolic links followed (even dangling ones), made absolute.
-std::filesystem::path resolve_output(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path p = fs::absolute(path, ec);
-  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
-    const fs::path link = fs::read_symlink(p, ec);
-    if (ec) break;
-    p = link.is_absolute() ? link : p.parent_path() / link;
-  }
-  return fs::weakly_canonical(p, ec);
-}
-}  // namespace
-
-void check_output_path(const std::string& path, const std::string& flag) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path target = resolve_output(path);
-  const SourceLocation where{path, 0, 0};
-  if (target.empty()) throw InputError(where, flag, "cannot resolve the path");
-  const fs::file_status st = fs::status(target, ec);
-  if (fs::exists(st) && !fs::is_regular_file(st))
-    throw InputError(where, flag, "exists and is not a regular file; expected a file path to write");
-  const fs::path dir = target.parent_path();
-  if (!fs::is_directory(dir, ec)) throw InputError(where, flag, "folder " + dir.string() + " does not exist");
-  if (::access(dir.c_str(), W_OK) != 0) throw InputError(where, flag, "folder " + dir.string() + " is not writable");
-}
-
 void write_json_file(const std::string& path, const nlohmann::json& j) {
-  check_output_path(path, "--json");
-  const std::string target = resolve_output(path).string();
-  const std::string tmp = target + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw InputError(SourceLocation{path, 0, 0}, "--json", "cannot open the file for writing");
-    f << j.dump(2) << "\n";
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw InputError(SourceLocation{path, 0, 0}, "--json", "write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(SourceLocation{path, 0, 0}, "--json", "cannot replace the file");
-  }
+  write_file_atomically(path, j.dump(2) + "\n", "--json");
 }
 
 }  // namespace overlapsim

@@ -1,6 +1,7 @@
 // Writers of a RunResult: a table for people, JSON for programs. Both carry units.
 #pragma once
 
+#include "sim/output_file.hpp"
 #include "sim/result.hpp"
 
 #include <nlohmann/json.hpp>
@@ -20,10 +21,5 @@ nlohmann::json to_json(const RunResult& r);
 /// failed write leaves no half-written file. A symbolic link is followed (its target is
 /// replaced). Throws InputError naming the path if it cannot be written.
 void write_json_file(const std::string& path, const nlohmann::json& j);
-
-/// Checks, before any work, that `path` can be written as an output file: its folder exists and
-/// is writable, and the path is not a directory, a device or another non-regular file. Throws
-/// InputError naming `flag` and the path.
-void check_output_path(const std::string& path, const std::string& flag);
 
 }  // namespace overlapsim

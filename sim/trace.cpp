@@ -1,6 +1,7 @@
 #include "sim/trace.hpp"
 
 #include "sim/error.hpp"
+#include "sim/output_file.hpp"
 
 #include <fmt/format.h>
 
@@ -124,15 +125,9 @@ constexpr const char* kFooter = "\n]}\n";
 
 TraceWriter::TraceWriter(const std::string& path, const std::string& flag) : path_(path), flag_(flag) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path target = fs::absolute(path, ec);
-  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {
-    const fs::path link = fs::read_symlink(target, ec);
-    if (ec) break;
-    target = link.is_absolute() ? link : target.parent_path() / link;
-  }
-  target_ = target.string();
-  tmp_ = target_ + ".tmp";
+  check_output_path(path, flag);
+  target_ = resolve_output_path(path);
+  tmp_ = create_temp_beside(target_, flag);
   file_ = std::make_unique<std::ofstream>(tmp_, std::ios::binary | std::ios::trunc);
   if (!*file_) {
     file_.reset();

@@ -146,6 +146,56 @@ TEST_CASE("bad command-line values name the flag") {
     std::remove(link.c_str());
     std::remove(target.c_str());
   }
+  SUBCASE("outputs never replace the inputs or each other") {
+    // Regressions: --trace over the scenario file destroyed it; --json and --trace on one path.
+    const std::string copy = temp_path(".yaml");
+    { std::ofstream(copy) << slurp(scenario); }
+    const std::string original = slurp(copy);
+    Run r = run_cli("run -q " + copy + " --trace " + copy);
+    CHECK(r.status == 2);
+    CHECK(r.output.find("is also an input") != std::string::npos);
+    CHECK(slurp(copy) == original);
+    const std::string out = temp_path(".json");
+    r = run_cli("run -q " + scenario + " --json " + out + " --trace " + out);
+    CHECK(r.status == 2);
+    CHECK(r.output.find("same file as --json") != std::string::npos);
+    std::remove(copy.c_str());
+  }
+  SUBCASE("a profile is never written over a non-regular file or over its input log") {
+    // Regression: import-nccl-tests --out /dev/null replaced the device with a regular file.
+    const std::string fifo = temp_path(".fifo");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const std::string log = kSrc + "/tests/data/nccl-tests/all_reduce_perf_8xh100.log";
+    Run r = run_cli("calibrate import-nccl-tests " + log + " --out " + fifo);
+    CHECK(r.status == 2);
+    CHECK(r.output.find("not a regular file") != std::string::npos);
+    struct stat st{};
+    REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+    CHECK(S_ISFIFO(st.st_mode));
+    std::remove(fifo.c_str());
+    const std::string copy = temp_path(".log");
+    { std::ofstream(copy) << slurp(log); }
+    r = run_cli("calibrate import-nccl-tests " + copy + " --out " + copy);
+    CHECK(r.status == 2);
+    CHECK(slurp(copy) == slurp(log));
+    std::remove(copy.c_str());
+  }
+  SUBCASE("a log measured at one size cannot be fitted") {
+    const Run r = run_cli("calibrate import-nccl-tests " + kSrc + "/tests/data/nccl-tests/bad/all_reduce_perf_one_size.log --out " +
+                          temp_path(".json"));
+    CHECK(r.status == 2);
+    CHECK(r.output.find("one message size") != std::string::npos);
+  }
+  SUBCASE("collective: one rank, zero ranks, fractional sizes, unfolding 2048 ranks") {
+    const std::string topo = kSrc + "/topologies/dgx-a100.yaml";
+    CHECK(run_cli("collective --op allreduce -t " + topo + " -n 1").status == 2);
+    CHECK(run_cli("collective --op allreduce -t " + topo + " -n 0").status == 2);
+    CHECK(run_cli("collective --op allreduce -t " + topo + " --sizes 1.5B:7B").status == 2);
+    const Run r = run_cli("collective --op allreduce -t " + kSrc +
+                          "/topologies/dgx-a100-superpod.yaml --override node.count=256 --unfold --sizes 1MiB:1MiB");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("--unfold") != std::string::npos);
+  }
   SUBCASE("unwritable json") {
     const Run r = run_cli("run -q " + scenario + " --json /nonexistent-dir/out.json");
     CHECK(r.status == 2);

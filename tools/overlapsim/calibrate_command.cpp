@@ -17,6 +17,7 @@
 #include "calibrate/nccl_tests.hpp"
 #include "calibrate/raw_measurements.hpp"
 #include "sim/error.hpp"
+#include "sim/output_file.hpp"
 
 #include <fmt/format.h>
 
@@ -144,6 +145,7 @@ int import_logs(const CalibrateArgs& a) {
   ImportOptions io;
   io.device = a.device;
   io.collective = a.collective;
+  check_output_path(a.out, "--out", a.logs);  // before any work; never over a log
   const ImportResult r = import_nccl_tests(a.logs, io);
   std::cout << fmt::format("overlapsim: read {} nccl-tests log(s) for {}\n", r.logs.size(), r.profile.device);
   std::cout << fmt::format("  {:<44} {:<15} {:>5} {:>5} {:>5} {:>11} {:>10}  {}\n", "log", "collective", "ranks", "nodes",

@@ -10,15 +10,21 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 
 namespace overlapsim::cli {
+
+namespace {
+/// Most ranks `--unfold` simulates (every rank's flows are kept in memory).
+constexpr int kMaxUnfoldedRanks = 1024;
+}  // namespace
 
 void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   CLI::App* c = app.add_subcommand("collective", "time one collective over sizes, in nccl-tests' terms");
   c->add_option("--op", a.op, "allreduce | allgather | reducescatter | alltoall | broadcast | reduce | sendrecv")
       ->required();
-  c->add_option("--ranks,-n", a.ranks, "GPUs taking part: ranks 0..N-1 of the topology (default: all)");
+  c->add_option("--ranks,-n", a.ranks, "GPUs taking part (2 or more): ranks 0..N-1 of the topology (default: all)");
   c->add_option("--topology,-t", a.topology, "topology YAML file")->required();
   c->add_option("--override", a.overrides, "topology override KEY=VALUE, e.g. node.count=16 (repeatable)");
   c->add_option("--sizes", a.sizes, "FROM:TO with units, e.g. 8B:8GiB (nccl-tests -b/-e)");
@@ -46,17 +52,27 @@ int collective_command(const CollectiveArgs& a) {
     ov[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   const Topology topo = load_topology(a.topology, ov);
-  const int ranks = a.ranks > 0 ? a.ranks : topo.num_gpus();
-  if (a.ranks < 0 || ranks > topo.num_gpus())
-    throw InputError(cli, "--ranks", fmt::format("expected 1 to {} (the GPUs of {}), found {}", topo.num_gpus(),
-                                                 topo.name, a.ranks));
+  const int ranks = a.ranks == -1 ? topo.num_gpus() : a.ranks;
+  // One rank has nothing to communicate (nccl-tests would time a local copy, which this does
+  // not model): refuse it rather than print zeros.
+  if (ranks < 2 || ranks > topo.num_gpus())
+    throw InputError(cli, "--ranks", fmt::format("expected 2 to {} (the GPUs of {}), found {}", topo.num_gpus(),
+                                                 topo.name, ranks));
+  if (a.unfold && ranks > kMaxUnfoldedRanks)
+    throw InputError(cli, "--unfold", fmt::format("simulates every rank; expected at most {} ranks, found {} (drop "
+                                                  "--unfold: rank 0 with mirrors times the same collective)",
+                                                  kMaxUnfoldedRanks, ranks));
   const auto colon = a.sizes.find(':');
   if (colon == std::string::npos) throw InputError(cli, "--sizes", "expected FROM:TO such as 8B:8GiB, found '" + a.sizes + "'");
   std::vector<double> sizes;
   try {
-    sizes = size_range(parse_bytes(a.sizes.substr(0, colon)), parse_bytes(a.sizes.substr(colon + 1)), a.factor);
+    const double from = parse_bytes(a.sizes.substr(0, colon)), to = parse_bytes(a.sizes.substr(colon + 1));
+    if (from != std::floor(from) || to != std::floor(to) || from < 1)
+      throw std::invalid_argument("expected whole numbers of bytes >= 1B");
+    sizes = size_range(from, to, a.factor);
+    for (double& s : sizes) s = std::floor(s);
   } catch (const std::invalid_argument& e) {
-    throw InputError(cli, "--sizes", e.what());
+    throw InputError(cli, "--sizes", std::string(e.what()) + ", found '" + a.sizes + "'");
   }
 
   const DeviceSpec& dev = device_spec(topo.gpu_model());

@@ -33,7 +33,7 @@ int topo_command(const TopoArgs& args);
 
 struct CollectiveArgs {
   std::string op;
-  int ranks = 0;  ///< 0: every GPU of the topology
+  int ranks = -1;  ///< -1 (flag not given): every GPU of the topology
   std::string topology;
   std::vector<std::string> overrides;
   std::string sizes = "8B:8GiB";

@@ -3,6 +3,7 @@
 #include "tools/overlapsim/commands.hpp"
 
 #include "sim/error.hpp"
+#include "sim/output_file.hpp"
 #include "sim/report.hpp"
 #include "sim/simulate.hpp"
 #include "sim/strategy.hpp"
@@ -18,7 +19,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
   CLI::App* run = app.add_subcommand("run", "simulate one training iteration of a scenario under each strategy");
   run->add_option("scenario", a.scenario, "scenario YAML file")->required();
-  run->add_option("--strategy,-s", a.strategies, "strategy to simulate (repeatable; default: the scenario's): " + names);
+  run->add_option("--strategy,-s", a.strategies, "strategy to simulate (repeatable; default: the scenario's): " + names +
+                      "; or a composition BASE+PASS[:ARG]+... such as megatron+workload-partition:4 "
+                      "(docs/extending.md)");
   run->add_option("--fidelity", a.fidelity, "flow | analytic (default: the scenario's)");
   run->add_option("--json", a.json, "also write the result as JSON to this file");
   run->add_option("--trace", a.trace,
@@ -47,8 +50,11 @@ int run_command(const RunArgs& a) {
       throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy", e.message());
     }
   }
-  if (!a.json.empty()) check_output_path(a.json, "--json");
-  if (!a.trace.empty()) check_output_path(a.trace, "--trace");
+  // Outputs: never an input, never each other (regression: --trace over the scenario file).
+  if (!a.json.empty()) check_output_path(a.json, "--json", {a.scenario});
+  if (!a.trace.empty()) check_output_path(a.trace, "--trace", {a.scenario});
+  if (!a.json.empty() && !a.trace.empty() && resolve_output_path(a.json) == resolve_output_path(a.trace))
+    throw InputError(SourceLocation{"<command line>", 0, 0}, "--trace", "is the same file as --json; expected another");
   opt.max_ops = a.max_ops;
   opt.strategies = a.strategies;
   if (!a.fidelity.empty()) {

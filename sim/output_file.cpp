@@ -1,0 +1,71 @@
+#include "sim/output_file.hpp"
+
+#include "sim/error.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+namespace overlapsim {
+
+namespace fs = std::filesystem;
+
+std::string resolve_output_path(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+    const fs::path link = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = link.is_absolute() ? link : p.parent_path() / link;
+  }
+  return fs::weakly_canonical(p, ec).string();
+}
+
+void check_output_path(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs) {
+  const SourceLocation where{path, 0, 0};
+  if (path.empty()) throw InputError(SourceLocation{"<command line>", 0, 0}, flag, "expected a file path, found ''");
+  std::error_code ec;
+  const fs::path target = resolve_output_path(path);
+  if (target.empty()) throw InputError(where, flag, "cannot resolve the path");
+  const fs::file_status st = fs::status(target, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw InputError(where, flag, "exists and is not a regular file; expected a file path to write");
+  const fs::path dir = target.parent_path();
+  if (!fs::is_directory(dir, ec)) throw InputError(where, flag, "folder " + dir.string() + " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0) throw InputError(where, flag, "folder " + dir.string() + " is not writable");
+  if (fs::exists(st))
+    for (const std::string& in : inputs)
+      if (fs::equivalent(target, in, ec))
+        throw InputError(where, flag, "is also an input (" + in + "); expected a file to write the result to");
+}
+
+std::string create_temp_beside(const std::string& target, const std::string& flag) {
+  std::string name = target + ".tmp-XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) throw InputError(SourceLocation{target, 0, 0}, flag, "cannot create a temporary file beside it");
+  ::close(fd);
+  return name;
+}
+
+void write_file_atomically(const std::string& path, const std::string& content, const std::string& flag) {
+  check_output_path(path, flag);
+  const std::string target = resolve_output_path(path);
+  const std::string tmp = create_temp_beside(target, flag);
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << content;
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw InputError(SourceLocation{path, 0, 0}, flag, "write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(SourceLocation{path, 0, 0}, flag, "cannot replace the file");
+  }
+}
+
+}  // namespace overlapsim
