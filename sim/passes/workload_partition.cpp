@@ -83,8 +83,14 @@ class WorkloadPartition final : public Pass {
     st.recv_ccw = intern_stream(s, o_.recv_stream_ccw);
     std::vector<RankProgram> out;
     out.reserve(s.programs.size());
-    for (const RankProgram& p : s.programs) out.push_back(rewrite(s, p, st, ctx));
+    int sites = 0, kept = 0;
+    for (const RankProgram& p : s.programs) out.push_back(rewrite(s, p, st, ctx, sites, kept));
     s.programs = std::move(out);
+    // Say so when a choice could not be applied (regression: workload-partition:4096 left every
+    // site as it was without a word).
+    if (kept > 0)
+      ctx.note(name() + ": " + std::to_string(kept) + " of " + std::to_string(sites) +
+               " sites kept whole (the chunk count or ring does not fit their token extent or group)");
     return s;
   }
 
@@ -96,11 +102,14 @@ class WorkloadPartition final : public Pass {
     std::vector<int> chunks;  ///< GemmReduce: new indices of the GEMM chunks
   };
 
-  RankProgram rewrite(const Schedule& s, const RankProgram& p, const Streams& st, const PassContext& ctx) const {
+  RankProgram rewrite(const Schedule& s, const RankProgram& p, const Streams& st, const PassContext& ctx, int& sites,
+                      int& kept) const {
     std::vector<Active> act;
     for (const Site& site : find_sites(s, p, ctx, o_.purpose)) {
       PartitionChoice c = o_.choose ? o_.choose(s, p, site) : PartitionChoice{};
+      ++sites;
       if (feasible(s, p, site, c)) act.push_back(Active{site, c, {}, {}});
+      else if (c.mode != PartitionMode::Keep) ++kept;
     }
     std::map<int, int> at_comm, at_gemm;  // old index → entry of act
     for (int a = 0; a < static_cast<int>(act.size()); ++a) {
