@@ -23,9 +23,12 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                       "; or a composition BASE+PASS[:ARG]+... such as megatron+workload-partition:4 "
                       "(docs/extending.md)");
   run->add_option("--fidelity", a.fidelity, "flow | analytic (default: the scenario's)");
-  run->add_option("--json", a.json, "also write the result as JSON to this file");
+  // An empty path would silently write nothing: refuse it (CLI11 exits 2 naming the flag).
+  const auto non_empty = [](const std::string& v) { return v.empty() ? std::string("expected a file path, found ''") : std::string(); };
+  run->add_option("--json", a.json, "also write the result as JSON to this file")->check(non_empty);
   run->add_option("--trace", a.trace,
-                  "also write a Chrome/Perfetto trace (one track per simulated rank and stream) to this file");
+                  "also write a Chrome/Perfetto trace (one track per simulated rank and stream) to this file")
+      ->check(non_empty);
   run->add_option("--set", a.settings, "override a scenario setting, e.g. --set parallelism.tp=4 (repeatable)");
   run->add_flag("--unfold", a.unfold, "simulate every rank instead of one representative per pipeline stage");
   run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
