@@ -37,6 +37,27 @@ bool nvlink_only(const Topology& topo, int a, int b) {
 }
 }  // namespace
 
+bool island_groups(Schedule& s, const std::vector<std::vector<int>>& islands, int rank, CommPurpose purpose,
+                   IslandGroups& out) {
+  const int b = static_cast<int>(islands.size());
+  if (b < 2) return false;
+  const int a = static_cast<int>(islands[0].size());
+  if (a < 2) return false;
+  for (const auto& isl : islands)
+    if (static_cast<int>(isl.size()) != a) return false;
+  int mine = -1, local = -1;
+  for (int x = 0; x < b; ++x)
+    for (int y = 0; y < a; ++y)
+      if (islands[x][y] == rank) mine = x, local = y;
+  OVERLAPSIM_CHECK(mine >= 0, "rank not in the group it is cut from");
+  std::vector<int> across;
+  for (const auto& isl : islands) across.push_back(isl[local]);
+  out.inside = s.intern_group(islands[mine], purpose);
+  out.across = s.intern_group(across, purpose);
+  out.per_island = a;
+  return true;
+}
+
 std::vector<std::vector<int>> split_by_level(const Topology& topo, const std::vector<int>& ranks, TopologyLevel level) {
   std::vector<std::vector<int>> islands;
   for (int r : ranks) {
@@ -93,19 +114,9 @@ class GroupPartition final : public Pass {
     auto it = cache.find(op.group);
     if (it == cache.end())
       it = cache.emplace(op.group, split_by_level(ctx.topology, s.groups[op.group].ranks, o_.level)).first;
-    const auto islands = it->second;
-    const int b = static_cast<int>(islands.size()), a = static_cast<int>(islands[0].size());
-    if (b < 2 || a < 2) return false;
-    for (const auto& isl : islands)
-      if (static_cast<int>(isl.size()) != a) return false;
-    int mine = -1, local = -1;
-    for (int x = 0; x < b; ++x)
-      for (int y = 0; y < a; ++y)
-        if (islands[x][y] == p.rank) mine = x, local = y;
-    std::vector<int> across;
-    for (const auto& isl : islands) across.push_back(isl[local]);
-    const int intra = s.intern_group(islands[mine], op.purpose);
-    const int inter = s.intern_group(across, op.purpose);
+    IslandGroups ig;
+    if (!island_groups(s, it->second, p.rank, op.purpose, ig)) return false;
+    const int a = ig.per_island, intra = ig.inside, inter = ig.across;
     auto piece = [&](CollectiveKind kind, int group, double bytes, const char* what, int n) {
       Op x = op;
       x.collective = kind;

@@ -56,6 +56,16 @@ const char* to_string(TopologyLevel l);
 /// The members of `ranks` split by `level`: islands in order of first appearance, each in ring order.
 std::vector<std::vector<int>> split_by_level(const Topology& topo, const std::vector<int>& ranks, TopologyLevel level);
 
+/// The two groups a member of a group cut into `islands` joins: its own island (`inside`) and the
+/// members at its position in every island (`across`), interned in `s`; `per_island` members
+/// each. False (nothing interned) when there are fewer than two islands, islands of fewer than
+/// two members, or islands of unequal size.
+struct IslandGroups {
+  int inside = -1, across = -1, per_island = 0;
+};
+bool island_groups(Schedule& s, const std::vector<std::vector<int>>& islands, int rank, CommPurpose purpose,
+                   IslandGroups& out);
+
 struct GroupPartitionOptions {
   TopologyLevel level = TopologyLevel::Node;
   /// Which collectives to split (from the op and its group only); default: all.

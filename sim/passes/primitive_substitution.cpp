@@ -168,20 +168,9 @@ class PrimitiveSubstitution final : public Pass {
     if (it == islands_.end())
       it = islands_.emplace(op.group, split_by_level(ctx.topology, s.groups[op.group].ranks, TopologyLevel::NvLinkIsland))
                .first;
-    const auto islands = it->second;
-    const int b = static_cast<int>(islands.size());
-    const int a = static_cast<int>(islands[0].size());
-    if (b < 2 || a < 2) return false;
-    for (const auto& isl : islands)
-      if (static_cast<int>(isl.size()) != a) return false;
-    int mine = -1, local = -1;
-    for (int x = 0; x < b; ++x)
-      for (int y = 0; y < a; ++y)
-        if (islands[x][y] == p.rank) mine = x, local = y;
-    std::vector<int> across;
-    for (const auto& isl : islands) across.push_back(isl[local]);
-    const int intra = s.intern_group(islands[mine], op.purpose);
-    const int inter = s.intern_group(across, op.purpose);
+    IslandGroups ig;
+    if (!island_groups(s, it->second, p.rank, op.purpose, ig)) return false;
+    const int a = ig.per_island, intra = ig.inside, inter = ig.across;
     Op rs = op, ar = op, ag = op;
     rs.collective = CollectiveKind::ReduceScatter;
     rs.group = intra;
