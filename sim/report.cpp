@@ -56,6 +56,35 @@ void print_table(std::ostream& out, const RunResult& r) {
   if (!r.notes.empty()) out << "\nnotes: " << r.notes << "\n";
 }
 
+namespace {
+std::string size_label(double bytes) {
+  if (bytes >= kGiB) return fmt::format("{:.2f} GiB", bytes / kGiB);
+  if (bytes >= 1024.0 * 1024.0) return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
+  if (bytes >= 1024.0) return fmt::format("{:.2f} KiB", bytes / 1024.0);
+  return fmt::format("{:.0f} B", bytes);
+}
+}  // namespace
+
+void print_plans(std::ostream& out, const RunResult& r) {
+  for (const auto& s : r.strategies) {
+    if (s.plan.empty()) {
+      out << fmt::format("\n{}: no per-op plan (only searching strategies, e.g. centauri, have one)\n", s.strategy);
+      continue;
+    }
+    out << fmt::format("\n{}: plan per communication op (predicted, contention-free; ms; * chosen)\n", s.strategy);
+    for (const auto& p : s.plan) {
+      out << fmt::format("  {} — {} {} over {} ranks, {}{}, {} instance(s)\n", p.op, p.purpose, p.kind, p.group_size,
+                         size_label(p.bytes), p.gemm.empty() ? "" : ", with " + p.gemm, p.instances);
+      for (size_t i = 0; i < p.alternatives.size(); ++i) {
+        const auto& a = p.alternatives[i];
+        const std::string exposed = a.exposed_s < 0 ? "overlapped" : fmt::format("{:.3f}", 1e3 * a.exposed_s);
+        out << fmt::format("    {} {:<32} time {:>9.3f}  exposed {:>10}\n", static_cast<int>(i) == p.chosen ? '*' : ' ',
+                           a.plan, 1e3 * a.time_s, exposed);
+      }
+    }
+  }
+}
+
 nlohmann::json to_json(const RunResult& r) {
   nlohmann::json j;
   j["scenario"] = r.scenario;
@@ -79,6 +108,20 @@ nlohmann::json to_json(const RunResult& r) {
     e["out_of_memory"] = s.out_of_memory;
     e["peak_memory_bytes"] = s.peak_memory_bytes;
     if (!s.notes.empty()) e["notes"] = s.notes;
+    if (!s.plan.empty()) {
+      e["plan"] = nlohmann::json::array();
+      for (const auto& p : s.plan) {
+        nlohmann::json alts = nlohmann::json::array();
+        for (const auto& a : p.alternatives) {
+          nlohmann::json x{{"plan", a.plan}, {"time_s", a.time_s}};
+          if (a.exposed_s >= 0) x["exposed_s"] = a.exposed_s;
+          alts.push_back(x);
+        }
+        e["plan"].push_back({{"op", p.op}, {"kind", p.kind}, {"purpose", p.purpose}, {"group_size", p.group_size},
+                             {"bytes", p.bytes}, {"gemm", p.gemm}, {"instances", p.instances},
+                             {"chosen", p.alternatives[p.chosen].plan}, {"alternatives", alts}});
+      }
+    }
     if (!s.out_of_memory) {
       e["iteration_s"] = s.iteration_s;
       e["tflops_per_gpu"] = s.tflops_per_gpu;

@@ -14,6 +14,11 @@ namespace overlapsim {
 /// A table a person reads at a glance: one row per strategy, units in the header.
 void print_table(std::ostream& out, const RunResult& r);
 
+/// The plan of every strategy that searched one (`run --explain`): per communication op, the
+/// alternatives considered with their predicted time and exposed communication (milliseconds),
+/// the chosen one marked. Strategies without a plan get one line saying so.
+void print_plans(std::ostream& out, const RunResult& r);
+
 /// The same figures as JSON (keys carry units: iteration_s, peak_memory_bytes, ...).
 nlohmann::json to_json(const RunResult& r);
 

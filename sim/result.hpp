@@ -14,6 +14,7 @@
 
 #include "sim/replay.hpp"
 #include "sim/schedule.hpp"
+#include "sim/strategy.hpp"
 
 #include <optional>
 #include <string>
@@ -36,6 +37,7 @@ struct StrategyResult {
   long long ops = 0;          ///< ops in the replayed schedule (simulated ranks)
   long long activities = 0;   ///< SimGrid activities (kernels and flows) created
   std::vector<std::string> notes;  ///< what the strategy did not do and why (e.g. a fallback), one line each
+  std::vector<OpPlan> plan;        ///< a searching strategy's choice per communication op (`--explain`)
 };
 
 struct RunResult {

@@ -124,7 +124,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       continue;
     }
     if (opt.progress) opt.progress(fmt::format("simulating {} ({} fidelity)", name, rr.fidelity));
-    StrategyContext ctx{topo, cost, &sc.model, &par, &r.notes};
+    StrategyContext ctx{topo, cost, &sc.model, &par, &r.notes, &r.plan, ro.sm_count, ro.sm_interference};
     const Schedule sched = strategy->apply(workload, ctx);
     for (const auto& p : sched.programs) r.ops += static_cast<long long>(p.ops.size());
     const ReplayTimes t = replay(sched, topo, ro);

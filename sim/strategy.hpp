@@ -22,6 +22,28 @@
 
 namespace overlapsim {
 
+/// One alternative a searching strategy considered for a communication op (`--explain`).
+struct PlanAlternative {
+  std::string plan;          ///< e.g. "chunks:4 · rs-ag", "ring (bidirectional)", "keep"
+  double time_s = 0;         ///< predicted contention-free time of the op with the computation it
+                             ///< overlaps (a site: collective + GEMM; otherwise the collective), seconds
+  double exposed_s = 0;      ///< the part of time_s no computation hides, seconds (−1: not predicted,
+                             ///< the op overlaps work outside its site)
+};
+/// What a searching strategy chose for one communication op, deduplicated over the layers,
+/// micro-batches and simulated ranks that share it (same name, kind, group shape, size).
+struct OpPlan {
+  std::string op;            ///< the workload's name, e.g. "ag.fc1"
+  std::string kind;          ///< e.g. "AllGather"
+  std::string purpose;       ///< "tp", "dp", ...
+  int group_size = 0;
+  double bytes = 0;          ///< NCCL buffer size per rank, bytes
+  std::string gemm;          ///< the GEMM the op feeds or drains ("" when none)
+  long long instances = 0;   ///< how many ops (over simulated ranks) the choice applies to
+  int chosen = 0;            ///< index into alternatives
+  std::vector<PlanAlternative> alternatives;
+};
+
 struct StrategyContext {
   const Topology& topology;
   const CostModel& cost;
@@ -31,6 +53,13 @@ struct StrategyContext {
   const Parallelism* parallelism = nullptr;
   /// Where a strategy says what it did not do and why (e.g. a fallback); may be null.
   std::vector<std::string>* notes = nullptr;
+  /// Where a searching strategy lists its choice per communication op; may be null.
+  std::vector<OpPlan>* plan = nullptr;
+  /// SMs per GPU and the replay's SM-interference coefficient (sim/replay.hpp), so that a
+  /// strategy's predictions slow the kernels beside a communication kernel as the replay does;
+  /// 0 SMs: no interference predicted.
+  int sm_count = 0;
+  double sm_interference = 1.0;
   void note(const std::string& line) const {
     if (notes != nullptr) notes->push_back(line);
   }

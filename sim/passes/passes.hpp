@@ -133,6 +133,27 @@ struct SitePrediction {
 SitePrediction predict_site(const Schedule& s, const RankProgram& p, const Site& site, const PartitionChoice& choice,
                             const PassContext& ctx);
 
+// ---- Layer tier: list scheduling inside each layer's pass (sim/passes/layer_schedule.cpp) -----------
+
+struct LayerScheduleStats {
+  long long collectives_moved = 0;  ///< collectives taken off the compute stream
+  long long kernels_moved = 0;      ///< kernels now issued after an op that used to follow them (deferred)
+};
+struct LayerScheduleOptions {
+  /// Collectives of these purposes that block the compute stream move to `comm_stream`.
+  std::vector<CommPurpose> purposes{CommPurpose::TensorParallel};
+  std::string comm_stream = "tp-comm";
+  /// Where the pass counts what it did (summed over programs); may be null.
+  std::shared_ptr<LayerScheduleStats> stats;
+};
+/// The layer-tier scheduler (Centauri §5.2): collectives off the compute stream, then each
+/// segment (one micro-batch's forward, or backward with recomputation, of one layer) is
+/// list-scheduled with predicted durations, the ready kernel on the longest path to the
+/// segment's end first; the ops are written back in start order. Works on `overlap_stream`
+/// (the placement the scheduler after it applies). Keeps FLOPs, bytes and acyclicity; keeps
+/// the order of communication ops on every stream.
+std::unique_ptr<Pass> make_layer_schedule(LayerScheduleOptions opt = {});
+
 // ---- Worked example of docs/extending.md (sim/passes/optimizer_gather_overlap.cpp) ----------------
 
 /// ZeRO's parameter AllGather after the optimizer step, overlapped with it: the step (memory-bound)

@@ -78,6 +78,11 @@ const Entry kPasses[] = {
     {"group-partition", "group-partition[:node|nvlink]", group},
     {"workload-partition", "workload-partition[:K|ring|bidirectional] (tensor-parallel sites; K chunks, default 4)",
      workload},
+    {"layer-schedule", "layer-schedule (tensor-parallel collectives off the compute stream, layers list-scheduled)",
+     [](const std::string& spec, const std::string& arg) {
+       if (!arg.empty()) bad_arg(spec, "no argument");
+       return make_layer_schedule();
+     }},
     {"optimizer-gather-overlap", "optimizer-gather-overlap[:K] (default 4)",
      [](const std::string& spec, const std::string& arg) {
        return make_optimizer_gather_overlap(positive_int(spec, arg, 4));

@@ -16,6 +16,7 @@ const Entry kStrategies[] = {
     {"megatron", make_megatron},
     {"te-overlap", make_te_overlap},
     {"wang-decomp", make_wang_decomp},
+    {"centauri", make_centauri},
 };
 
 /// "BASE+PASS[:ARG]+…": the registered passes (sim/passes/registry.cpp) in order on the

@@ -9,5 +9,6 @@ std::unique_ptr<Strategy> make_serial();
 std::unique_ptr<Strategy> make_megatron();
 std::unique_ptr<Strategy> make_te_overlap();
 std::unique_ptr<Strategy> make_wang_decomp();
+std::unique_ptr<Strategy> make_centauri();
 
 }  // namespace overlapsim

@@ -16,6 +16,7 @@ struct RunArgs {
   std::string trace;                  ///< Chrome/Perfetto trace file (sim/trace.hpp)
   std::vector<std::string> settings;  ///< KEY=VALUE
   bool unfold = false;
+  bool explain = false;               ///< print each searching strategy's plan per op
   bool quiet = false;
   long long max_ops = 20'000'000;
 };

@@ -30,6 +30,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                   "also write a Chrome/Perfetto trace (one track per simulated rank and stream) to this file")
       ->check(non_empty);
   run->add_option("--set", a.settings, "override a scenario setting, e.g. --set parallelism.tp=4 (repeatable)");
+  run->add_flag("--explain", a.explain,
+               "after the table, each searching strategy's choice per communication op and the predicted time of "
+               "every alternative it considered (e.g. --strategy centauri)");
   run->add_flag("--unfold", a.unfold, "simulate every rank instead of one representative per pipeline stage");
   run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
   run->add_option("--max-ops", a.max_ops, "refuse schedules estimated above this many ops (memory guard)")
@@ -78,6 +81,7 @@ int run_command(const RunArgs& a) {
   }
   const RunResult r = simulate(sc, opt);
   print_table(std::cout, r);
+  if (a.explain) print_plans(std::cout, r);
   if (!a.json.empty()) write_json_file(a.json, to_json(r));
   if (trace) trace->commit();
   return 0;
