@@ -132,7 +132,7 @@ TEST_CASE("every registered pass keeps FLOPs, received bytes, an acyclic graph a
       "primitive-substitution:rs-ag",    "primitive-substitution:ring",   "primitive-substitution:ring/tp",
       "primitive-substitution:hierarchical", "group-partition",          "group-partition:nvlink",
       "workload-partition",              "workload-partition:3",          "workload-partition:ring",
-      "workload-partition:bidirectional", "optimizer-gather-overlap:3"};
+      "workload-partition:bidirectional", "optimizer-gather-overlap:3", "layer-schedule"};
   for (const Case& c : cases(cost)) {
     CAPTURE(c.label);
     const StrategyContext ctx{c.topo, cost, &c.model, &c.par};
