@@ -127,6 +127,13 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const Parallelism& p, int s
   }
 
   e.buffers_bytes = kBuffersBytes;
+  if (p.zero_stage >= 3 && p.dp > 1) {
+    // ZeRO-3 gathers a layer's parameters before each use, prefetching the next layer
+    // (models/transformer.cpp): two layers' full TP shards are resident at a time.
+    const double f = m.ffn_hidden;
+    const double layer_params = (4.0 * h * h + 2.0 * h * f) / t + (9.0 * h + f) / t + 4.0 * h;
+    e.buffers_bytes += 2.0 * layer_params * weight_b;
+  }
   return e;
 }
 

@@ -3,6 +3,7 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -304,6 +305,34 @@ void IterationBuilder::build_rank(int rank) {
   const double full_act = static_cast<double>(d.Tsp) * d.h * d.e;
   std::vector<int> fwd_end(M, -1);
   std::vector<int> last_wgrad_of_layer(c.layers_per_stage, -1);
+  // Parameters of one layer on one rank (its TP shard): (12h² + 13h)/t, LayerNorms replicated.
+  const double layer_params = (4.0 * d.h * d.h + 2.0 * d.h * d.f) / d.t + (9.0 * d.h + d.f) / d.t + 4.0 * d.h;
+  // ZeRO-3 (Rajbhandari et al. SC'20 §5.3; DeepSpeed stage 3, FSDP FULL_SHARD): each layer's
+  // parameters are all-gathered over DP before its forward and again before its backward (they
+  // are freed after each use) and its gradients reduce-scattered after its backward, every
+  // micro-batch. The gathers are prefetched one layer ahead on the DP stream (DeepSpeed's
+  // prefetch, FSDP's forward/backward prefetch): layer l's gather may start once layer l−1's
+  // pass has begun, so at most two layers are gathered at a time. The embedding's parameters
+  // stay resident (their gradient is reduced with the last bucket, as below).
+  const bool zero3 = par_.zero_stage >= 3 && par_.dp > 1;
+  const double layer_bytes = layer_params * d.e;
+  int prev_layer_first = -1;  // first op of the layer pass before (prefetch distance 1)
+  auto gather_params = [&](int L, int mb, Phase ph) {
+    std::vector<int32_t> deps;
+    if (prev_layer_first >= 0) deps.push_back(prev_layer_first);
+    return pb.collective("zero3.param_gather", CollectiveKind::AllGather, c.dp_group, layer_bytes,
+                         CommPurpose::DataParallel, kDpCommStream, ph, L, mb, deps);
+  };
+  /// Emits one layer pass with its ZeRO-3 gather; `pass` emits the layer and returns its last op.
+  auto with_params = [&](int L, int mb, Phase ph, const std::function<int()>& pass) {
+    if (!zero3) return pass();
+    const int gather = gather_params(L, mb, ph);
+    const int first = static_cast<int>(prog.ops.size());
+    const int out = pass();
+    prog.ops[first].deps.push_back(gather);
+    prev_layer_first = first;
+    return out;
+  };
 
   auto forward = [&](int mb) {
     int x = -1;
@@ -314,7 +343,10 @@ void IterationBuilder::build_rank(int rank) {
     } else {
       x = pb.p2p("recv.act", false, prev, p2p_bytes, Phase::Forward, mb, {});
     }
-    for (int l = 0; l < c.layers_per_stage; ++l) x = layer_forward(pb, c, layer0 + l, mb, Phase::Forward, x);
+    prev_layer_first = -1;
+    for (int l = 0; l < c.layers_per_stage; ++l)
+      x = with_params(layer0 + l, mb, Phase::Forward,
+                      [&] { return layer_forward(pb, c, layer0 + l, mb, Phase::Forward, x); });
     if (c.last) {
       x = pb.compute("ln.final", ComputeKind::MemoryBound, mem(2 * full_act), 0, Phase::Forward, -1, mb, {x});
       x = tp_in(pb, c, "ag.logits", Phase::Forward, -1, mb, x, 0);
@@ -352,15 +384,23 @@ void IterationBuilder::build_rank(int rank) {
       // The backward pass also needs this micro-batch's forward to have run.
       prog.ops[r].deps.push_back(fwd_end[mb]);
     }
+    prev_layer_first = -1;
     for (int l = c.layers_per_stage - 1; l >= 0; --l) {
       const int L = layer0 + l;
-      if (par_.recompute == Recompute::Full) {
-        x = layer_forward(pb, c, L, mb, Phase::Recompute, x);
-      } else if (par_.recompute == Recompute::Selective) {
-        x = attention_forward(pb, L, mb, Phase::Recompute, x);
-      }
-      x = layer_backward(pb, c, L, mb, x);
-      last_wgrad_of_layer[l] = static_cast<int>(prog.ops.size()) - 2;  // qkv.wgrad precedes ln1.bwd
+      x = with_params(L, mb, Phase::Backward, [&] {
+        int y = x;
+        if (par_.recompute == Recompute::Full) {
+          y = layer_forward(pb, c, L, mb, Phase::Recompute, y);
+        } else if (par_.recompute == Recompute::Selective) {
+          y = attention_forward(pb, L, mb, Phase::Recompute, y);
+        }
+        y = layer_backward(pb, c, L, mb, y);
+        last_wgrad_of_layer[l] = static_cast<int>(prog.ops.size()) - 2;  // qkv.wgrad precedes ln1.bwd
+        return y;
+      });
+      if (zero3)
+        pb.collective("zero3.grad_reduce", CollectiveKind::ReduceScatter, c.dp_group, layer_bytes,
+                      CommPurpose::DataParallel, kDpCommStream, Phase::Backward, L, mb, {last_wgrad_of_layer[l]});
     }
     if (c.first) {
       x = pb.compute("embedding.bwd", ComputeKind::MemoryBound, mem(3.0 * d.T * d.h * d.e), 0,
@@ -392,8 +432,12 @@ void IterationBuilder::build_rank(int rank) {
   // gradients become ready (last layer first). Layer parameters per rank: (12h² + 13h)/t.
   std::vector<int32_t> sync_ops;
   const double grad_bytes = d.e;
-  const double layer_params = (4.0 * d.h * d.h + 2.0 * d.h * d.f) / d.t + (9.0 * d.h + d.f) / d.t + 4.0 * d.h;
-  if (par_.dp > 1) {
+  if (zero3 && (c.first || c.last)) {  // the layers' gradients were reduced per micro-batch
+    sync_ops.push_back(pb.collective("dp.grad_sync", CollectiveKind::ReduceScatter, c.dp_group,
+                                     static_cast<double>(d.V) * d.h / d.t * grad_bytes, CommPurpose::DataParallel,
+                                     par_.overlap_grad_reduce ? kDpCommStream : kComputeStream, Phase::GradSync, -1,
+                                     -1, {last_bwd}));
+  } else if (par_.dp > 1 && !zero3) {
     const double bucket_min = std::max(4e7, 1e6 * par_.dp);
     double acc = 0;
     int waiting_on = -1;
@@ -428,7 +472,7 @@ void IterationBuilder::build_rank(int rank) {
   std::vector<int32_t> deps = sync_ops;
   deps.push_back(last_bwd);
   const int opt = pb.compute("optimizer", ComputeKind::Optimizer, mem(28.0 * shard), 0, Phase::Optimizer, -1, -1, deps);
-  if (par_.zero_stage >= 1 && par_.dp > 1)
+  if (par_.zero_stage >= 1 && par_.zero_stage < 3 && par_.dp > 1)
     pb.collective("dp.param_gather", CollectiveKind::AllGather, c.dp_group, params * d.e, CommPurpose::DataParallel, 0,
                   Phase::Optimizer, -1, -1, {opt});
 }

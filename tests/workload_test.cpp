@@ -4,11 +4,13 @@
 #include "models/transformer.hpp"
 #include "sim/error.hpp"
 #include "sim/pass.hpp"
+#include "sim/replay.hpp"
 #include "sim/strategy.hpp"
 #include "sim/topology.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -112,4 +114,62 @@ TEST_CASE("the unknown strategy error lists the known ones") {
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("megatron") != std::string::npos);
   }
+}
+
+TEST_CASE("ZeRO-3: each layer's parameters gathered before every pass, prefetched one layer ahead") {
+  const CostModel cost = a100_cost();
+  ModelConfig m = model_preset("megatron-18.4b");  // hidden 6144, ffn 24576
+  m.layers = 4;
+  m.seq_len = 512;
+  Parallelism p = layout(2, 1, 4, 1, 8, Recompute::None, true);
+  p.zero_stage = 3;
+  const Schedule w = build_iteration(m, p, cost);
+  const RankProgram& prog = w.programs.at(0);
+  const int M = p.num_micro_batches();  // 2
+  const double h = m.hidden, f = m.ffn_hidden, t = p.tp;
+  const double layer_bytes = 2.0 * ((4 * h * h + 2 * h * f) / t + (9 * h + f) / t + 4 * h);
+  int gathers = 0, reduces = 0, param_gather_at_end = 0;
+  for (int i = 0; i < static_cast<int>(prog.ops.size()); ++i) {
+    const Op& op = prog.ops[i];
+    if (op.name == "dp.param_gather") ++param_gather_at_end;
+    if (op.name == "zero3.grad_reduce") {
+      ++reduces;
+      CHECK(op.collective == CollectiveKind::ReduceScatter);
+      CHECK(op.bytes == doctest::Approx(layer_bytes));
+      REQUIRE(op.deps.size() == 1);
+      CHECK(prog.ops[op.deps[0]].name == "qkv.wgrad");
+    }
+    if (op.name != "zero3.param_gather") continue;
+    ++gathers;
+    CHECK(op.collective == CollectiveKind::AllGather);
+    CHECK(w.groups[op.group].ranks.size() == 4);
+    CHECK(op.bytes == doctest::Approx(layer_bytes));
+    CHECK(op.overlap_stream != 0);  // off the compute stream: prefetched
+    // The layer's first op waits for it; it waits for the previous layer's pass to begin.
+    int first = -1;
+    for (int j = i + 1; j < static_cast<int>(prog.ops.size()) && first < 0; ++j)
+      if (std::find(prog.ops[j].deps.begin(), prog.ops[j].deps.end(), i) != prog.ops[j].deps.end()) first = j;
+    REQUIRE(first > i);
+    CHECK(prog.ops[first].layer == op.layer);
+    if (!op.deps.empty()) {
+      const Op& prev = prog.ops[op.deps[0]];
+      CHECK(prev.layer != op.layer);
+      CHECK(prev.micro_batch == op.micro_batch);
+    }
+  }
+  CHECK(gathers == 2 * m.layers * M);  // forward and backward, every micro-batch
+  CHECK(reduces == m.layers * M);
+  CHECK(param_gather_at_end == 0);
+  // Prefetching pays: the same schedule with the gathers blocking the compute stream is slower.
+  const Topology dgx = load_topology(std::string(OVERLAPSIM_SOURCE_DIR) + "/topologies/dgx-a100.yaml");
+  Schedule blocking = w;
+  for (auto& q : blocking.programs)
+    for (auto& op : q.ops)
+      if (op.name == "zero3.param_gather") op.overlap_stream = 0;
+  const StrategyContext ctx{dgx, cost, &m, &p};
+  ReplayOptions ro;
+  ro.launch_overhead_s = cost.launch_overhead_s();
+  const double prefetched = replay(make_strategy("megatron")->apply(w, ctx), dgx, ro).makespan_s;
+  const double waited = replay(make_strategy("megatron")->apply(blocking, ctx), dgx, ro).makespan_s;
+  CHECK(prefetched < 0.97 * waited);
 }
