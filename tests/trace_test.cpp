@@ -298,6 +298,25 @@ TEST_CASE("trace: a folded ring shows only the representative's links") {
   CHECK(p.link_tracks.begin()->second == "gpu0 → sw");
   for (const auto& [name, segs] : p.segments)
     for (const auto& e : segs) CHECK(e.at("args").at("ops") == nlohmann::json::array({"0:ar"}));
+
+  // A send from a mirrored rank is replayed for its simulated receiver: the mirror's flow,
+  // labelled with the mirror's rank and the op's name.
+  Schedule r;
+  r.world_size = 8;
+  Op recv;
+  recv.type = OpType::Recv;
+  recv.peer = 5;
+  recv.bytes = 1e6;
+  recv.match = -9;
+  recv.purpose = CommPurpose::Pipeline;
+  recv.name = "recv.act";
+  r.programs.push_back(RankProgram{2, 1, {recv}});
+  const ReplayTimes tr = replay(r, topo, recording_textbook());
+  TraceWriter wr;
+  wr.add("p2p", r, tr, &topo);
+  const Parsed pr = parse(nlohmann::json::parse(wr.json()));
+  CHECK(pr.segments.size() == 2);  // gpu5 → sw → gpu2
+  CHECK(pr.segments.at("gpu5 → sw").at(0).at("name") == "5:recv.act");
 }
 
 TEST_CASE("trace: overlapping sends on one link cut it where the set of ops changes") {
