@@ -11,6 +11,7 @@
 #include <deque>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 #include <unordered_map>
 
 #include <sys/wait.h>
@@ -29,6 +30,8 @@ Fidelity parse_fidelity(const std::string& text) {
 }
 
 namespace {
+
+static_assert(std::is_trivially_copyable_v<FlowRecord>, "flows cross the pipe as raw bytes");
 
 // ---- child-process plumbing --------------------------------------------------------------
 
@@ -95,6 +98,8 @@ ReplayTimes replay(const Schedule& schedule, const Topology& topo, const ReplayO
         buf.append(reinterpret_cast<const char*>(t.start_s[i].data()), t.start_s[i].size() * sizeof(double));
         buf.append(reinterpret_cast<const char*>(t.end_s[i].data()), t.end_s[i].size() * sizeof(double));
       }
+      put<uint64_t>(buf, t.flows.size());
+      buf.append(reinterpret_cast<const char*>(t.flows.data()), t.flows.size() * sizeof(FlowRecord));
     } catch (const std::exception& e) {
       buf.clear();
       put<int32_t>(buf, 1);
@@ -136,6 +141,10 @@ ReplayTimes replay(const Schedule& schedule, const Topology& topo, const ReplayO
     std::memcpy(t.end_s[i].data(), buf.data() + at, n * sizeof(double));
     at += n * sizeof(double);
   }
+  const auto nf = get<uint64_t>(buf, at);
+  if (at + nf * sizeof(FlowRecord) > buf.size()) throw std::runtime_error("replay: truncated result");
+  t.flows.resize(nf);
+  std::memcpy(static_cast<void*>(t.flows.data()), buf.data() + at, nf * sizeof(FlowRecord));
   return t;
 }
 

@@ -58,6 +58,19 @@ struct ReplayOptions {
   /// SMs, kernels beside them run at (1 − min(1, interference · k / sm_count)) of the GPU's
   /// speed. 1.0: they lose exactly the SMs taken (from the calibration profile when measured).
   double sm_interference = 1.0;
+  /// Record every flow in ReplayTimes::flows (for the trace's link tracks, sim/link_trace.hpp).
+  /// Off, the replay records nothing and pays nothing for it.
+  bool record_flows = false;
+};
+
+/// One flow the replay issued: a ring or chain step, an AllToAll piece or a send.
+struct FlowRecord {
+  double start_s = 0, end_s = 0;  ///< started; arrived (seconds of simulated time)
+  double bytes = 0;
+  int src_rank = -1, dst_rank = -1;  ///< GPUs it went between (its links: Topology::route)
+  int rank = -1;       ///< global rank whose op it belongs to (a mirror's flow: the mirror)
+  int op = -1;         ///< index of that op in the rank's program; -1 for a mirror's flow
+  int64_t match = -1;  ///< the op's match id (names a mirror's op)
 };
 
 /// Start and end (seconds of simulated time) of every op of every simulated rank, in the
@@ -67,6 +80,7 @@ struct ReplayTimes {
   std::vector<std::vector<double>> end_s;
   double makespan_s = 0;       ///< latest end over all ops
   long long activities = 0;    ///< SimGrid activities created (execs + flows)
+  std::vector<FlowRecord> flows;  ///< in start order; only with ReplayOptions::record_flows
 };
 
 /// Replays the schedule. Throws std::runtime_error if the simulation fails or deadlocks (an op

@@ -5,6 +5,7 @@
 
 #include "sim/activity_backend.hpp"
 #include "sim/error.hpp"
+#include "sim/link_trace.hpp"
 
 
 #include <cmath>
@@ -126,6 +127,7 @@ class Replayer {
   std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
   std::vector<int> held_sms_;                     // per simulated rank: SMs communication holds
   std::map<std::tuple<int, int, double, int>, CollectivePlan> plans_;  // (group, kind, bytes, channels)
+  FlowRecorder flows_;  // used only when opt_.record_flows (the trace's link tracks)
   ReplayTimes times_;
   long long completed_ = 0, total_ops_ = 0;
 };
@@ -265,6 +267,9 @@ void Replayer::start_flow(Task::Kind kind, int src_rank, int dst_rank, double by
                           int channel, int idx) {
   tasks_.push_back(Task{kind, ri, oi, match, channel, idx, be_.now()});
   ++times_.activities;
+  if (opt_.record_flows)
+    flows_.started(&tasks_.back(), FlowRecord{be_.now(), -1, bytes, src_rank, dst_rank,
+                                              ri >= 0 ? s_.programs[ri].rank : src_rank, oi, match});
   be_.start_flow(src_rank, dst_rank, bytes, &tasks_.back());
 }
 
@@ -522,6 +527,7 @@ void Replayer::coll_maybe_erase(int64_t match) {
 }
 
 void Replayer::on_activity_done(Task& t) {
+  if (opt_.record_flows) flows_.ended(&t, be_.now());
   switch (t.kind) {
     case Task::Kernel:
       complete(t.rank_idx, t.op);
@@ -600,6 +606,7 @@ ReplayTimes Replayer::run() {
   }
   for (const auto& v : times_.end_s)
     for (double e : v) times_.makespan_s = std::max(times_.makespan_s, e);
+  if (opt_.record_flows) times_.flows = flows_.take();
   return times_;
 }
 

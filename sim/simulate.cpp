@@ -111,6 +111,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   // coefficient, or exactly the SMs taken when it has none.
   ro.sm_count = dev.sm_count;
   if (profile.sm_interference > 0) ro.sm_interference = profile.sm_interference;
+  ro.record_flows = opt.record_flows;
 
   const std::vector<std::string> names = opt.strategies.empty() ? sc.strategies : opt.strategies;
   for (const std::string& name : names) {
@@ -128,7 +129,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     const Schedule sched = strategy->apply(workload, ctx);
     for (const auto& p : sched.programs) r.ops += static_cast<long long>(p.ops.size());
     const ReplayTimes t = replay(sched, topo, ro);
-    if (opt.on_replayed) opt.on_replayed(name, sched, t);
+    if (opt.on_replayed) opt.on_replayed(name, sched, t, topo);
     const Breakdown b = breakdown(sched, t);
     r.iteration_s = t.makespan_s;
     r.activities = t.activities;

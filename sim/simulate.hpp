@@ -5,6 +5,7 @@
 #include "models/transformer.hpp"
 #include "sim/result.hpp"
 #include "sim/scenario.hpp"
+#include "sim/topology.hpp"
 
 #include <functional>
 #include <optional>
@@ -22,8 +23,11 @@ struct SimulateOptions {
   long long max_ops = 20'000'000;
   /// Called with one line of progress before each strategy is simulated (may be empty).
   std::function<void(const std::string&)> progress;
-  /// Called after each strategy's replay with its schedule and op times (e.g. to write a trace).
-  std::function<void(const std::string& strategy, const Schedule&, const ReplayTimes&)> on_replayed;
+  /// Called after each strategy's replay with its schedule, op times and the machine (e.g. to
+  /// write a trace).
+  std::function<void(const std::string& strategy, const Schedule&, const ReplayTimes&, const Topology&)> on_replayed;
+  /// Have the replay record every flow (ReplayTimes::flows, for the trace's link tracks).
+  bool record_flows = false;
 };
 
 /// Runs the scenario. Throws InputError for inputs that do not fit together (a layout larger

@@ -1,6 +1,7 @@
 #include "sim/trace.hpp"
 
 #include "sim/error.hpp"
+#include "sim/link_trace.hpp"
 #include "sim/output_file.hpp"
 
 #include <fmt/format.h>
@@ -48,43 +49,44 @@ const char* category(const Op& op) {
 
 }  // namespace
 
-void TraceWriter::add(const std::string& label, const Schedule& s, const ReplayTimes& t) {
+void TraceWriter::next_event() {
+  if (any_) events_ += ",\n";
+  any_ = true;
+  ++events_count_;
+  if (events_.size() > (1 << 22)) flush_to_file(false);
+}
+
+void TraceWriter::add(const std::string& label, const Schedule& s, const ReplayTimes& t, const Topology* topo) {
   OVERLAPSIM_CHECK(t.start_s.size() == s.programs.size() && t.end_s.size() == s.programs.size(),
                    "trace: times do not belong to this schedule");
   std::string& out = events_;
-  auto sep = [&] {
-    if (any_) out += ",\n";
-    any_ = true;
-    ++events_count_;
-    if (out.size() > (1 << 22)) flush_to_file(false);
-  };
   for (size_t ri = 0; ri < s.programs.size(); ++ri) {
     const RankProgram& p = s.programs[ri];
     OVERLAPSIM_CHECK(t.start_s[ri].size() == p.ops.size(), "trace: times do not belong to this schedule");
     const int pid = next_pid_++;
-    sep();
+    next_event();
     out += fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":)", pid);
     append_escaped(out, fmt::format("{} · rank {}", label, p.rank));
     out += "}}";
-    sep();
+    next_event();
     out += fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})", pid, pid);
     std::set<int> used;
     for (const Op& op : p.ops) used.insert(op.stream);
     for (int st : used) {
       const std::string name = st < static_cast<int>(s.stream_names.size()) ? s.stream_names[st]
                                                                              : "stream " + std::to_string(st);
-      sep();
+      next_event();
       out += fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":)", pid, st);
       append_escaped(out, name);
       out += "}}";
-      sep();
+      next_event();
       out += fmt::format(R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
                          pid, st, st);
     }
     for (size_t oi = 0; oi < p.ops.size(); ++oi) {
       const Op& op = p.ops[oi];
       const double start = t.start_s[ri][oi], end = t.end_s[ri][oi];
-      sep();
+      next_event();
       out += R"({"ph":"X","name":)";
       append_escaped(out, op.name);
       out += fmt::format(R"(,"cat":"{}","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"phase":"{}")",
@@ -112,6 +114,54 @@ void TraceWriter::add(const std::string& label, const Schedule& s, const ReplayT
           break;
       }
       out += "}}";
+    }
+  }
+  if (t.flows.empty()) return;
+  OVERLAPSIM_CHECK(topo != nullptr, "trace: flows without the topology they crossed");
+  add_links(label, s, t, *topo);
+}
+
+void TraceWriter::add_links(const std::string& label, const Schedule& s, const ReplayTimes& t, const Topology& topo) {
+  std::string& out = events_;
+  const std::vector<LinkTrack> tracks = link_tracks(s, t.flows, topo);
+  const int pid = next_pid_++;
+  next_event();
+  out += fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":)", pid);
+  append_escaped(out, fmt::format("{} · links", label));
+  out += "}}";
+  next_event();
+  out += fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})", pid, pid);
+  for (size_t tid = 0; tid < tracks.size(); ++tid) {
+    const LinkTrack& track = tracks[tid];
+    next_event();
+    out += fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":)", pid, tid);
+    append_escaped(out, track.name);
+    out += "}}";
+    next_event();
+    out += fmt::format(R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+                       pid, tid, tid);
+    for (const LinkSegment& seg : track.segments) {
+      const int n_ops = static_cast<int>(seg.ops.size()) + seg.more_ops;
+      next_event();
+      out += R"({"ph":"X","name":)";
+      append_escaped(out, n_ops == 1 ? seg.ops[0] : fmt::format("{} ops", n_ops));
+      out += fmt::format(
+          R"(,"cat":"link","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"bytes":{:.17g},"flows":{},"max_concurrent_flows":{},"ops":[)",
+          pid, tid, seg.start_s * 1e6, (seg.end_s - seg.start_s) * 1e6, seg.bytes, seg.flows, seg.max_concurrent);
+      for (size_t i = 0; i < seg.ops.size(); ++i) {
+        if (i) out += ',';
+        append_escaped(out, seg.ops[i]);
+      }
+      out += ']';
+      if (seg.more_ops > 0) out += fmt::format(R"(,"more_ops":{})", seg.more_ops);
+      out += "}}";
+    }
+    for (const LinkSample& c : track.samples) {
+      next_event();
+      out += R"({"ph":"C","name":)";
+      append_escaped(out, track.name);
+      out += fmt::format(R"(,"pid":{},"ts":{:.3f},"args":{{"flows":{},"bytes_per_s":{:.6g}}}}})", pid, c.time_s * 1e6,
+                         c.flows, c.bytes_per_s);
     }
   }
 }

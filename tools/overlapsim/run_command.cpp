@@ -27,7 +27,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   const auto non_empty = [](const std::string& v) { return v.empty() ? std::string("expected a file path, found ''") : std::string(); };
   run->add_option("--json", a.json, "also write the result as JSON to this file")->check(non_empty);
   run->add_option("--trace", a.trace,
-                  "also write a Chrome/Perfetto trace (one track per simulated rank and stream) to this file")
+                  "also write a Chrome/Perfetto trace (one track per simulated rank and stream, one per link "
+                  "that carried their flows) to this file")
       ->check(non_empty);
   run->add_option("--set", a.settings, "override a scenario setting, e.g. --set parallelism.tp=4 (repeatable)");
   run->add_flag("--explain", a.explain,
@@ -75,8 +76,9 @@ int run_command(const RunArgs& a) {
   std::unique_ptr<TraceWriter> trace;
   if (!a.trace.empty()) {
     trace = std::make_unique<TraceWriter>(a.trace, "--trace");
-    opt.on_replayed = [&trace](const std::string& name, const Schedule& s, const ReplayTimes& t) {
-      trace->add(name, s, t);
+    opt.record_flows = true;
+    opt.on_replayed = [&trace](const std::string& name, const Schedule& s, const ReplayTimes& t, const Topology& topo) {
+      trace->add(name, s, t, &topo);
     };
   }
   const RunResult r = simulate(sc, opt);
