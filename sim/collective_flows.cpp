@@ -220,6 +220,8 @@ void Replayer::coll_maybe_erase(int64_t match) {
 
 void Replayer::tree_start(CollState& c, int64_t match, std::vector<TreeAction>& acts) {
   const auto& g = s_.groups[c.group].ranks;
+  // Nobody waits for the mirrors once every simulated member is done (as for a ring).
+  if (c.remaining == 0) acts.clear();
   for (const TreeAction& a : acts) {
     ++c.in_flight;
     if (a.kind == TreeAction::Delay)

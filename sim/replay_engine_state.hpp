@@ -26,7 +26,7 @@ inline constexpr int kMaxMirroredFlowsPerStep = 64;
 /// Most flows a tree AllReduce may issue in flow fidelity (every member's, mirrors included:
 /// a tree has no symmetry for a representative to stand for); above, it is timed by its closed
 /// form like in analytic fidelity, and meets no other traffic.
-inline constexpr long long kMaxTreeFlows = 1LL << 18;
+inline constexpr long long kMaxTreeFlows = 1LL << 14;
 
 /// What a SimGrid activity stands for.
 struct Task {
