@@ -12,18 +12,28 @@ namespace overlapsim {
 
 namespace {
 
-// NCCL src/graph/tuning.cc (ring rows; µs).
+// NCCL src/graph/tuning.cc ncclTunerConstantsDefaults (ring and tree rows; µs).
 constexpr double kBaseLatRing[3] = {6.6e-6, 14.0e-6, 8.4e-6};
 constexpr double kHwLatRing[3][3] = {
     {0.6e-6, 1.9e-6, 3.4e-6},   // NVLink: LL, LL128, Simple
     {1.0e-6, 2.5e-6, 5.7e-6},   // PCIe
     {2.7e-6, 4.0e-6, 14.0e-6},  // network
 };
+constexpr double kBaseLatTree[3] = {6.8e-6, 14.0e-6, 8.4e-6};
+constexpr double kHwLatTree[3][3] = {
+    {0.6e-6, 1.25e-6, 4.0e-6},  // NVLink: LL, LL128, Simple
+    {1.0e-6, 1.9e-6, 4.0e-6},   // PCIe
+    {5.0e-6, 8.5e-6, 14.0e-6},  // network
+};
 // Payload fraction on the wire (NCCL src/include/device.h: LL lines are 8 B data + 8 B flags;
 // LL128 lines are 120 B data + 8 B flags).
 constexpr double kWireFraction[3] = {0.5, 120.0 / 128.0, 1.0};
 // NCCL's Simple protocol moves a channel's data in steps of NCCL_BUFFSIZE / NCCL_STEPS bytes.
 constexpr double kSliceBytes = 4.0 * 1024 * 1024 / 8;
+// Tree chunk payload per protocol (src/enqueue.cc: one step of the protocol's buffer,
+// src/init.cc DEFAULT_LL_BUFFSIZE 8 lines · 512 threads · 8 steps · 16 B and
+// DEFAULT_LL128_BUFFSIZE 120 · 640 · 8 · 8 B, over NCCL_STEPS 8; LL halves it, LL128 keeps 15/16).
+constexpr double kTreeChunkBytes[3] = {65536.0 / 2, 614400.0 / 16 * 15, kSliceBytes};
 
 Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, int a, int b) {
   Hop2 h;
@@ -93,22 +103,225 @@ const char* to_string(Protocol p) {
 
 double CollectivePlan::closed_form_s() const {
   if (members <= 1 || steps == 0) return 0;
+  if (algorithm == CollectiveAlgorithm::Tree) {
+    double t = 0;
+    for (const TreePlan& tp : trees) t = std::max(t, tp.pipeline_s(steps, wire_bytes));
+    return base_latency_s + t;
+  }
   double step = 0;
   for (const auto& ch : rings) step = std::max(step, channel_step_s(ch, wire_bytes, chain));
   const int waves = chain ? (members - 1) + (steps - 1) : steps;
   return base_latency_s + waves * step;
 }
 
+long long CollectivePlan::tree_flows() const {
+  long long f = 0;
+  if (algorithm == CollectiveAlgorithm::Tree)
+    for (size_t i = 0; i < trees.size(); ++i) f += 2LL * (members - 1) * steps;
+  return f;
+}
+
+std::vector<double> CollectivePlan::member_ends_s() const {
+  std::vector<double> e(members, 0.0);
+  if (members <= 1 || steps == 0) return e;
+  if (algorithm != CollectiveAlgorithm::Tree) return std::vector<double>(members, closed_form_s());
+  for (const TreePlan& tp : trees) {
+    const std::vector<double> t = tp.end_times(steps, wire_bytes);
+    for (int v = 0; v < members; ++v) e[v] = std::max(e[v], base_latency_s + t[v]);
+  }
+  return e;
+}
+
+double tree_received_bytes(const CollectivePlan& p, int pos) {
+  OVERLAPSIM_CHECK(p.algorithm == CollectiveAlgorithm::Tree, "not a tree plan");
+  double b = 0;
+  for (const TreePlan& tp : p.trees) {
+    const int from = static_cast<int>(tp.children[pos].size()) + (pos == tp.root ? 0 : 1);
+    b += tp.multiplicity * p.step_bytes * p.steps * from;
+  }
+  return b;
+}
+
 double received_bytes_per_rank(const CollectivePlan& p) {
   if (p.members <= 1) return 0;
+  if (p.algorithm == CollectiveAlgorithm::Tree) {
+    double sum = 0;
+    for (int v = 0; v < p.members; ++v) sum += tree_received_bytes(p, v);
+    return sum / p.members;
+  }
   // Every ring (a merged ring carries all channels' bytes) delivers step_bytes per step.
   return p.step_bytes * p.steps * static_cast<double>(p.rings.size());
 }
+
+namespace {
+
+/// Each hop's share of its links while every hop in `hops` sends at once.
+void set_shares(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                const std::vector<Hop2*>& hops) {
+  std::map<int, int> users;
+  for (const Hop2* h : hops)
+    for (int l : h->links) ++users[l];
+  for (Hop2* h : hops) {
+    h->share_Bps = std::numeric_limits<double>::infinity();
+    for (const Hop& hop : topo.route(ranks[h->src_pos], ranks[h->dst_pos])) {
+      const Link& l = topo.link(hop.link_id);
+      const int key = 2 * hop.link_id + ((hop.forward || !l.full_duplex) ? 0 : 1);
+      h->share_Bps = std::min(h->share_Bps, l.bandwidth_Bps * eff.of(l.kind) / users[key]);
+    }
+  }
+}
+
+/// Tree hops' shares: a hop shares a link with the hops whose busy windows overlap its own, a
+/// window being [first slice's start, + K · its time alone] as end_times() would place it
+/// without sharing (all hops busy at once when K is large; only hops at the same depth when
+/// K = 1). Exact for hops that share no link.
+void set_tree_shares(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                     CollectivePlan& q) {
+  struct Window {
+    Hop2* hop;
+    double from, to;
+  };
+  std::vector<Window> windows;
+  const int n = q.members;
+  for (auto& tp : q.trees) {
+    for (int v = 0; v < n; ++v) {
+      tp.up[v].share_Bps = tp.up[v].bandwidth_Bps;
+      tp.down[v].share_Bps = tp.down[v].bandwidth_Bps;
+    }
+    // First-slice starts without sharing (end_times' S).
+    std::vector<int> order{tp.root};
+    for (size_t i = 0; i < order.size(); ++i)
+      for (int c : tp.children[order[i]]) order.push_back(c);
+    std::vector<double> up_start(n, 0.0), into(n, 0.0);  // into[v]: first slice fully reduced at v
+    for (int i = n - 1; i >= 0; --i) {
+      const int v = order[i];
+      for (int c : tp.children[v]) into[v] = std::max(into[v], up_start[c] + TreePlan::hop_s(tp.up[c], q.wire_bytes));
+      up_start[v] = into[v];
+    }
+    std::vector<double> dn_arrive(n, 0.0);
+    dn_arrive[tp.root] = into[tp.root];
+    for (int i = 1; i < n; ++i) {
+      const int v = order[i];
+      const double t = TreePlan::hop_s(tp.down[v], q.wire_bytes);
+      const double start = dn_arrive[tp.parent[v]];
+      dn_arrive[v] = start + t;
+      for (int m = 0; m < tp.multiplicity; ++m) {
+        windows.push_back({&tp.down[v], start, start + q.steps * t});
+        const double tu = TreePlan::hop_s(tp.up[v], q.wire_bytes);
+        windows.push_back({&tp.up[v], up_start[v], up_start[v] + q.steps * tu});
+      }
+    }
+  }
+  // Per directed link, the windows crossing it, sorted by start and by end.
+  std::map<int, std::pair<std::vector<double>, std::vector<double>>> on;
+  for (const Window& w : windows)
+    for (int l : w.hop->links) {
+      on[l].first.push_back(w.from);
+      on[l].second.push_back(w.to);
+    }
+  for (auto& [l, se] : on) {
+    std::sort(se.first.begin(), se.first.end());
+    std::sort(se.second.begin(), se.second.end());
+  }
+  for (const Window& w : windows) {
+    Hop2& h = *w.hop;
+    h.share_Bps = std::numeric_limits<double>::infinity();
+    for (const Hop& hop : topo.route(ranks[h.src_pos], ranks[h.dst_pos])) {
+      const Link& l = topo.link(hop.link_id);
+      const auto& [starts, ends] = on[2 * hop.link_id + ((hop.forward || !l.full_duplex) ? 0 : 1)];
+      // Windows that start before this one ends and end after it starts (itself included).
+      const long users = (std::lower_bound(starts.begin(), starts.end(), w.to) - starts.begin()) -
+                         (std::upper_bound(ends.begin(), ends.end(), w.from) - ends.begin());
+      h.share_Bps = std::min(h.share_Bps, l.bandwidth_Bps * eff.of(l.kind) / std::max(1L, users));
+    }
+  }
+}
+
+CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
+                         int channels, const CollectiveOptions& opt) {
+  CollectivePlan p;
+  p.kind = CollectiveKind::AllReduce;
+  p.algorithm = CollectiveAlgorithm::Tree;
+  p.members = static_cast<int>(ranks.size());
+  p.channels = channels;
+  const int n = p.members;
+  // Channels' trees (identical channels merged) and their hops.
+  std::vector<TreePlan> trees;
+  std::map<std::vector<int>, int> seen;  // parent array → index in trees
+  for (int c = 0; c < channels; ++c) {
+    TreePlan tp = build_tree(topo, ranks, c);
+    auto [it, fresh] = seen.try_emplace(tp.parent, static_cast<int>(trees.size()));
+    if (!fresh) {
+      ++trees[it->second].multiplicity;
+      continue;
+    }
+    tp.up.resize(n);
+    tp.down.resize(n);
+    for (int v = 0; v < n; ++v)
+      if (v != tp.root) {
+        tp.up[v] = measure_hop(topo, eff, ranks, v, tp.parent[v]);
+        tp.down[v] = measure_hop(topo, eff, ranks, tp.parent[v], v);
+      }
+    trees.push_back(std::move(tp));
+  }
+  const double per_channel = bytes / channels;
+  auto model = [&](Protocol proto) {
+    const int pi = static_cast<int>(proto);
+    CollectivePlan q = p;
+    q.protocol = proto;
+    q.steps = std::max(1, static_cast<int>(std::ceil(per_channel / kTreeChunkBytes[pi])));
+    q.step_bytes = per_channel / q.steps;
+    q.wire_bytes = q.step_bytes / kWireFraction[pi];
+    q.base_latency_s = opt.textbook ? 0.0 : kBaseLatTree[pi];
+    q.trees = trees;
+    for (auto& tp : q.trees)
+      for (int v = 0; v < n; ++v)
+        for (Hop2* h : {&tp.up[v], &tp.down[v]})
+          h->step_latency_s = opt.textbook ? h->route_latency_s
+                                           : std::max(h->route_latency_s, kHwLatTree[static_cast<int>(h->kind)][pi]);
+    set_tree_shares(topo, eff, ranks, q);
+    return q;
+  };
+  CollectivePlan best = model(opt.protocol_auto || opt.textbook ? Protocol::Simple : opt.protocol);
+  if (opt.protocol_auto && !opt.textbook)
+    for (Protocol proto : {Protocol::LL, Protocol::LL128}) {
+      CollectivePlan q = model(proto);
+      if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
+    }
+  return best;
+}
+
+int node_count(const Topology& topo, const std::vector<int>& ranks) {
+  std::vector<int> nodes;
+  for (int r : ranks) nodes.push_back(topo.node_of(r));
+  std::sort(nodes.begin(), nodes.end());
+  return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+}
+
+CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                         CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt);
+
+}  // namespace
 
 CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                                CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt) {
   OVERLAPSIM_CHECK(kind != CollectiveKind::AllToAll, "AllToAll is point-to-point, not planned as a ring");
   OVERLAPSIM_CHECK(!ranks.empty(), "empty group");
+  const int channels = std::max(1, channels_wanted > 0 ? channels_wanted : opt.channels);
+  CollectiveAlgorithm alg = kind == CollectiveKind::AllReduce ? opt.algorithm : CollectiveAlgorithm::Ring;
+  if (ranks.size() <= 1 || (alg == CollectiveAlgorithm::Auto && node_count(topo, ranks) <= 1))
+    alg = CollectiveAlgorithm::Ring;
+  if (alg == CollectiveAlgorithm::Tree) return plan_tree(topo, eff, ranks, bytes, channels, opt);
+  CollectivePlan ring = plan_ring(topo, eff, ranks, kind, bytes, channels, opt);
+  if (alg == CollectiveAlgorithm::Ring) return ring;
+  CollectivePlan tree = plan_tree(topo, eff, ranks, bytes, channels, opt);
+  return tree.closed_form_s() < ring.closed_form_s() ? tree : ring;
+}
+
+namespace {
+
+CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                         CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt) {
   CollectivePlan p;
   p.kind = kind;
   p.algorithm = CollectiveAlgorithm::Ring;
@@ -137,19 +350,10 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   }
 
   // Each hop's share of its links while every channel's hops of a step send at once.
-  std::map<int, int> users;
-  for (const auto& ch : rings)
-    for (const Hop2& h : ch.hops)
-      for (int l : h.links) ++users[l];
+  std::vector<Hop2*> all;
   for (auto& ch : rings)
-    for (Hop2& h : ch.hops) {
-      h.share_Bps = std::numeric_limits<double>::infinity();
-      for (const Hop& hop : topo.route(ranks[h.src_pos], ranks[h.dst_pos])) {
-        const Link& l = topo.link(hop.link_id);
-        const int key = 2 * hop.link_id + ((hop.forward || !l.full_duplex) ? 0 : 1);
-        h.share_Bps = std::min(h.share_Bps, l.bandwidth_Bps * eff.of(l.kind) / users[key]);
-      }
-    }
+    for (Hop2& h : ch.hops) all.push_back(&h);
+  set_shares(topo, eff, ranks, all);
 
   // Steps and bytes per step.
   const double per_channel = bytes / p.channels;
@@ -199,5 +403,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   }
   return best;
 }
+
+}  // namespace
 
 }  // namespace overlapsim

@@ -1,5 +1,6 @@
 // How a collective runs on the machine: NCCL's ring (or, for Broadcast and Reduce, its
-// pipelined chain) over several channels, with a protocol, lowered to per-step flows.
+// pipelined chain) and, for AllReduce, NCCL's double binary tree, over several channels, with a
+// protocol, lowered to flows.
 //
 // Ring (AllReduce 2(n−1) steps, AllGather and ReduceScatter n−1 steps): every channel is a ring
 // over the group's members carrying 1/C of the buffer; in each step every member sends
@@ -10,13 +11,34 @@
 // is cut into slices of NCCL's step size (512 KiB: NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8) and
 // pipelined along the ring order without its closing hop.
 //
+// Tree (AllReduce only, as in NCCL ≥ 2.4; NCCL src/graph/trees.cc, src/graph/connect.cc,
+// src/device/all_reduce.h runTreeSplit): channel c carries 1/C of the buffer over a tree of
+// the group's members. Between nodes it is binary tree c mod 2 of a double binary tree over the
+// N nodes (in order of first appearance): tree 0 is the btree of node indices (root 0; a node
+// whose lowest set bit is b has parent (i xor b) or 2b, or i xor b when that is out of range),
+// tree 1 the same tree mirrored (node i ↦ N−1−i) when N is even, shifted by one (i ↦ i+1 mod
+// N) when N is odd, so that a node that is a leaf in one tree is interior in the other. Inside a
+// node the tree is a chain through the node's members, rotated by c (intra[0] = member c mod m):
+// intra[0] is the node's head and talks to the parent node; a child node's head sends to the
+// parent node's intra[1] when it is the parent's first child (smaller index in the tree's own
+// numbering), to its intra[0] otherwise (NCCL's balanced tree pattern, so that a node's network
+// traffic leaves through two NICs). Each channel's buffer is cut into K slices of NCCL's chunk
+// size (Simple 512 KiB, LL 32 KiB, LL128 576,000 B of payload: src/enqueue.cc, one step of
+// the protocol's buffer, src/init.cc DEFAULT_*BUFFSIZE / NCCL_STEPS; LL carries half a step of
+// data, LL128 15/16). Reduce and broadcast run at once (runTreeSplit): a member sends slice k
+// up when it has sent slice k−1 and received slice k from all its children; the root sends slice
+// k down once every child's slice k has arrived; a member forwards slice k down to each child
+// once it has received it and has sent that child slice k−1.
+//
 // Protocols (NCCL src/graph/tuning.cc and src/include/device.h): LL moves 8 bytes of data per
 // 16 on the wire, LL128 120 per 128, Simple all of them; each has a base latency per collective
-// and a latency per step that depends on the hop's hardware (NVLink, PCIe, network):
+// and a latency per step that depends on the algorithm and the hop's hardware (NVLink, PCIe,
+// network), checked against NCCL master (tuning.cc ncclTunerConstantsDefaults, 2025):
 //   baseLat ring   LL 6.6 µs, LL128 14.0 µs, Simple 8.4 µs
-//   hwLat NVLink   LL 0.6 µs, LL128 1.9 µs,  Simple 3.4 µs
-//   hwLat PCIe     LL 1.0 µs, LL128 2.5 µs,  Simple 5.7 µs
-//   hwLat network  LL 2.7 µs, LL128 4.0 µs,  Simple 14.0 µs
+//   baseLat tree   LL 6.8 µs, LL128 14.0 µs, Simple 8.4 µs
+//   hwLat NVLink   ring LL 0.6 µs, LL128 1.9 µs,  Simple 3.4 µs;  tree LL 0.6, LL128 1.25, Simple 4.0
+//   hwLat PCIe     ring LL 1.0 µs, LL128 2.5 µs,  Simple 5.7 µs;  tree LL 1.0, LL128 1.9,  Simple 4.0
+//   hwLat network  ring LL 2.7 µs, LL128 4.0 µs,  Simple 14.0 µs; tree LL 5.0, LL128 8.5,  Simple 14
 // A step over a hop takes max(route latency, hwLat) plus its wire bytes over the hop's
 // bandwidth. Auto protocol: the one with the least modelled time, as NCCL's tuner picks.
 //
@@ -26,8 +48,25 @@
 //          term is set by the slowest hop — NCCL's model counts intra- and inter-node step
 //          latencies the same way)
 //   chain: T = baseLat + (n − 1 + K − 1) · max over hops (lat_i + wire/bw_i), K slices,
-// where bw_i is the hop's share of its links when all channels' hops of a step send at once
-// (a GPU's NVLink port carries all C channels of a ring inside a node).
+//   tree:  T = baseLat + max over channels, over hops h of the channel's tree
+//                  [ L(h) + (K − 1) · t_h ],   t_h = lat_h + wire/bw_h,
+//          L(h) the longest leaf → root → leaf path through h (sum of its hops' t): the
+//          pipeline recurrence above is a max-plus product whose longest path crosses every hop
+//          of one leaf-root-leaf path once and waits K − 1 more slices at its slowest hop. With
+//          every t_h = t: T = baseLat + (2·D + K − 1) · t, D the depth of the deepest leaf.
+// where bw_i is the hop's share of its links when all channels' hops (ring: of a step; tree: all
+// of them, up and down, as in the pipeline's steady state) send at once (a GPU's NVLink port
+// carries all C channels of a ring inside a node). The tree's flows share a link only in the
+// steady state, so where two of its hops share one, `flow` is faster than the closed form while
+// the pipeline fills and drains; where none does, both agree exactly.
+//
+// Algorithm (CollectiveAlgorithm::Auto): AllReduce over more than one node takes, of the ring
+// and the tree with each protocol, the plan of least closed form; inside one node, the ring
+// (NCCL's tree there is a chain; forcing Tree still gives it). We compare our own closed forms
+// rather than NCCL's tuner model (baseLat + nsteps·hwLat + bytes/busBw with its per-algorithm
+// bandwidth caps) because the closed form is what the replay then times: the choice is the one
+// that is fastest in the simulation, and it needs no per-GPU-generation bandwidth table. Other
+// collectives always take the ring (NCCL's NCCL_ALGO=tree applies to AllReduce only).
 #pragma once
 
 #include "sim/schedule.hpp"
@@ -64,22 +103,59 @@ struct ChannelPlan {
   double mean_step_latency_s = 0;  ///< over the hops: what a slice pays per step on its way round
 };
 
+/// One channel's tree (algorithm Tree). Positions are group positions; every member but the root
+/// has an up hop (to its parent: reduce) and a down hop (from its parent: broadcast).
+struct TreePlan {
+  int root = -1;
+  std::vector<int> parent;                 ///< by position; -1 for the root
+  std::vector<std::vector<int>> children;  ///< by position, in NCCL's order (chain child first)
+  std::vector<Hop2> up;                    ///< up[pos]: pos → parent[pos] (root: unused)
+  std::vector<Hop2> down;                  ///< down[pos]: parent[pos] → pos (root: unused)
+  int multiplicity = 1;                    ///< channels this tree stands for (identical channels
+                                           ///< are merged: bytes and shares times multiplicity)
+  /// Hop time of a slice of `wire_bytes`: step latency + wire / share, seconds.
+  static double hop_s(const Hop2& h, double wire_bytes) { return h.step_latency_s + wire_bytes / h.share_Bps; }
+  /// Contention-free end of each member's part (it has received its last slice and sent all its
+  /// own) for K slices of wire_bytes each, seconds from the start, base latency aside; by position.
+  std::vector<double> end_times(int slices, double wire_bytes) const;
+  /// The latest of end_times: the tree's contention-free time (header formula).
+  double pipeline_s(int slices, double wire_bytes) const;
+};
+
 struct CollectivePlan {
   CollectiveKind kind = CollectiveKind::AllReduce;
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring or Tree (never Auto)
   Protocol protocol = Protocol::Simple;
   bool chain = false;           ///< Broadcast/Reduce: pipelined chain, no closing hop
   int channels = 1;
-  int steps = 0;                ///< ring steps, or slices of a chain
+  int steps = 0;                ///< ring steps, or slices of a chain or of each tree channel
   int members = 0;
-  double step_bytes = 0;        ///< payload per step per channel
-  double wire_bytes = 0;        ///< step_bytes after protocol overhead
+  double step_bytes = 0;        ///< payload per step (tree: per slice) per ring/tree, bytes
+  double wire_bytes = 0;        ///< step_bytes after protocol overhead, bytes
   double base_latency_s = 0;
-  std::vector<ChannelPlan> rings;
+  std::vector<ChannelPlan> rings;  ///< Ring
+  std::vector<TreePlan> trees;     ///< Tree (distinct channels; see TreePlan::multiplicity)
 
   /// Contention-free time of the collective, seconds (the formulas in the header).
   double closed_form_s() const;
+  /// Contention-free end of each member's part, seconds, by position: the closed form for every
+  /// member of a ring; for a tree, when that member has received and sent its last slices (the
+  /// root and shallow members end before the deepest leaves).
+  std::vector<double> member_ends_s() const;
+  /// Flows the tree's replay issues (2 per non-root member per slice per tree), 0 for a ring.
+  long long tree_flows() const;
 };
+
+/// Channel `channel`'s tree over the group (header: dtree c mod 2 between nodes, rotated chains
+/// inside them); parent and children only, no hops measured. REQUIRES: ranks.size() >= 1.
+TreePlan build_tree(const Topology& topo, const std::vector<int>& ranks, int channel);
+
+/// NCCL's double binary tree over `n` nodes (NCCL src/graph/trees.cc, header): parent of node i
+/// in tree t (0 or 1), −1 for the root. REQUIRES: n >= 1, 0 <= i < n.
+int dtree_parent(int n, int t, int i);
+/// Whether node i is tree t's parent's first child (NCCL's child type 0: smaller index in the
+/// tree's own numbering). REQUIRES: dtree_parent(n, t, i) >= 0.
+bool dtree_first_child(int n, int t, int i);
 
 struct CollectiveOptions {
   int channels = 8;  ///< default channel count when the op does not set one (NCCL on DGX A100/H100
@@ -92,14 +168,21 @@ struct CollectiveOptions {
   bool textbook = false;
 };
 
-/// Plans a collective of `bytes` (NCCL buffer size per rank, schedule.hpp) over `ranks`.
-/// AllToAll is not planned here (it is point-to-point; see replay.hpp).
+/// Plans a collective of `bytes` (NCCL buffer size per rank, schedule.hpp) over `ranks`, with
+/// opt.algorithm (Auto: the header's choice; Tree for a collective other than AllReduce: the
+/// ring, as NCCL does). AllToAll is not planned here (it is point-to-point; see replay.hpp).
 /// REQUIRES: kind != AllToAll; ranks.size() >= 1.
 CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                                CollectiveKind kind, double bytes, int channels_wanted,
                                const CollectiveOptions& opt);
 
-/// Bytes a member receives in the collective, summed over channels (for conservation tests).
+/// Payload bytes a member receives in the collective, summed over channels (for conservation
+/// tests). Ring and chain: every member alike. Tree: the mean over members — a member receives
+/// each slice once from its parent and once from each child, so over the group 2(n−1) channel
+/// buffers arrive and the mean is 2(n−1)/n · S, the ring's figure.
 double received_bytes_per_rank(const CollectivePlan& p);
+/// Payload bytes group member `pos` receives in a tree AllReduce: (children + 1, root: children)
+/// times the channel's bytes, summed over channels. REQUIRES: p.algorithm == Tree.
+double tree_received_bytes(const CollectivePlan& p, int pos);
 
 }  // namespace overlapsim

@@ -18,10 +18,14 @@
 //    all have one bandwidth, a representative's own flows stand for the ring, with the slowest
 //    hop's latency; on an uneven channel of ≤ 64 members the mirrors' flows are simulated too;
 //    above that, the representative's flows take the channel's bottleneck hop.
+//  - Tree AllReduce, `flow` fidelity: every member's flows, mirrors included, slice by slice as
+//    sim/tree_flows.hpp says (a tree has no symmetry for a representative to stand for); a tree
+//    of more than 16,384 flows is timed by its closed form instead, as in `analytic`.
 //  - AllToAll: every member sends S/n to every other one at once (NCCL's grouped send/recv);
 //    a representative also receives its mirrors' flows.
 //  - Collective, `analytic` fidelity: the plan's contention-free closed form as one timed
-//    activity per member, started when every simulated member has reached the collective.
+//    activity per member (a tree: that member's own end, CollectivePlan::member_ends_s), started
+//    when every simulated member has reached the collective.
 //    Analytic replays run without SimGrid, on an event queue (sim/activity_backend.hpp): GPUs
 //    still share their speed among concurrent kernels; flows take latency + bytes / bandwidth.
 //  - SM interference: while a communication op runs (from the moment it can start until it

@@ -112,6 +112,7 @@ TEST_CASE("channels of a ring across nodes leave each node through different NIC
   const Topology topo = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
   const LinkEfficiency eff;
   CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::Ring;
   const CollectivePlan p = plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, 1e9, 8, o);
   REQUIRE(p.rings.size() == 8);  // uneven (NVSwitch and NIC hops): not merged
   std::set<int> first_links;
@@ -124,6 +125,7 @@ TEST_CASE("channels of a ring across nodes leave each node through different NIC
   ReplayOptions ro;
   BenchOptions b;
   b.replay = ro;
+  b.algorithm = CollectiveAlgorithm::Ring;
   const auto row = run_collective_bench(topo, BenchOp::AllReduce, 16, {1e9}, b).at(0);
   CHECK(row.busbw_Bps > 4 * 25e9);
 }

@@ -41,6 +41,7 @@ struct CollectiveArgs {
   double factor = 2;
   std::string fidelity;
   std::string protocol = "auto";
+  std::string algo = "auto";
   int channels = 0;
   std::string calibration;
   bool unfold = false;

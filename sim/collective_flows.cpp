@@ -1,0 +1,248 @@
+// The replay engine's collectives: NCCL rings and chains step by step, trees slice by slice
+// (sim/tree_flows.hpp), AllToAll as one flow per pair, analytic collectives as timers.
+// Semantics are documented in replay.hpp.
+#include "sim/replay_engine_state.hpp"
+
+#include "sim/error.hpp"
+
+namespace overlapsim::detail {
+
+void Replayer::coll_ready(int ri, int oi) {
+  const Op& op = s_.programs[ri].ops[oi];
+  const auto& g = s_.groups[op.group].ranks;
+  const int n = static_cast<int>(g.size());
+  const int64_t match = op.match;
+  auto [it, fresh] = colls_.try_emplace(match);
+  CollState& c = it->second;
+  if (fresh) {
+    c.group = op.group;
+    c.all_to_all = op.collective == CollectiveKind::AllToAll;
+    if (!c.all_to_all) c.plan = plan_of(op);
+    c.members.resize(n);
+    for (int pos = 0; pos < n; ++pos) {
+      c.members[pos].rank_idx = rank_idx(g[pos]);
+      if (c.members[pos].rank_idx >= 0) ++c.simulated;
+    }
+    c.remaining = c.simulated;
+    if (c.all_to_all)
+      for (auto& mem : c.members)
+        if (mem.rank_idx >= 0) mem.a2a_left = 2 * (n - 1);  // n−1 flows out, n−1 in
+    c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic ||
+                                (c.plan.algorithm == CollectiveAlgorithm::Tree && c.plan.tree_flows() > kMaxTreeFlows));
+    if (!c.timed && c.plan.algorithm == CollectiveAlgorithm::Tree && n > 1 && c.plan.steps > 0)
+      c.tree = std::make_unique<TreeRun>(c.plan);
+    if (!c.all_to_all && !c.timed && !c.tree) {
+      const bool all_simulated = c.simulated == n;
+      c.channels.resize(c.plan.rings.size());
+      for (size_t ch = 0; ch < c.plan.rings.size(); ++ch) {
+        const ChannelPlan& cp = c.plan.rings[ch];
+        ChannelState& cs = c.channels[ch];
+        const bool small = n * static_cast<int>(c.plan.rings.size()) <= kMaxMirroredFlowsPerStep;
+        cs.mode = (all_simulated || (!cp.even && small)) ? ChannelMode::Mirrors
+                  : cp.even                                               ? ChannelMode::Representatives
+                                                                          : ChannelMode::Bottleneck;
+        cs.m.resize(n);
+        for (int i = 0; i < n; ++i)
+          cs.m[i].active = cs.mode == ChannelMode::Mirrors || c.members[cp.order[i]].rank_idx >= 0;
+      }
+    }
+  }
+  int pos = 0;
+  while (g[pos] != s_.programs[ri].rank) ++pos;
+  Member& m = c.members[pos];
+  OVERLAPSIM_CHECK(!m.ready, "collective " + op.name + " reached twice by one rank (duplicate match id)");
+  m.op = oi;
+  m.ready = true;
+  ++c.ready_count;
+  const int num_sm = op.num_sm >= 0 ? op.num_sm : (c.all_to_all ? 1 : c.plan.channels);
+  m.sm_held = hold_sms(ri, num_sm);
+
+  if (n <= 1 || (!c.all_to_all && c.plan.steps == 0)) {
+    member_finish(c, pos);
+    coll_maybe_erase(match);
+    return;
+  }
+  if (c.all_to_all) {
+    // Sends to everyone; receives from every mirror (simulated peers send their own).
+    const double piece = op.bytes / n;
+    for (int j = 0; j < n; ++j) {
+      if (j == pos) continue;
+      ++c.in_flight;
+      start_flow(Task::AllToAllFlow, g[pos], g[j], piece, ri, oi, match, j, pos);
+      if (c.members[j].rank_idx < 0) {
+        ++c.in_flight;
+        start_flow(Task::AllToAllFlow, g[j], g[pos], piece, -1, -1, match, pos, j);
+      }
+    }
+    return;
+  }
+  if (c.timed) {
+    if (c.ready_count < c.simulated) return;
+    const std::vector<double> t = c.plan.member_ends_s();
+    for (int p = 0; p < n; ++p)
+      if (c.members[p].rank_idx >= 0) {
+        ++c.in_flight;
+        start_exec(Task::CollTimer, false, t[p], c.members[p].rank_idx, c.members[p].op, match, -1, p);
+      }
+    return;
+  }
+  if (c.tree) {
+    // Mirrors reach the collective when every simulated member has.
+    std::vector<TreeAction> acts;
+    c.tree->set_present(pos, acts);
+    if (c.ready_count == c.simulated)
+      for (int p = 0; p < n; ++p)
+        if (c.members[p].rank_idx < 0) c.tree->set_present(p, acts);
+    tree_start(c, match, acts);
+    return;
+  }
+  // Flow fidelity. Mirrors of mirrored channels start when every simulated member is here.
+  chain_ends(c, match, pos);
+  if (c.ready_count == c.simulated) {
+    for (size_t ch = 0; ch < c.channels.size(); ++ch)
+      for (int i = 0; i < n; ++i) ring_advance(c, match, static_cast<int>(ch), i);
+    return;
+  }
+  for (size_t ch = 0; ch < c.channels.size(); ++ch) {
+    const auto& order = c.plan.rings[ch].order;
+    for (int i = 0; i < n; ++i)
+      if (order[i] == pos) {
+        ring_advance(c, match, static_cast<int>(ch), i);
+        ring_advance(c, match, static_cast<int>(ch), (i + n - 1) % n);
+      }
+  }
+}
+
+void Replayer::chain_ends(CollState& c, int64_t match, int pos) {
+  // The end of a chain behind a mirror has no flow of its own to time it: the closed form does.
+  const int n = static_cast<int>(c.members.size());
+  for (size_t ch = 0; ch < c.channels.size(); ++ch) {
+    const ChannelState& cs = c.channels[ch];
+    if (c.plan.chain && c.plan.rings[ch].order[n - 1] == pos && !cs.m[n - 2].active) {
+      ++c.in_flight;
+      start_exec(Task::ChannelTimer, false, c.plan.closed_form_s(), c.members[pos].rank_idx, c.members[pos].op,
+                 match, static_cast<int>(ch), n - 1);
+    }
+  }
+}
+
+// Whether the member at order index i of a channel "is here": a simulated member once its op is
+// ready, a simulated mirror once every simulated member is.
+static bool present(const CollState& c, const ChannelPlan& cp, int i) {
+  const Member& mem = c.members[cp.order[i]];
+  return mem.rank_idx >= 0 ? mem.ready : c.ready_count == c.simulated;
+}
+
+void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
+  const ChannelPlan& cp = c.plan.rings[ch];
+  ChannelState& cs = c.channels[ch];
+  const int n = static_cast<int>(cp.order.size());
+  RingMember& rm = cs.m[i];
+  if (!rm.active || !present(c, cp, i) || rm.steps_started != rm.steps_done || rm.steps_started >= c.plan.steps) return;
+  if (c.plan.chain && i == n - 1) return;  // the end of a chain only receives
+  if (c.members[cp.order[i]].rank_idx < 0 && c.remaining == 0) return;  // nobody waits for this mirror
+  const int k = rm.steps_started;
+  const int succ = (i + 1) % n, pred = (i + n - 1) % n;
+  if (k == 0 && cs.m[succ].active && !present(c, cp, succ)) return;
+  const bool has_pred = !(c.plan.chain && i == 0);
+  const int need = c.plan.chain ? k + 1 : k;  // predecessor steps that must have arrived
+  if (has_pred && cs.m[pred].active && cs.m[pred].steps_done < need) return;
+  ++rm.steps_started;
+  ++c.in_flight;
+  // Latency the flow's route does not pay itself: the protocol's step latency, or — when the
+  // predecessor is a mirror whose hop is not simulated — the slowest hop's.
+  const bool stand_in = has_pred && !cs.m[pred].active;
+  const Hop2& own = cp.hops[cs.mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
+  // A stand-in pays the ring's mean step latency (collective_plan.hpp); a ring of simulated
+  // members paces itself hop by hop.
+  const double stand_in_latency = c.plan.chain ? cp.max_step_latency_s : cp.mean_step_latency_s;
+  const double extra = std::max(0.0, (stand_in ? stand_in_latency : own.step_latency_s) - own.route_latency_s);
+  // A ring pays all its steps' extra latency, and NCCL's base latency, up front: the same end
+  // time without contention, and one timer per member instead of one per step. A chain's
+  // latencies add up along it, so it pays them step by step.
+  double delay = 0;
+  if (c.plan.chain) delay = extra + (k == 0 ? c.plan.base_latency_s : 0.0);
+  else if (k == 0) delay = c.plan.base_latency_s + c.plan.steps * extra;
+  const int ri = c.members[cp.order[i]].rank_idx;
+  const int oi = c.members[cp.order[i]].op;
+  if (delay > 1e-15) {
+    start_exec(Task::StepDelay, false, delay, ri, oi, match, ch, i);
+    return;
+  }
+  ring_send(c, match, ch, i);
+}
+
+void Replayer::ring_send(CollState& c, int64_t match, int ch, int i) {
+  const ChannelPlan& cp = c.plan.rings[ch];
+  const auto& g = s_.groups[c.group].ranks;
+  const Hop2& h = cp.hops[c.channels[ch].mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
+  const Member& mem = c.members[cp.order[i]];
+  start_flow(Task::Step, g[h.src_pos], g[h.dst_pos], c.plan.wire_bytes, mem.rank_idx, mem.op, match, ch, i);
+}
+
+void Replayer::ring_check_done(CollState& c, int ch, int i) {
+  const ChannelPlan& cp = c.plan.rings[ch];
+  ChannelState& cs = c.channels[ch];
+  const int n = static_cast<int>(cp.order.size());
+  RingMember& rm = cs.m[i];
+  const int pos = cp.order[i];
+  if (c.members[pos].rank_idx < 0 || rm.done) return;
+  const bool sends = !(c.plan.chain && i == n - 1);
+  const bool has_pred = !(c.plan.chain && i == 0);
+  if (sends && rm.steps_done < c.plan.steps) return;
+  const RingMember& pred = cs.m[(i + n - 1) % n];
+  if (has_pred && pred.active && pred.steps_done < c.plan.steps) return;
+  if (!sends && has_pred && !pred.active) return;  // timed by chain_ends()
+  rm.done = true;
+  member_channel_done(c, pos);
+}
+
+void Replayer::member_channel_done(CollState& c, int pos) {
+  Member& m = c.members[pos];
+  if (m.channels_left == 0) m.channels_left = static_cast<int>(c.channels.size());
+  if (--m.channels_left == 0) member_finish(c, pos);
+}
+
+void Replayer::member_finish(CollState& c, int pos) {
+  Member& m = c.members[pos];
+  release_sms(m.rank_idx, m.sm_held);
+  --c.remaining;
+  complete(m.rank_idx, m.op);
+}
+
+void Replayer::coll_maybe_erase(int64_t match) {
+  auto it = colls_.find(match);
+  if (it != colls_.end() && it->second.remaining == 0 && it->second.in_flight == 0) colls_.erase(it);
+}
+
+
+// ---- trees ---------------------------------------------------------------------------------
+
+void Replayer::tree_start(CollState& c, int64_t match, std::vector<TreeAction>& acts) {
+  const auto& g = s_.groups[c.group].ranks;
+  // Nobody waits for the mirrors once every simulated member is done (as for a ring).
+  if (c.remaining == 0) acts.clear();
+  for (const TreeAction& a : acts) {
+    ++c.in_flight;
+    if (a.kind == TreeAction::Delay)
+      start_exec(Task::TreeDelay, false, a.seconds, -1, -1, match, a.tree, a.hop);
+    else
+      start_flow(Task::TreeFlow, g[a.src_pos], g[a.dst_pos], a.bytes, -1, -1, match, a.tree, a.hop);
+  }
+  acts.clear();
+}
+
+void Replayer::tree_done(const Task& t) {
+  CollState& c = colls_.at(t.match);
+  --c.in_flight;
+  std::vector<TreeAction> acts;
+  std::vector<int> finished;
+  if (t.kind == Task::TreeDelay) c.tree->delay_done(t.channel, t.idx, acts);
+  else c.tree->flow_done(t.channel, t.idx, acts, finished);
+  tree_start(c, t.match, acts);
+  for (int pos : finished)
+    if (c.members[pos].rank_idx >= 0) member_finish(c, pos);
+  coll_maybe_erase(t.match);
+}
+
+}  // namespace overlapsim::detail

@@ -1,0 +1,143 @@
+// The replay engine's state (internal to sim/replay_engine.cpp and sim/collective_flows.cpp):
+// ops become activities only when they are ready (design §7: an activity DAG built up front is
+// quadratic in SimGrid 3.32), and successors start from the completion callback. Semantics are
+// documented in replay.hpp; the collectives' flows in collective_plan.hpp and tree_flows.hpp.
+#pragma once
+
+#include "sim/activity_backend.hpp"
+#include "sim/link_trace.hpp"
+#include "sim/replay.hpp"
+#include "sim/tree_flows.hpp"
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace overlapsim::detail {
+
+
+/// Speed of a GPU host: a kernel of t seconds is t · kGpuSpeed units of work.
+inline constexpr double kGpuSpeed = 1e9;
+/// Most flows per step (members × channels) for which an uneven ring's mirrors are simulated;
+/// above, a representative's flows take each channel's bottleneck hop.
+inline constexpr int kMaxMirroredFlowsPerStep = 64;
+/// Most flows a tree AllReduce may issue in flow fidelity (every member's, mirrors included:
+/// a tree has no symmetry for a representative to stand for); above, it is timed by its closed
+/// form like in analytic fidelity, and meets no other traffic.
+inline constexpr long long kMaxTreeFlows = 1LL << 14;
+
+/// What a SimGrid activity stands for.
+struct Task {
+  enum Kind : uint8_t { Kernel, Step, StepDelay, CollTimer, ChannelTimer, AllToAllFlow, P2PFlow, TreeDelay, TreeFlow } kind;
+  int rank_idx = -1;  ///< simulated rank owning the op (-1 for a mirror's flow)
+  int op = -1;
+  int64_t match = -1;
+  int channel = -1;   ///< Step/StepDelay: channel; AllToAllFlow: destination group position;
+                      ///< TreeDelay/TreeFlow: tree
+  int idx = -1;       ///< Step/StepDelay: index in the channel's order; AllToAllFlow: source position;
+                      ///< TreeDelay/TreeFlow: hop (tree_flows.hpp)
+  double started_s = 0;
+};
+
+enum class ChannelMode : uint8_t { Representatives, Mirrors, Bottleneck };
+
+struct RingMember {
+  bool active = false;
+  int steps_started = 0;
+  int steps_done = 0;
+  bool done = false;  ///< its part of this channel is over (simulated members only)
+};
+
+struct ChannelState {
+  ChannelMode mode = ChannelMode::Representatives;
+  std::vector<RingMember> m;  ///< by index in the channel's order
+};
+
+struct Member {
+  int rank_idx = -1;  ///< -1: a mirror
+  int op = -1;
+  bool ready = false;
+  int channels_left = 0;
+  int a2a_left = 0;   ///< AllToAll: flows in and out still to finish
+  int sm_held = 0;    ///< SMs its communication kernel holds
+};
+
+struct CollState {
+  CollectivePlan plan;
+  int group = -1;
+  bool all_to_all = false;
+  std::vector<Member> members;  ///< by group position
+  std::vector<ChannelState> channels;
+  std::unique_ptr<TreeRun> tree;  ///< flow fidelity, tree plan of at most kMaxTreeFlows flows
+  bool timed = false;             ///< timed by the plan's member_ends_s() (analytic, or a tree too big)
+  int simulated = 0, remaining = 0, ready_count = 0, in_flight = 0;
+};
+
+struct P2PState {
+  bool arrived = false;
+  int recv_rank_idx = -1;
+  int recv_op = -1;
+  bool recv_ready = false;
+};
+
+class Replayer {
+ public:
+  Replayer(const Schedule& s, const Topology& topo, const ReplayOptions& opt, ActivityBackend& backend)
+      : s_(s), topo_(topo), opt_(opt), be_(backend) {}
+  ReplayTimes run();
+
+ private:
+  void build();
+  const CollectivePlan& plan_of(const Op& op);
+  void on_ready(int ri, int oi);
+  void complete(int ri, int oi);
+  void drain();
+  void on_activity_done(Task& t);
+  /// An execution of `seconds` (at full speed) on the GPU of rank index ri, or a timer when
+  /// on_gpu is false.
+  void start_exec(Task::Kind kind, bool on_gpu, double seconds, int ri, int oi, int64_t match, int channel = -1,
+                  int idx = -1);
+  void start_flow(Task::Kind kind, int src_rank, int dst_rank, double bytes, int ri, int oi, int64_t match,
+                  int channel, int idx);
+  /// Takes num_sm SMs of rank ri's GPU (slowing its kernels); returns how many were taken.
+  int hold_sms(int ri, int num_sm);
+  void set_gpu_state(int ri);
+  void release_sms(int ri, int& held);
+  // Collectives.
+  void coll_ready(int ri, int oi);
+  void ring_advance(CollState& c, int64_t match, int ch, int i);
+  void ring_send(CollState& c, int64_t match, int ch, int i);
+  void ring_check_done(CollState& c, int ch, int i);
+  void chain_ends(CollState& c, int64_t match, int pos);
+  void member_channel_done(CollState& c, int pos);
+  void tree_start(CollState& c, int64_t match, std::vector<TreeAction>& acts);
+  void tree_done(const Task& t);
+  void member_finish(CollState& c, int pos);
+  void coll_maybe_erase(int64_t match);
+  int rank_idx(int rank) const {
+    auto it = rank_index_.find(rank);
+    return it == rank_index_.end() ? -1 : it->second;
+  }
+
+  const Schedule& s_;
+  const Topology& topo_;
+  const ReplayOptions& opt_;
+  ActivityBackend& be_;
+  std::unordered_map<int, int> rank_index_;
+  std::vector<std::vector<int>> pending_, succ_begin_, succ_;
+  std::vector<int> ready_rank_, ready_op_;
+  std::deque<Task> tasks_;
+  std::unordered_map<int64_t, CollState> colls_;
+  std::unordered_map<int64_t, P2PState> p2p_;
+  std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
+  std::vector<int> held_sms_;                     // per simulated rank: SMs communication holds
+  std::map<std::tuple<int, int, double, int, int>, CollectivePlan> plans_;  // (group, kind, bytes, channels, algorithm)
+  FlowRecorder flows_;  // used only when opt_.record_flows (the trace's link tracks)
+  ReplayTimes times_;
+  long long completed_ = 0, total_ops_ = 0;
+};
+
+}  // namespace overlapsim::detail

@@ -1,0 +1,63 @@
+// The flows of a tree AllReduce (sim/collective_plan.hpp, "Tree"), as a state machine that the
+// replay engine drives (internal to sim/). It knows nothing of time: it says which delay or flow
+// to start next, and is told when one has ended.
+//
+// Per tree (a channel, or identical channels merged) and slice k = 0..K−1:
+//  - the up hop of member v (v → parent: reduce) sends slice k once v has sent slice k−1 and
+//    every child's slice k has arrived at v;
+//  - the down hop into v (parent → v: broadcast) sends slice k once it has sent slice k−1 and
+//    slice k has reached the parent (from the parent's own down hop; at the root, once every
+//    child's slice k has arrived);
+//  - a hop's first slice waits for both ends to have reached the collective (NCCL's receive
+//    credit);
+//  - each send is a Delay of the protocol's step latency beyond the route's own (plus, for a
+//    leaf's first slice, the base latency), then a Flow of wire_bytes · multiplicity.
+// Member v's part is over when it has received its last slice from its parent and sent its last
+// slices to its parent and children, on every tree. With flows that take exactly their hop's
+// time, the members end at CollectivePlan::member_ends_s() (the same recurrences).
+#pragma once
+
+#include "sim/collective_plan.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace overlapsim {
+
+struct TreeAction {
+  enum Kind : uint8_t { Delay, Flow } kind = Flow;
+  int tree = 0;          ///< index in plan.trees
+  int hop = 0;           ///< 2·v (up hop of v) or 2·v + 1 (down hop into v)
+  double seconds = 0;    ///< Delay: how long
+  int src_pos = -1, dst_pos = -1;  ///< Flow: group positions
+  double bytes = 0;      ///< Flow: wire bytes
+};
+
+class TreeRun {
+ public:
+  /// REQUIRES: plan.algorithm == Tree, plan.members >= 2, plan.steps >= 1; `plan` outlives this.
+  explicit TreeRun(const CollectivePlan& plan);
+  /// Member `pos` has reached the collective.
+  void set_present(int pos, std::vector<TreeAction>& out);
+  /// A Delay ended: its Flow starts.
+  void delay_done(int tree, int hop, std::vector<TreeAction>& out);
+  /// A Flow ended; members whose part is now over (on every tree) are appended to `finished`.
+  void flow_done(int tree, int hop, std::vector<TreeAction>& out, std::vector<int>& finished);
+
+ private:
+  struct State {
+    std::vector<int> up_started, up_done, dn_started, dn_done;
+    std::vector<char> over;
+  };
+  void try_up(int t, int v, std::vector<TreeAction>& out);
+  void try_down(int t, int v, std::vector<TreeAction>& out);
+  void issue(int t, int hop, bool first_of_leaf, std::vector<TreeAction>& out);
+  void check_over(int t, int v, std::vector<int>& finished);
+
+  const CollectivePlan& plan_;
+  std::vector<State> st_;
+  std::vector<char> present_;
+  std::vector<int> trees_left_;
+};
+
+}  // namespace overlapsim

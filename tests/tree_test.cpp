@@ -1,0 +1,235 @@
+// NCCL's double binary tree AllReduce and the automatic ring/tree choice (issue: collective
+// communication as NCCL does it): tree shape, closed form, flow == analytic, bytes moved, Auto.
+#include "sim/collective_bench.hpp"
+#include "sim/collective_plan.hpp"
+#include "sim/replay.hpp"
+#include "sim/topology.hpp"
+#include "sim/tree_flows.hpp"
+
+#include "tests/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <deque>
+#include <string>
+
+using namespace overlapsim;
+using namespace overlapsim::testing;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+const std::string kStar8 = kSrc + "/tests/data/replay/star8.yaml";
+const std::string kSuperpod = kSrc + "/topologies/dgx-a100-superpod.yaml";
+constexpr double kB = 100e9;     // bytes/s of every star8 route
+constexpr double kAlpha = 1e-6;  // seconds of every star8 route
+constexpr double kSlice = 512.0 * 1024;
+
+std::vector<int> first(int n) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+double bench_time(const Topology& t, int n, double size, const ReplayOptions& ro, bool unfold,
+                  CollectiveAlgorithm algo) {
+  BenchOptions b;
+  b.replay = ro;
+  b.unfold = unfold;
+  b.algorithm = algo;
+  return run_collective_bench(t, BenchOp::AllReduce, n, {size}, b).at(0).time_s;
+}
+
+int depth(int n, int t, int i) {
+  int d = 0;
+  for (int p = dtree_parent(n, t, i); p >= 0; p = dtree_parent(n, t, p)) ++d;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("double binary tree: two binary trees over the nodes, no node a leaf in both") {
+  for (int n = 2; n <= 40; ++n) {
+    CAPTURE(n);
+    for (int t : {0, 1}) {
+      std::vector<int> kids(n, 0);
+      int roots = 0;
+      for (int i = 0; i < n; ++i) {
+        const int p = dtree_parent(n, t, i);
+        if (p < 0) ++roots;
+        else ++kids[p];
+        REQUIRE(depth(n, t, i) < n);  // reaches the root: no cycle
+      }
+      CHECK(roots == 1);
+      for (int k : kids) CHECK(k <= 2);
+    }
+    for (int i = 0; i < n; ++i) {
+      bool leaf[2] = {true, true};
+      for (int t : {0, 1})
+        for (int j = 0; j < n; ++j)
+          if (dtree_parent(n, t, j) == i) leaf[t] = false;
+      CHECK_FALSE((leaf[0] && leaf[1]));
+    }
+  }
+  // NCCL's illustration (src/graph/trees.cc) for 14 ranks: 0 is the root with child 8.
+  CHECK(dtree_parent(14, 0, 8) == 0);
+  CHECK(dtree_parent(14, 0, 12) == 8);
+  CHECK(dtree_parent(14, 0, 13) == 12);
+  CHECK(dtree_parent(14, 1, 13 - 8) == 13);  // the mirror: 13 is tree 1's root, child 5
+}
+
+TEST_CASE("tree closed form on a uniform machine: (2D + K - 1) slice times, shares from the overlap") {
+  // star8, forced tree, one channel: a chain 0 - 1 - ... - 7 (D = 7 hops from the deepest leaf).
+  // Each middle GPU sends up to its predecessor and down to its successor through one port.
+  const Topology topo = load_topology(kStar8);
+  const LinkEfficiency eff;
+  CollectiveOptions o;
+  o.textbook = true;
+  o.algorithm = CollectiveAlgorithm::Tree;
+  SUBCASE("K = 16 slices: every port carries an up and a down hop at once, each gets B/2") {
+    const CollectivePlan p = plan_collective(topo, eff, first(8), CollectiveKind::AllReduce, 16 * kSlice, 1, o);
+    REQUIRE(p.algorithm == CollectiveAlgorithm::Tree);
+    REQUIRE(p.steps == 16);
+    CHECK(p.closed_form_s() == doctest::Approx((2 * 7 + 16 - 1) * (kAlpha + kSlice / (kB / 2))).epsilon(1e-9));
+  }
+  SUBCASE("K = 1: the up and down hops of a port never overlap, each gets B") {
+    const double S = 64e3;
+    const CollectivePlan p = plan_collective(topo, eff, first(8), CollectiveKind::AllReduce, S, 1, o);
+    REQUIRE(p.steps == 1);
+    CHECK(p.closed_form_s() == doctest::Approx(2 * 7 * (kAlpha + S / kB)).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("tree flow == analytic where no link is shared, member by member") {
+  // Two nodes of two GPUs, one channel: each GPU's NVSwitch and NIC links carry one tree hop
+  // each way, so nothing is shared and the flows must end exactly where the closed form says.
+  const Topology topo = load_topology(kSuperpod, {{"node.count", "2"}, {"node.gpus.count", "2"}});
+  const LinkEfficiency eff;
+  CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::Tree;
+  o.channels = 1;
+  for (double size : {64.0 * 1024, 4.0 * 1024 * 1024 + 1000}) {
+    CAPTURE(size);
+    const CollectivePlan p = plan_collective(topo, eff, first(4), CollectiveKind::AllReduce, size, 1, o);
+    REQUIRE(p.trees.size() == 1);
+    for (int v = 0; v < 4; ++v)
+      if (v != p.trees[0].root) {
+        REQUIRE(p.trees[0].up[v].share_Bps == p.trees[0].up[v].bandwidth_Bps);
+        REQUIRE(p.trees[0].down[v].share_Bps == p.trees[0].down[v].bandwidth_Bps);
+      }
+    ReplayOptions flow, analytic;
+    flow.collectives = analytic.collectives = o;
+    analytic.fidelity = Fidelity::Analytic;
+    const double expected = p.closed_form_s();
+    REQUIRE(expected > 0);
+    for (bool unfold : {false, true}) {
+      CAPTURE(unfold);
+      CHECK(bench_time(topo, 4, size, flow, unfold, CollectiveAlgorithm::Tree) ==
+            doctest::Approx(unfold ? expected : p.member_ends_s()[0]).epsilon(1e-9));
+      CHECK(bench_time(topo, 4, size, analytic, unfold, CollectiveAlgorithm::Tree) ==
+            doctest::Approx(unfold ? expected : p.member_ends_s()[0]).epsilon(1e-9));
+    }
+    // The root (rank 0) is done before the deepest leaf.
+    CHECK(p.member_ends_s()[0] < expected);
+  }
+}
+
+TEST_CASE("tree flows deliver what received_bytes documents, to every member") {
+  struct Case {
+    int nodes, gpus, channels;
+  };
+  for (Case k : {Case{4, 8, 8}, Case{5, 1, 4}, Case{3, 2, 3}}) {
+    CAPTURE(k.nodes);
+    CAPTURE(k.gpus);
+    const Topology topo = load_topology(
+        kSuperpod, {{"node.count", std::to_string(k.nodes)}, {"node.gpus.count", std::to_string(k.gpus)}});
+    const LinkEfficiency eff;
+    CollectiveOptions o;
+    o.algorithm = CollectiveAlgorithm::Tree;
+    o.protocol_auto = false;
+    o.protocol = Protocol::Simple;  // wire bytes = payload bytes
+    const int n = k.nodes * k.gpus;
+    const double S = 5.0 * 1024 * 1024 + 12;
+    const CollectivePlan p = plan_collective(topo, eff, first(n), CollectiveKind::AllReduce, S, k.channels, o);
+    REQUIRE(p.algorithm == CollectiveAlgorithm::Tree);
+    if (k.gpus == 1) CHECK(p.trees.size() == 2);  // channels c and c+2 are the same tree: merged
+    // Drive the flows with no clock: every action ends in issue order.
+    TreeRun run(p);
+    std::deque<TreeAction> q;
+    std::vector<TreeAction> acts;
+    std::vector<int> finished;
+    for (int v = 0; v < n; ++v) run.set_present(v, acts);
+    std::vector<double> got(n, 0.0);
+    long long flows = 0;
+    while (true) {
+      q.insert(q.end(), acts.begin(), acts.end());
+      acts.clear();
+      if (q.empty()) break;
+      const TreeAction a = q.front();
+      q.pop_front();
+      if (a.kind == TreeAction::Delay) {
+        run.delay_done(a.tree, a.hop, acts);
+      } else {
+        got[a.dst_pos] += a.bytes;
+        ++flows;
+        run.flow_done(a.tree, a.hop, acts, finished);
+      }
+    }
+    CHECK(static_cast<int>(finished.size()) == n);
+    CHECK(flows == p.tree_flows());
+    double sum = 0;
+    for (int v = 0; v < n; ++v) {
+      CHECK(got[v] == doctest::Approx(tree_received_bytes(p, v)).epsilon(1e-12));
+      sum += got[v];
+    }
+    CHECK(sum / n == doctest::Approx(2.0 * (n - 1) / n * S).epsilon(1e-12));
+    CHECK(received_bytes_per_rank(p) == doctest::Approx(2.0 * (n - 1) / n * S).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("automatic algorithm: tree for a small AllReduce over many nodes, ring inside a node; forcing") {
+  const LinkEfficiency eff;
+  CollectiveOptions o;  // Auto
+  const Topology pod = load_topology(kSuperpod, {{"node.count", "16"}});
+  const CollectivePlan small = plan_collective(pod, eff, first(128), CollectiveKind::AllReduce, 64 * 1024, 0, o);
+  CHECK(small.algorithm == CollectiveAlgorithm::Tree);
+  const Topology node = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  CHECK(plan_collective(node, eff, first(8), CollectiveKind::AllReduce, 1024.0 * 1024 * 1024, 0, o).algorithm ==
+        CollectiveAlgorithm::Ring);
+  SUBCASE("the ring is kept inside one node even for a tiny message") {
+    CHECK(plan_collective(node, eff, first(8), CollectiveKind::AllReduce, 8, 0, o).algorithm ==
+          CollectiveAlgorithm::Ring);
+  }
+  SUBCASE("forcing") {
+    o.algorithm = CollectiveAlgorithm::Ring;
+    CHECK(plan_collective(pod, eff, first(128), CollectiveKind::AllReduce, 64 * 1024, 0, o).algorithm ==
+          CollectiveAlgorithm::Ring);
+    o.algorithm = CollectiveAlgorithm::Tree;
+    const CollectivePlan chain = plan_collective(node, eff, first(8), CollectiveKind::AllReduce, 1e9, 0, o);
+    CHECK(chain.algorithm == CollectiveAlgorithm::Tree);
+    // NCCL runs the tree for AllReduce only.
+    CHECK(plan_collective(pod, eff, first(128), CollectiveKind::AllGather, 64 * 1024, 0, o).algorithm ==
+          CollectiveAlgorithm::Ring);
+  }
+  SUBCASE("an op's algorithm field reaches the replay") {
+    ReplayOptions ro;
+    ro.fidelity = Fidelity::Analytic;
+    const double tree = bench_time(pod, 128, 64 * 1024, ro, false, CollectiveAlgorithm::Tree);
+    const double ring = bench_time(pod, 128, 64 * 1024, ro, false, CollectiveAlgorithm::Ring);
+    const double autom = bench_time(pod, 128, 64 * 1024, ro, false, CollectiveAlgorithm::Auto);
+    CHECK(tree < ring);
+    CHECK(autom == tree);
+  }
+}
+
+TEST_CASE("overlapsim collective --algo forces the algorithm and refuses a bad value") {
+  const std::string cmd = "collective --op allreduce -t " + kSuperpod + " --override node.count=16 --sizes 64KiB:64KiB";
+  const Run tree = run_cli(cmd + " --algo tree"), ring = run_cli(cmd + " --algo ring"), autom = run_cli(cmd);
+  REQUIRE(tree.status == 0);
+  REQUIRE(ring.status == 0);
+  CHECK(tree.output != ring.output);
+  CHECK(autom.output == tree.output);
+  const Run bad = run_cli(cmd + " --algo trees");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("--algo") != std::string::npos);
+}
