@@ -63,17 +63,17 @@ void Replayer::coll_ready(int ri, int oi) {
     return;
   }
   if (c.all_to_all) {
-    // Sends to everyone; receives from every mirror (simulated peers send their own).
-    const double piece = op.bytes / n;
-    for (int j = 0; j < n; ++j) {
-      if (j == pos) continue;
+    // One kernel of grouped sends: its latency first (every piece pays the same, concurrently;
+    // the slowest hop's), then the flows.
+    double lat = 0;
+    for (int j = 0; j < n; ++j)
+      if (j != pos) lat = std::max(lat, p2p_latency(g[pos], g[j], op.bytes / n, op.num_sm == 0));
+    if (lat > 0) {
       ++c.in_flight;
-      start_flow(Task::AllToAllFlow, g[pos], g[j], piece, ri, oi, match, j, pos);
-      if (c.members[j].rank_idx < 0) {
-        ++c.in_flight;
-        start_flow(Task::AllToAllFlow, g[j], g[pos], piece, -1, -1, match, pos, j);
-      }
+      start_exec(Task::AllToAllDelay, false, lat, ri, oi, match, -1, pos);
+      return;
     }
+    a2a_send(c, match, pos);
     return;
   }
   if (c.timed) {
@@ -243,6 +243,24 @@ void Replayer::tree_done(const Task& t) {
   for (int pos : finished)
     if (c.members[pos].rank_idx >= 0) member_finish(c, pos);
   coll_maybe_erase(t.match);
+}
+
+
+void Replayer::a2a_send(CollState& c, int64_t match, int pos) {
+  // Sends to everyone; receives from every mirror (simulated peers send their own).
+  const auto& g = s_.groups[c.group].ranks;
+  const int n = static_cast<int>(g.size());
+  const Member& m = c.members[pos];
+  const double piece = s_.programs[m.rank_idx].ops[m.op].bytes / n;
+  for (int j = 0; j < n; ++j) {
+    if (j == pos) continue;
+    ++c.in_flight;
+    start_flow(Task::AllToAllFlow, g[pos], g[j], piece, m.rank_idx, m.op, match, j, pos);
+    if (c.members[j].rank_idx < 0) {
+      ++c.in_flight;
+      start_flow(Task::AllToAllFlow, g[j], g[pos], piece, -1, -1, match, pos, j);
+    }
+  }
 }
 
 }  // namespace overlapsim::detail

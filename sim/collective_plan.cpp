@@ -54,6 +54,22 @@ Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vec
   return h;
 }
 
+/// NCCL_P2P_LL_THRESHOLD's default (src/enqueue.cc): sends up to this size use LL.
+constexpr double kP2PLLThreshold = 16384;
+
+}  // namespace
+
+double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
+                           double copy_engine_s, bool textbook) {
+  if (textbook || src == dst) return 0;
+  if (copy_engine) return copy_engine_s;
+  const Hop2 h = measure_hop(topo, LinkEfficiency{}, {src, dst}, 0, 1);
+  const int p = bytes <= kP2PLLThreshold ? static_cast<int>(Protocol::LL) : static_cast<int>(Protocol::Simple);
+  return kBaseLatRing[p] + std::max(0.0, kHwLatRing[static_cast<int>(h.kind)][p] - h.route_latency_s);
+}
+
+namespace {
+
 /// Channel c's ring order: members grouped by node in order of first appearance; node 0 starts
 /// at its member (c mod m); every next node starts at the member with the local index the
 /// previous node left from, so that the hop between nodes stays on one rail.

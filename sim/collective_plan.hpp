@@ -176,6 +176,17 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
                                CollectiveKind kind, double bytes, int channels_wanted,
                                const CollectiveOptions& opt);
 
+/// Latency a point-to-point message pays beyond its route's own, seconds. NCCL runs a send/recv
+/// (and an AllToAll, one group of them) as one kernel moving data over one hop, so a message
+/// pays what NCCL's tuning model (src/graph/tuning.cc) charges a one-step ring of its protocol:
+/// baseLat + max(route latency, hwLat of the hop's kind) − route latency, the protocol LL up to
+/// NCCL_P2P_LL_THRESHOLD (16 KiB, src/enqueue.cc) and Simple above (the wire bytes are not
+/// changed). A copy-engine transfer (an op's num_sm 0: TransformerEngine's userbuffers,
+/// cudaMemcpyAsync) pays `copy_engine_s` (the profile's launch overhead) instead. 0 for a
+/// textbook model (CollectiveOptions::textbook) or src == dst.
+double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
+                           double copy_engine_s, bool textbook = false);
+
 /// Payload bytes a member receives in the collective, summed over channels (for conservation
 /// tests). Ring and chain: every member alike. Tree: the mean over members — a member receives
 /// each slice once from its parent and once from each child, so over the group 2(n−1) channel

@@ -361,7 +361,7 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
 }
 
 double predict_p2p_step_s(const Topology& topo, const PassContext& ctx, const std::vector<std::pair<int, int>>& flows,
-                          double bytes) {
+                          double bytes, bool copy_engine) {
   const LinkEfficiency eff = efficiency(ctx);
   std::vector<std::vector<Hop>> routes;
   std::map<std::pair<int, int>, int> load;  // (link, direction or 2 for half duplex) → flows
@@ -373,8 +373,11 @@ double predict_p2p_step_s(const Topology& topo, const PassContext& ctx, const st
     }
   }
   double worst = 0;
-  for (const auto& r : routes) {
-    double lat = 0, bw = std::numeric_limits<double>::infinity();
+  for (size_t f = 0; f < routes.size(); ++f) {
+    const auto& r = routes[f];
+    double lat = p2p_extra_latency_s(topo, flows[f].first, flows[f].second, bytes, copy_engine,
+                                     ctx.cost.launch_overhead_s());
+    double bw = std::numeric_limits<double>::infinity();
     for (const Hop& h : r) {
       const Link& l = topo.link(h.link_id);
       lat += l.latency_s;

@@ -167,9 +167,10 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
 /// Time of one step in which every (src, dst) pair sends `bytes` at once: each flow takes its
 /// route's latency plus bytes over the least bandwidth left to it on its links, a link's bandwidth
 /// (after the profile's efficiency) being shared by the step's flows crossing it in the same
-/// direction; the step ends with its slowest flow.
+/// direction; the step ends with its slowest flow. Each message also pays NCCL's per-message
+/// latency (or, `copy_engine`, the launch overhead): sim/collective_plan.hpp p2p_extra_latency_s.
 double predict_p2p_step_s(const Topology& topo, const PassContext& ctx, const std::vector<std::pair<int, int>>& flows,
-                          double bytes);
+                          double bytes, bool copy_engine = false);
 
 // ---- Sites: a communication op and the GEMM it feeds or drains -------------------------------------
 

@@ -4,6 +4,7 @@
 // the collectives' part in collective_flows.cpp.
 #include "sim/replay_engine.hpp"
 
+#include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
 #include "sim/replay_engine_state.hpp"
 
@@ -200,7 +201,7 @@ void Replayer::on_ready(int ri, int oi) {
       return;
     case OpType::Send:
       if (int h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
-      start_flow(Task::P2PFlow, s_.programs[ri].rank, op.peer, op.bytes, ri, oi, op.match, -1, -1);
+      p2p_send(ri, oi, op.match, false);
       return;
     case OpType::Recv: {
       if (int h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
@@ -213,13 +214,40 @@ void Replayer::on_ready(int ri, int oi) {
         complete(ri, oi);
       } else if (rank_idx(op.peer) < 0) {
         // The sender is a mirror: its data leaves when this receive is posted.
-        start_flow(Task::P2PFlow, op.peer, s_.programs[ri].rank, op.bytes, -1, -1, op.match, -1, -1);
+        p2p_send(-1, -1, op.match, false);
       }
       return;
     }
   }
 }
 
+
+double Replayer::p2p_latency(int src, int dst, double bytes, bool copy_engine) {
+  const int64_t key = ((int64_t{src} * s_.world_size + dst) * 4) + (bytes <= 16384 ? 2 : 0) + (copy_engine ? 1 : 0);
+  auto it = p2p_latency_.find(key);
+  if (it == p2p_latency_.end())
+    it = p2p_latency_
+             .emplace(key, p2p_extra_latency_s(topo_, src, dst, bytes, copy_engine, opt_.launch_overhead_s,
+                                               opt_.collectives.textbook))
+             .first;
+  return it->second;
+}
+
+void Replayer::p2p_send(int ri, int oi, int64_t match, bool delayed) {
+  // The send op, or (ri < 0) the receive a mirror sends into.
+  const P2PState* st = ri < 0 ? &p2p_.at(match) : nullptr;
+  const Op& op = ri >= 0 ? s_.programs[ri].ops[oi] : s_.programs[st->recv_rank_idx].ops[st->recv_op];
+  const int src = ri >= 0 ? s_.programs[ri].rank : op.peer;
+  const int dst = ri >= 0 ? op.peer : s_.programs[st->recv_rank_idx].rank;
+  if (!delayed) {
+    const double lat = p2p_latency(src, dst, op.bytes, op.num_sm == 0);
+    if (lat > 0) {
+      start_exec(Task::P2PDelay, false, lat, ri, oi, match);
+      return;
+    }
+  }
+  start_flow(Task::P2PFlow, src, dst, op.bytes, ri, oi, match, -1, -1);
+}
 
 void Replayer::on_activity_done(Task& t) {
   if (opt_.record_flows) flows_.ended(&t, be_.now());
@@ -271,6 +299,18 @@ void Replayer::on_activity_done(Task& t) {
         if (m.rank_idx >= 0 && --m.a2a_left == 0) member_finish(c, pos);
       }
       coll_maybe_erase(t.match);
+      break;
+    }
+    case Task::P2PDelay: {
+      const double issued = t.started_s;
+      p2p_send(t.rank_idx, t.op, t.match, true);
+      tasks_.back().started_s = issued;  // the receive's communication began with the latency
+      break;
+    }
+    case Task::AllToAllDelay: {
+      CollState& c = colls_.at(t.match);
+      --c.in_flight;
+      a2a_send(c, t.match, t.idx);
       break;
     }
     case Task::P2PFlow: {

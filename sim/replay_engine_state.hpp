@@ -31,7 +31,9 @@ inline constexpr long long kMaxTreeFlows = 1LL << 14;
 
 /// What a SimGrid activity stands for.
 struct Task {
-  enum Kind : uint8_t { Kernel, Step, StepDelay, CollTimer, ChannelTimer, AllToAllFlow, P2PFlow, TreeDelay, TreeFlow } kind;
+  enum Kind : uint8_t {
+    Kernel, Step, StepDelay, CollTimer, ChannelTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow
+  } kind;
   int rank_idx = -1;  ///< simulated rank owning the op (-1 for a mirror's flow)
   int op = -1;
   int64_t match = -1;
@@ -102,6 +104,12 @@ class Replayer {
                   int idx = -1);
   void start_flow(Task::Kind kind, int src_rank, int dst_rank, double bytes, int ri, int oi, int64_t match,
                   int channel, int idx);
+  /// Latency a message from src to dst pays before its flow (collective_plan.hpp p2p_extra_latency_s).
+  double p2p_latency(int src, int dst, double bytes, bool copy_engine);
+  /// A send's flow (or, ri < 0, a mirror's send into receive `match`), after its latency.
+  void p2p_send(int ri, int oi, int64_t match, bool delayed);
+  /// Member `pos`'s AllToAll flows, after the latency.
+  void a2a_send(CollState& c, int64_t match, int pos);
   /// Takes num_sm SMs of rank ri's GPU (slowing its kernels); returns how many were taken.
   int hold_sms(int ri, int num_sm);
   void set_gpu_state(int ri);
@@ -133,6 +141,7 @@ class Replayer {
   std::unordered_map<int64_t, CollState> colls_;
   std::unordered_map<int64_t, P2PState> p2p_;
   std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
+  std::unordered_map<int64_t, double> p2p_latency_;  // (src·W + dst)·4 + LL·2 + copy engine → seconds
   std::vector<int> held_sms_;                     // per simulated rank: SMs communication holds
   std::map<std::tuple<int, int, double, int, int>, CollectivePlan> plans_;  // (group, kind, bytes, channels, algorithm)
   FlowRecorder flows_;  // used only when opt_.record_flows (the trace's link tracks)

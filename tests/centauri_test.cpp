@@ -101,7 +101,7 @@ TEST_CASE("layer-schedule: the weight-gradient GEMM runs while the blocking coll
     REQUIRE(ops.size() == 4);
     CHECK(ops[0].name == "dgrad");    // on the critical path: first
     CHECK(ops[1].name == "ag.next");  // issued as soon as its input is ready...
-    CHECK(after.stream_names.at(ops[1].stream) == "tp-comm");  // ...off the compute stream
+    CHECK(after.stream_names.at(ops[1].stream) == "tp-comm (layer tier)");  // ...off the compute stream
     CHECK(ops[2].name == "wgrad");    // fills the wait
     CHECK(replay(after, star, ReplayOptions{}).makespan_s ==
           doctest::Approx(300e-6 + std::max(wgrad_s, tc) + 200e-6).epsilon(1e-9));
@@ -245,12 +245,10 @@ TEST_CASE("where computation is much shorter than communication, centauri gains 
   const StrategyResult& meg = r.strategies[0];
   const StrategyResult& cen = r.strategies[1];
   REQUIRE(meg.exposed_comm_s > 10 * meg.compute_s);
-  // Overlap can hide at most the computation there is (2% of the iteration here). What centauri
-  // gains beyond it comes from replacing collectives by collective-matmul rings of sends and
-  // receives, which pay no NCCL per-message latency in the replay (a known gap): under 5%.
+  // Overlap can hide at most the computation there is (2% of the iteration here).
   CHECK(cen.iteration_s <= meg.iteration_s);
   CHECK(meg.compute_s < 0.03 * meg.iteration_s);
-  CHECK(cen.speedup_vs_megatron < 1.05);
+  CHECK(meg.iteration_s - cen.iteration_s <= meg.compute_s);
 }
 
 TEST_CASE("run --explain prints each op's alternatives; the JSON carries the plan") {

@@ -399,6 +399,7 @@ TEST_CASE("predict_site agrees with the replay on a uniform ring (profile link e
   const CostModel cost = a100_cost();
   const Topology star = load_topology(kSrc + "/tests/data/replay/star8.yaml");
   ReplayOptions ro;
+  ro.launch_overhead_s = cost.launch_overhead_s();  // a copy-engine send pays it (p2p_extra_latency_s)
   ro.link_efficiency.nvlink = cost.profile().nvlink_efficiency;  // star8's links are NVSwitch ports
   const StrategyContext ctx{star, cost};
   for (PartitionMode mode : {PartitionMode::Ring, PartitionMode::BidirectionalRing}) {

@@ -1,5 +1,8 @@
 // Replay against closed forms (design §4), folding against unfolding, flow against analytic.
 #include "sim/replay.hpp"
+
+#include "calibrate/profile.hpp"
+#include "sim/pass.hpp"
 #include "sim/topology.hpp"
 
 #include <doctest/doctest.h>
@@ -143,6 +146,42 @@ TEST_CASE("compute kernels on two streams share the GPU; on one stream they queu
   CHECK(t.end_s[0][0] == doctest::Approx(0.020).epsilon(1e-12));
   CHECK(t.end_s[0][1] == doctest::Approx(0.020).epsilon(1e-12));
   CHECK(t.makespan_s == doctest::Approx(0.025).epsilon(1e-12));
+}
+
+TEST_CASE("a send pays NCCL's per-message latency; a copy-engine send the launch overhead") {
+  // star8's routes are NVSwitch hops of alpha = 1 us; NCCL's tuning model charges a one-step ring
+  // baseLat + max(alpha, hwLat(NVLink)): up to 16 KiB LL, 6.6 us + max(1, 0.6) us; above, Simple,
+  // 8.4 us + max(1, 3.4) us.
+  const Topology topo = load_topology(kStar8);
+  auto one_send = [&](double bytes, int16_t num_sm, double launch) {
+    Schedule s;
+    s.world_size = 8;
+    RankProgram a{0, 1, {}}, b{1, 1, {}};
+    Op send;
+    send.type = OpType::Send;
+    send.peer = 1;
+    send.bytes = bytes;
+    send.match = -5;
+    send.num_sm = num_sm;
+    send.name = "send";
+    Op recv = send;
+    recv.type = OpType::Recv;
+    recv.peer = 0;
+    a.ops = {send};
+    b.ops = {recv};
+    s.programs = {a, b};
+    ReplayOptions opt;
+    opt.launch_overhead_s = launch;
+    return replay(s, topo, opt).makespan_s;
+  };
+  CHECK(one_send(8192, -1, 0) == doctest::Approx(6.6e-6 + kAlpha + 8192 / kB).epsilon(1e-9));
+  CHECK(one_send(1e8, -1, 0) == doctest::Approx(8.4e-6 + 3.4e-6 + 1e8 / kB).epsilon(1e-9));
+  CHECK(one_send(1e8, 0, 5e-6) == doctest::Approx(5e-6 + kAlpha + 1e8 / kB).epsilon(1e-9));
+  // The prediction the passes use agrees.
+  const CostModel cost(device_spec("a100-sxm4-80gb"), load_profile(default_profile_path("a100-sxm4-80gb")));
+  const StrategyContext ctx{topo, cost};
+  CHECK(predict_p2p_step_s(topo, ctx, {{0, 1}}, 1e8) ==
+        doctest::Approx(8.4e-6 + 3.4e-6 + 1e8 / (kB * cost.profile().nvlink_efficiency)).epsilon(1e-9));
 }
 
 TEST_CASE("a point-to-point send takes alpha + S/B and the receive waits for it") {

@@ -244,6 +244,14 @@ TEST_CASE("where computation is much shorter than communication, overlap gains a
 
 TEST_CASE("te-overlap and wang-decomp end to end on the small scenario, folded and unfolded") {
   Scenario sc = load_scenario(kSrc + "/tests/data/scenarios/small.yaml");
+  // TP 4 with GEMMs large enough for XLA's rule to accept the loop once the sends pay NCCL's
+  // latency (at TP 2 the rule never accepts a permute as slow as the collective: m ≥ 1).
+  sc.model.hidden = 4096;
+  sc.model.ffn_hidden = 16384;
+  sc.model.heads = 32;
+  sc.model.seq_len = 2048;
+  sc.parallelism.tp = 4;
+  sc.parallelism.dp = 1;
   SimulateOptions o;
   o.strategies = {"megatron", "te-overlap", "wang-decomp"};
   const RunResult folded = simulate(sc, o);

@@ -98,9 +98,10 @@ class LayerSchedule final : public Pass {
         case OpType::Send:
         case OpType::Recv: {
           const int src = op.type == OpType::Send ? p.rank : op.peer, dst = op.type == OpType::Send ? op.peer : p.rank;
-          const auto key = std::make_tuple(src, dst, op.bytes);
+          const auto key = std::make_tuple(src, dst, op.bytes, op.num_sm == 0);
           auto it = p2p_.find(key);
-          if (it == p2p_.end()) it = p2p_.emplace(key, predict_p2p_step_s(ctx_.topology, ctx_, {{src, dst}}, op.bytes)).first;
+          if (it == p2p_.end())
+            it = p2p_.emplace(key, predict_p2p_step_s(ctx_.topology, ctx_, {{src, dst}}, op.bytes, op.num_sm == 0)).first;
           return it->second;
         }
       }
@@ -111,7 +112,7 @@ class LayerSchedule final : public Pass {
     const Schedule& s_;
     const PassContext& ctx_;
     std::map<std::tuple<int, int, double, int, int>, double> coll_;
-    std::map<std::tuple<int, int, double>, double> p2p_;
+    std::map<std::tuple<int, int, double, bool>, double> p2p_;
   };
 
   /// Reorders every segment of `p`; returns how many kernels changed position.

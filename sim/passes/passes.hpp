@@ -142,7 +142,8 @@ struct LayerScheduleStats {
 struct LayerScheduleOptions {
   /// Collectives of these purposes that block the compute stream move to `comm_stream`.
   std::vector<CommPurpose> purposes{CommPurpose::TensorParallel};
-  std::string comm_stream = "tp-comm";
+  /// (its own stream: on the one of the asynchronous TP reductions they would queue behind them)
+  std::string comm_stream = "tp-comm (layer tier)";
   /// Where the pass counts what it did (summed over programs); may be null.
   std::shared_ptr<LayerScheduleStats> stats;
 };

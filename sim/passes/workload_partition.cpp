@@ -353,14 +353,14 @@ SitePrediction predict_site(const Schedule& s, const RankProgram& p, const Site&
     both.emplace_back(grp[i], grp[(i + 1) % n]);
     both.emplace_back(grp[(i + 1) % n], grp[i]);
   }
-  const double step1 = predict_p2p_step_s(ctx.topology, ctx, cw, c.bytes / n);
+  const double step1 = predict_p2p_step_s(ctx.topology, ctx, cw, c.bytes / n, choice.comm_num_sm == 0);
   // Arrival of the shard each GEMM chunk waits for (the reduction ring is the same loop run
   // backwards: its adds are counted with the GEMM chunks).
   std::vector<double> ready{0.0};
   if (!bidir) {
     for (int j = 1; j < n; ++j) ready.push_back(j * step1);
   } else {
-    const double step2 = predict_p2p_step_s(ctx.topology, ctx, both, c.bytes / n);
+    const double step2 = predict_p2p_step_s(ctx.topology, ctx, both, c.bytes / n, choice.comm_num_sm == 0);
     for (int j = 1; j < n / 2; ++j) {
       ready.push_back(j * step2);
       ready.push_back(j * step2);
