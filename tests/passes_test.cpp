@@ -131,6 +131,7 @@ TEST_CASE("every registered pass keeps FLOPs, received bytes, an acyclic graph a
   const std::vector<std::string> specs = {
       "primitive-substitution:rs-ag",    "primitive-substitution:ring",   "primitive-substitution:ring/tp",
       "primitive-substitution:hierarchical", "group-partition",          "group-partition:nvlink",
+      "group-partition:rail",
       "workload-partition",              "workload-partition:3",          "workload-partition:ring",
       "workload-partition:bidirectional", "optimizer-gather-overlap:3", "layer-schedule"};
   for (const Case& c : cases(cost)) {
@@ -256,6 +257,25 @@ TEST_CASE("group partitioning splits collectives along nodes and NVLink islands"
   for (const auto& op : s.programs[0].ops)
     if (op.type == OpType::Collective && op.name.rfind("ag.qkv/", 0) == 0) sizes[op.name] = s.groups[op.group].ranks.size();
   CHECK(sizes == std::map<std::string, int>{{"ag.qkv/ag-inter", 4}, {"ag.qkv/ag-intra", 2}});
+
+  // Rails: the same local index on every node (inside one node every GPU is a rail of its own).
+  const Topology pod2 = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CHECK(split_by_level(pod2, {0, 1, 2, 3, 8, 9, 10, 11}, TopologyLevel::Rail) ==
+        std::vector<std::vector<int>>{{0, 8}, {1, 9}, {2, 10}, {3, 11}});
+  CHECK(split_by_level(a6000, {0, 1, 2, 3}, TopologyLevel::Rail).size() == 4);
+  // TP 4 · DP 4 over two nodes: a DP group {r, r+4, r+8, r+12} spans two rails (local index r and
+  // r+4) on two nodes. By rail: AllGather(S/2) inside each node first, then AllGather(S) across
+  // nodes on one rail — the node split's mirror image.
+  const Parallelism p2 = layout(4, 1, 4, 4, true);
+  const Schedule w2 = build_iteration(m, p2, cost, Folding::None);
+  const StrategyContext ctx2{pod2, cost, &m, &p2};
+  const Schedule s2 = make_pass("group-partition:rail")->run(w2, ctx2);
+  CHECK(check_pass_invariants(w2, s2) == "");
+  std::map<std::string, std::vector<int>> groups;  // piece → its group
+  for (const auto& op : s2.programs[0].ops)
+    if (op.type == OpType::Collective && op.name.rfind("dp.param_gather/", 0) == 0) groups[op.name] = s2.groups[op.group].ranks;
+  CHECK(groups == std::map<std::string, std::vector<int>>{{"dp.param_gather/ag-inter", {0, 4}},
+                                                          {"dp.param_gather/ag-intra", {0, 8}}});
 }
 
 TEST_CASE("workload partitioning: chunks sum to the GEMM, each waits for its piece, consumers for all") {

@@ -23,6 +23,7 @@ const char* to_string(TopologyLevel l) {
   switch (l) {
     case TopologyLevel::NvLinkIsland: return "nvlink";
     case TopologyLevel::Node: return "node";
+    case TopologyLevel::Rail: return "rail";
   }
   return "?";
 }
@@ -60,11 +61,18 @@ bool island_groups(Schedule& s, const std::vector<std::vector<int>>& islands, in
 
 std::vector<std::vector<int>> split_by_level(const Topology& topo, const std::vector<int>& ranks, TopologyLevel level) {
   std::vector<std::vector<int>> islands;
+  if (level == TopologyLevel::Rail)
+    for (int r : ranks)
+      if (topo.gpu(r).local_index < 0) return {ranks};  // no rails: one island
   for (int r : ranks) {
     bool placed = false;
     for (auto& isl : islands) {
-      const bool same = level == TopologyLevel::Node ? topo.node_of(isl[0]) == topo.node_of(r)
-                                                      : nvlink_only(topo, isl[0], r);
+      bool same = false;
+      switch (level) {
+        case TopologyLevel::Node: same = topo.node_of(isl[0]) == topo.node_of(r); break;
+        case TopologyLevel::NvLinkIsland: same = nvlink_only(topo, isl[0], r); break;
+        case TopologyLevel::Rail: same = topo.gpu(isl[0]).local_index == topo.gpu(r).local_index; break;
+      }
       if (same) {
         isl.push_back(r);
         placed = true;

@@ -50,6 +50,10 @@ double predict_substitution_s(const Schedule& s, const Op& op, Substitution sub,
 enum class TopologyLevel : uint8_t {
   NvLinkIsland,  ///< GPUs joined by routes over NVLink/NVSwitch links only
   Node,          ///< GPUs of one node (template topologies; the explicit form is one node)
+  Rail,          ///< GPUs of one rail: the same local index (and NIC) in every node (template
+                 ///< topologies; rail-optimised fabrics join a rail's NICs at one leaf). Its
+                 ///< sub-collectives run across nodes on the full buffer and inside a node on
+                 ///< 1/a of it — the mirror image of the node split
 };
 const char* to_string(TopologyLevel l);
 

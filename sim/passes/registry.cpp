@@ -48,7 +48,8 @@ std::unique_ptr<Pass> group(const std::string& spec, const std::string& arg) {
   GroupPartitionOptions o;
   if (arg.empty() || arg == "node") o.level = TopologyLevel::Node;
   else if (arg == "nvlink") o.level = TopologyLevel::NvLinkIsland;
-  else bad_arg(spec, "LEVEL node or nvlink");
+  else if (arg == "rail") o.level = TopologyLevel::Rail;
+  else bad_arg(spec, "LEVEL node, nvlink or rail");
   return make_group_partition(std::move(o));
 }
 
@@ -75,7 +76,7 @@ struct Entry {
 
 const Entry kPasses[] = {
     {"primitive-substitution", "primitive-substitution:rs-ag|ring|hierarchical[/tp|dp|pp|embedding]", primitive},
-    {"group-partition", "group-partition[:node|nvlink]", group},
+    {"group-partition", "group-partition[:node|nvlink|rail]", group},
     {"workload-partition", "workload-partition[:K|ring|bidirectional] (tensor-parallel sites; K chunks, default 4)",
      workload},
     {"layer-schedule", "layer-schedule (tensor-parallel collectives off the compute stream, layers list-scheduled)",

@@ -9,8 +9,8 @@
 //       AllReduce, which is not a collective matmul);
 //   primitive substitution: as is; AllReduce ⇒ ReduceScatter + AllGather; hierarchical AllReduce
 //       (NVLink islands);
-//   topology-aware group partitioning: by node, by NVLink island (where either splits the group
-//       into equal islands of ≥ 2 members);
+//   topology-aware group partitioning: by node, by NVLink island, by rail (where one splits the
+//       group into equal islands of ≥ 2 members);
 // the last two applied to the collective (or each of its chunks). Substituting n − 1 ring permutes
 // for a whole collective is not searched: the replay's sends and receives pay no per-message
 // latency while NCCL's collectives pay theirs, so the permutes are predicted 5–10% faster than
@@ -59,7 +59,7 @@ namespace overlapsim {
 
 namespace {
 
-enum class Lowering : uint8_t { AsIs, RsAg, Hierarchical, RingPermutes, GroupNode, GroupIsland };
+enum class Lowering : uint8_t { AsIs, RsAg, Hierarchical, RingPermutes, GroupNode, GroupIsland, GroupRail };
 
 const char* label(Lowering l) {
   switch (l) {
@@ -69,6 +69,7 @@ const char* label(Lowering l) {
     case Lowering::RingPermutes: return "ring permutes";
     case Lowering::GroupNode: return "group by node";
     case Lowering::GroupIsland: return "group by nvlink";
+    case Lowering::GroupRail: return "group by rail";
   }
   return "?";
 }
@@ -181,6 +182,7 @@ class Search {
     if (by_island && (!by_node || split_by_level(ctx_.topology, s_.groups[op.group].ranks, TopologyLevel::Node) !=
                                       split_by_level(ctx_.topology, s_.groups[op.group].ranks, TopologyLevel::NvLinkIsland)))
       out.push_back(Lowering::GroupIsland);
+    if (splits(op, TopologyLevel::Rail)) out.push_back(Lowering::GroupRail);
     return out;
   }
 
@@ -195,6 +197,7 @@ class Search {
       case Lowering::RingPermutes: return predict_substitution_s(s_, x, Substitution::RingPermutes, ctx_);
       case Lowering::GroupNode: return predict_group_partition_s(s_, x, TopologyLevel::Node, ctx_);
       case Lowering::GroupIsland: return predict_group_partition_s(s_, x, TopologyLevel::NvLinkIsland, ctx_);
+      case Lowering::GroupRail: return predict_group_partition_s(s_, x, TopologyLevel::Rail, ctx_);
     }
     return 0;
   }
@@ -390,7 +393,8 @@ class Centauri final : public Strategy {
     if (search->uses(Lowering::RsAg) || search->uses(Lowering::Hierarchical) || search->uses(Lowering::RingPermutes))
       s = make_primitive_substitution(std::move(sub))->run(std::move(s), ctx);
     for (auto [level, low] : {std::pair{TopologyLevel::Node, Lowering::GroupNode},
-                              std::pair{TopologyLevel::NvLinkIsland, Lowering::GroupIsland}}) {
+                              std::pair{TopologyLevel::NvLinkIsland, Lowering::GroupIsland},
+                              std::pair{TopologyLevel::Rail, Lowering::GroupRail}}) {
       if (!search->uses(low)) continue;
       GroupPartitionOptions g;
       g.level = level;
