@@ -143,6 +143,43 @@ std::string collective_from_file_name(const std::string& path) {
   return "";
 }
 
+/// Reads an NCCL TUNING line's words (after "NCCL INFO "); false when it is not one.
+/// `function` gets the collective it names ("" in the oldest format), `per_rank` whether the
+/// size is count · type size (the newest format).
+bool parse_tuning_words(const std::vector<std::string>& w, NcclTuningLine* out, std::string* function, bool* per_rank) {
+  std::size_t i = 1;
+  while (i < w.size() && w[i] != "Bytes") ++i;
+  if (i + 5 >= w.size() || w[i + 1] != "->" || w[i + 2] != "Algo" || w[i + 4] != "proto" || !is_unsigned(w[i - 1]))
+    return false;
+  out->bytes = std::strtod(w[i - 1].c_str(), nullptr);
+  *function = i >= 2 ? w[i - 2] : "";
+  if (!function->empty() && function->back() == ':') function->pop_back();
+  static const char* const algos[] = {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
+  static const char* const protos[] = {"LL", "LL128", "Simple"};
+  const std::string& a = w[i + 3];
+  const std::string& p = w[i + 5];
+  *per_rank = !is_unsigned(a);
+  if (is_unsigned(a)) {
+    const int k = std::atoi(a.c_str());
+    if (k < 0 || k > 6) return false;
+    out->algorithm = algos[k];
+  } else {
+    out->algorithm = lower(a);
+  }
+  if (is_unsigned(p)) {
+    const int k = std::atoi(p.c_str());
+    if (k < 0 || k > 2) return false;
+    out->protocol = protos[k];
+  } else {
+    const std::string lp = lower(p);
+    if (lp == "ll") out->protocol = "LL";
+    else if (lp == "ll128") out->protocol = "LL128";
+    else if (lp == "simple") out->protocol = "Simple";
+    else return false;
+  }
+  return true;
+}
+
 struct RankLine {
   int rank = -1, group = 0;
   std::string host, gpu;
@@ -192,6 +229,12 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
   NcclTestsLog log;
   log.path = path;
   std::vector<RankLine> ranks;
+  struct RawTuning {
+    NcclTuningLine line;
+    std::string function;
+    bool per_rank = false;
+  };
+  std::vector<RawTuning> tuning;
   bool have_layout = false;
   Layout layout;
   std::string line;
@@ -241,6 +284,13 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
         }
         if (w.size() >= 3 && w[0] == "NCCL" && w[1] == "version" && log.nccl_version.empty())
           log.nccl_version = w[2].substr(0, w[2].find('+'));
+        NcclTuningLine tl;
+        std::string function;
+        bool per_rank = false;
+        if (parse_tuning_words(w, &tl, &function, &per_rank)) {
+          tl.line = number;
+          tuning.push_back({tl, function, per_rank});
+        }
       }
       continue;  // other lines (MPI, warnings, NCCL INFO) are not results
     }
@@ -342,6 +392,13 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
     throw InputError(SourceLocation{path, 0, 0}, "",
                      "expected a collective over at least 2 ranks, found " + std::to_string(log.ranks) + " (" +
                          log.ranks_from + ")");
+  // NCCL's choices for this collective (header: sizes of the newest format are per rank for
+  // AllGather and ReduceScatter).
+  for (RawTuning& t : tuning) {
+    if (!t.function.empty() && nccl_tests_collective(t.function) != log.collective) continue;
+    if (t.per_rank && (log.collective == "all_gather" || log.collective == "reduce_scatter")) t.line.bytes *= log.ranks;
+    log.tuning.push_back(t.line);
+  }
   return log;
 }
 
@@ -422,6 +479,60 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
     p.collectives.push_back(make_collective_fit(coll, ranks, nodes, g.algorithm, g.protocol, g.points,
                                                 "nccl-tests log(s) " + files));
   }
+  // Tuning rules from NCCL's TUNING lines, per group.
+  std::map<std::tuple<std::string, int, int>, std::map<double, std::map<std::pair<std::string, std::string>, int>>> seen;
+  std::map<std::tuple<std::string, int, int>, std::string> seen_files;
+  for (const NcclTestsLog& l : res.logs) {
+    for (const NcclTuningLine& t : l.tuning) ++seen[{l.collective, l.ranks, l.nodes}][t.bytes][{t.algorithm, t.protocol}];
+    if (!l.tuning.empty()) {
+      std::string& f = seen_files[{l.collective, l.ranks, l.nodes}];
+      f += (f.empty() ? "" : ", ") + std::filesystem::path(l.path).filename().string();
+    }
+  }
+  std::string tuning_files;
+  for (const auto& [key, sizes] : seen) {
+    const auto& [coll, ranks, nodes] = key;
+    const CollectiveKind kind = coll == "all_reduce"       ? CollectiveKind::AllReduce
+                                : coll == "all_gather"     ? CollectiveKind::AllGather
+                                : coll == "reduce_scatter" ? CollectiveKind::ReduceScatter
+                                : coll == "broadcast"      ? CollectiveKind::Broadcast
+                                                           : CollectiveKind::Reduce;
+    if (coll == "alltoall" || coll == "sendrecv") continue;  // point-to-point: no algorithm to choose
+    tuning_files += (tuning_files.empty() ? "" : ", ") + seen_files[key];
+    bool in_run = false;
+    for (const auto& [bytes, choices] : sizes) {
+      // The most frequent choice at this size (ties: the first in name order).
+      std::pair<std::string, std::string> pick;
+      int most = 0;
+      for (const auto& [c, k] : choices)
+        if (k > most) {
+          most = k;
+          pick = c;
+        }
+      const bool modelled = pick.first == "ring" || (pick.first == "tree" && kind == CollectiveKind::AllReduce);
+      if (!modelled) {
+        res.warnings.push_back(coll + " on " + std::to_string(ranks) + " ranks: NCCL ran " +
+                               std::to_string(static_cast<long long>(bytes)) + " B with algorithm " + pick.first +
+                               ", which the simulator does not model; no tuning rule for that size");
+        in_run = false;
+        continue;
+      }
+      TuningRule r;
+      r.kind = kind;
+      r.min_ranks = r.max_ranks = ranks;
+      r.min_nodes = r.max_nodes = nodes;
+      r.max_bytes = bytes;
+      r.algorithm = pick.first == "tree" ? CollectiveAlgorithm::Tree : CollectiveAlgorithm::Ring;
+      r.protocol = pick.second == "LL" ? Protocol::LL : pick.second == "LL128" ? Protocol::LL128 : Protocol::Simple;
+      TuningRule* last = in_run ? &p.tuning.back() : nullptr;
+      if (last && last->algorithm == r.algorithm && last->protocol == r.protocol) last->max_bytes = bytes;
+      else p.tuning.push_back(r);
+      in_run = true;
+    }
+  }
+  if (!p.tuning.empty())
+    p.tuning_source = "NCCL's TUNING debug lines (NCCL_DEBUG_SUBSYS=TUNING) in nccl-tests log(s) " + tuning_files +
+                      ", read by overlapsim calibrate import-nccl-tests";
   p.collectives_source = "fitted by overlapsim calibrate import-nccl-tests from " + logs +
                          " (nccl-tests' size column, out-of-place and in-place times; t = alpha + S*f(n)/busbw, "
                          "least relative squares)";

@@ -35,6 +35,20 @@
 // ReduceScatter, AllToAll) or else taken as nThread · nGpus. The nodes are the distinct host
 // names among the group's rank lines. NCCL_ALGO / NCCL_PROTO are taken from NCCL's own INFO
 // lines ("NCCL_ALGO set by environment to Ring", NCCL_DEBUG=INFO) when present, else "auto".
+//
+// NCCL's tuning choices (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING; rank 0 prints one line per
+// collective call) are read in the three formats NCCL has used (src/enqueue.cc):
+//   "NCCL INFO 1048576 Bytes -> Algo 1 proto 2 time 23.450001"          2.21-2.22 (topoGetAlgoInfo)
+//   "NCCL INFO AllReduce: 1048576 Bytes -> Algo 1 proto 2 time 23.45"    2.23-2.26 (topoGetAlgoInfo)
+//   "NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..7}"
+//                                                                        2.27 and later
+//                                                                        (scheduleCollTasksToPlan)
+// Numbers are NCCL's (src/include/nccl_common.h, since 2.19 plugin/nccl_tuner.h): algorithms
+// 0 TREE, 1 RING, 2 COLLNET_DIRECT, 3 COLLNET_CHAIN, 4 NVLS, 5 NVLS_TREE, 6 PAT; protocols 0 LL,
+// 1 LL128, 2 SIMPLE. The first two formats print NCCL's nBytes (the larger buffer: nccl-tests'
+// size); the third prints count · type size, the per-rank buffer of AllGather and ReduceScatter,
+// which is multiplied by the group size. Lines naming another collective than the log's are
+// ignored.
 #pragma once
 
 #include "calibrate/profile.hpp"
@@ -63,6 +77,14 @@ struct NcclTestsRow {
   NcclTestsHalf out_of_place, in_place;
 };
 
+/// One of NCCL's TUNING lines: what NCCL ran one call of the collective with.
+struct NcclTuningLine {
+  int line = 0;             ///< 1-based line in the log
+  double bytes = 0;         ///< NCCL's nBytes (nccl-tests' size), bytes
+  std::string algorithm;    ///< lower case: "ring", "tree", "nvls", "nvls_tree", "collnet_direct", ...
+  std::string protocol;     ///< "LL", "LL128" or "Simple"
+};
+
 struct NcclTestsLog {
   std::string path;
   std::string collective;        ///< all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast, reduce
@@ -75,6 +97,7 @@ struct NcclTestsLog {
   std::string nccl_version;      ///< "2.28.9", "" when the log does not say
   std::string algorithm = "auto", protocol = "auto";
   std::vector<NcclTestsRow> rows;
+  std::vector<NcclTuningLine> tuning;  ///< NCCL's TUNING lines for this collective, in log order
   double avg_busbw_GBps = -1;    ///< the footer's "Avg bus bandwidth" (-1: absent)
   std::vector<std::string> warnings;  ///< "FILE:LINE: ..." lines worth showing the user
 };
@@ -105,7 +128,12 @@ struct ImportResult {
 };
 
 /// Reads the logs, groups their points by (collective, ranks, nodes) and fits α and busbw to each
-/// group (collective_fit.hpp). The profile is the device's datasheet profile (calibrate/profiles/)
+/// group (collective_fit.hpp). Where the logs carry NCCL's TUNING lines, the profile's tuning
+/// table gets, per group, one rule per run of consecutive sizes NCCL ran with the same ring or
+/// tree algorithm and protocol (max_bytes: the run's largest size; ranks and nodes: the group's);
+/// sizes NCCL ran with an algorithm the simulator does not model (NVLS, CollNet, PAT) make no
+/// rule and are reported in the warnings; a size run with two choices takes the most frequent.
+/// Without TUNING lines the table stays empty. The profile is the device's datasheet profile (calibrate/profiles/)
 /// with provenance kind "imported" and a collectives section. Throws InputError when the device
 /// cannot be told (no --device and no known GPU name in the logs), when logs disagree on the
 /// device, or when two logs of one group were run with different NCCL algorithms or protocols.

@@ -13,6 +13,7 @@
 #include "models/device_catalog.hpp"
 #include "sim/error.hpp"
 
+#include <cctype>
 #include <filesystem>
 #include <limits>
 
@@ -187,6 +188,66 @@ void load_interference(const Reader& r, const json& root, Profile& p) {
   }
 }
 
+/// `key` of a tuning rule: absent (any), an integer >= 1 or a range [lo, hi], 1 <= lo <= hi.
+void load_range(const Reader& r, const json& o, const std::string& sec, const char* key, int* lo, int* hi) {
+  if (!o.contains(key)) return;
+  const json& v = o[key];
+  const std::string where = sec + "." + key;
+  const char* want = "an integer >= 1 or a range [lo, hi] of integers, 1 <= lo <= hi";
+  auto one = [&](const json& x, const std::string& w) {
+    if (!x.is_number_integer() || x.get<long long>() < 1 || x.get<long long>() > (1LL << 24))
+      r.fail(w, std::string("expected ") + want + ", found " + describe(x));
+    return static_cast<int>(x.get<long long>());
+  };
+  if (v.is_array()) {
+    if (v.size() != 2) r.fail(where, std::string("expected ") + want + ", found an array of " + std::to_string(v.size()));
+    *lo = one(v[0], idx(where, 0));
+    *hi = one(v[1], idx(where, 1));
+    if (*lo > *hi) r.fail(where, std::string("expected ") + want + ", found lo " + std::to_string(*lo) + " > hi " + std::to_string(*hi));
+  } else {
+    *lo = *hi = one(v, where);
+  }
+}
+
+void load_tuning(const Reader& r, const json& root, Profile& p) {
+  const json& s = r.section(root, "tuning", {"source", "rules"}, true);
+  p.tuning_source = r.string(s, "tuning", "source");
+  const json& rules = r.array(s, "tuning", "rules", "tuning rules");
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const std::string sec = idx("tuning.rules", i);
+    const json& o = rules[i];
+    r.check_object(o, sec, {"collective", "ranks", "nodes", "max_bytes", "algorithm", "protocol"}, true);
+    TuningRule t;
+    std::string c = r.string(o, sec, "collective");
+    if (c == "all_reduce" || c == "allreduce") t.kind = CollectiveKind::AllReduce;
+    else if (c == "all_gather" || c == "allgather") t.kind = CollectiveKind::AllGather;
+    else if (c == "reduce_scatter" || c == "reducescatter") t.kind = CollectiveKind::ReduceScatter;
+    else if (c == "broadcast") t.kind = CollectiveKind::Broadcast;
+    else if (c == "reduce") t.kind = CollectiveKind::Reduce;
+    else
+      r.fail(sec + ".collective",
+             "expected all_reduce, all_gather, reduce_scatter, broadcast or reduce, found \"" + c + "\"");
+    load_range(r, o, sec, "ranks", &t.min_ranks, &t.max_ranks);
+    load_range(r, o, sec, "nodes", &t.min_nodes, &t.max_nodes);
+    t.max_bytes = r.positive(o, sec, "max_bytes", "a size in bytes");
+    std::string a = r.string(o, sec, "algorithm");
+    for (char& ch : a) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (a == "ring") t.algorithm = CollectiveAlgorithm::Ring;
+    else if (a == "tree" && t.kind == CollectiveKind::AllReduce) t.algorithm = CollectiveAlgorithm::Tree;
+    else
+      r.fail(sec + ".algorithm", std::string("expected \"ring\"") +
+                                     (t.kind == CollectiveKind::AllReduce ? " or \"tree\"" : " (tree is for all_reduce only)") +
+                                     ", found \"" + r.string(o, sec, "algorithm") + "\"");
+    std::string pr = r.string(o, sec, "protocol");
+    for (char& ch : pr) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (pr == "ll") t.protocol = Protocol::LL;
+    else if (pr == "ll128") t.protocol = Protocol::LL128;
+    else if (pr == "simple") t.protocol = Protocol::Simple;
+    else r.fail(sec + ".protocol", "expected \"LL\", \"LL128\" or \"Simple\", found \"" + r.string(o, sec, "protocol") + "\"");
+    p.tuning.push_back(t);
+  }
+}
+
 }  // namespace
 
 Profile load_profile(const std::string& path) {
@@ -269,6 +330,7 @@ Profile load_profile(const std::string& path) {
 
   if (v2 && root.contains("collectives")) load_collectives(r, root, p);
   if (v2 && root.contains("interference")) load_interference(r, root, p);
+  if (root.contains("tuning")) load_tuning(r, root, p);
   return p;
 }
 

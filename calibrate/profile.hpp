@@ -18,11 +18,20 @@
 //   max_relative_error, source, points [{size_bytes, time_s, busbw_Bps}]}]},
 //   interference {source, gemm ("bf16 8192x8192x8192"), sm_interference, points [{companion, num_sm, compute_slowdown,
 //   companion_bandwidth_Bps}]}.
+// Either version, optionally: tuning {source, rules [{collective, ranks, nodes, max_bytes,
+//   algorithm, protocol}]}: measured algorithm/protocol choices (sim/nccl_tuning.hpp TuningRule).
+//   collective: all_reduce, all_gather, reduce_scatter, broadcast or reduce (allreduce,
+//   allgather, reducescatter also read); ranks, nodes (optional, default: any): an integer or
+//   an inclusive range [lo, hi] of group sizes / node counts, lo >= 1; max_bytes: the largest
+//   size (bytes, NCCL's nBytes: the larger buffer) the rule covers, > 0; algorithm: "ring" or
+//   "tree" (tree only for all_reduce); protocol: "LL", "LL128" or "Simple" (any case). Of the
+//   rules covering a collective, the one of least max_bytes applies; none: the model chooses.
 // Both versions load; unknown keys inside a known section are errors, unknown top-level
 // sections are ignored (they belong to other readers).
 #pragma once
 
 #include "calibrate/profile_tables.hpp"
+#include "sim/nccl_tuning.hpp"
 
 #include <map>
 #include <string>
@@ -70,6 +79,9 @@ struct Profile {
   /// fitted to the points (fit_sm_interference; the NCCL companion when measured, else the copy
   /// kernel); 0: not measured.
   double sm_interference = 0;
+  /// Measured algorithm/protocol rules (the tuning section); empty: the model chooses.
+  std::vector<TuningRule> tuning;
+  std::string tuning_source;
 
   /// The GEMM table for a dtype ("fp16", "bf16", "fp8"), or nullptr. fp16 and bf16 stand in for
   /// each other when only one was measured (same tensor-core rate on every catalogued GPU).

@@ -142,6 +142,21 @@ std::string profile_to_json(const Profile& p) {
     i["points"] = pts;
     root["interference"] = i;
   }
+  if (!p.tuning.empty()) {
+    ojson rules = ojson::array();
+    for (const TuningRule& t : p.tuning) {
+      ojson o;
+      static const char* const kinds[] = {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce"};
+      o["collective"] = kinds[static_cast<int>(t.kind)];
+      if (t.min_ranks > 1 || t.max_ranks < INT_MAX) o["ranks"] = ojson::array({t.min_ranks, t.max_ranks});
+      if (t.min_nodes > 1 || t.max_nodes < INT_MAX) o["nodes"] = ojson::array({t.min_nodes, t.max_nodes});
+      o["max_bytes"] = t.max_bytes;
+      o["algorithm"] = t.algorithm == CollectiveAlgorithm::Tree ? "tree" : "ring";
+      o["protocol"] = t.protocol == Protocol::LL ? "LL" : t.protocol == Protocol::LL128 ? "LL128" : "Simple";
+      rules.push_back(o);
+    }
+    root["tuning"] = ojson{{"source", p.tuning_source}, {"rules", rules}};
+  }
   return root.dump(2) + "\n";
 }
 

@@ -254,42 +254,49 @@ void set_tree_shares(const Topology& topo, const LinkEfficiency& eff, const std:
 }
 
 CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
-                         int channels, const CollectiveOptions& opt) {
-  CollectivePlan p;
-  p.kind = CollectiveKind::AllReduce;
-  p.algorithm = CollectiveAlgorithm::Tree;
-  p.members = static_cast<int>(ranks.size());
-  p.channels = channels;
-  const int n = p.members;
-  // Channels' trees (identical channels merged) and their hops.
-  std::vector<TreePlan> trees;
-  std::map<std::vector<int>, int> seen;  // parent array → index in trees
-  for (int c = 0; c < channels; ++c) {
-    TreePlan tp = build_tree(topo, ranks, c);
-    auto [it, fresh] = seen.try_emplace(tp.parent, static_cast<int>(trees.size()));
-    if (!fresh) {
-      ++trees[it->second].multiplicity;
-      continue;
-    }
-    tp.up.resize(n);
-    tp.down.resize(n);
-    for (int v = 0; v < n; ++v)
-      if (v != tp.root) {
-        tp.up[v] = measure_hop(topo, eff, ranks, v, tp.parent[v]);
-        tp.down[v] = measure_hop(topo, eff, ranks, tp.parent[v], v);
+                         int channels_forced, const CollectiveOptions& opt, const Protocol* forced_protocol) {
+  const int n = static_cast<int>(ranks.size());
+  // Channels' trees (identical channels merged) and their hops, by channel count.
+  std::map<int, std::vector<TreePlan>> by_count;
+  auto trees_for = [&](int channels) -> const std::vector<TreePlan>& {
+    auto found = by_count.find(channels);
+    if (found != by_count.end()) return found->second;
+    std::vector<TreePlan>& trees = by_count[channels];
+    std::map<std::vector<int>, int> seen;  // parent array → index in trees
+    for (int c = 0; c < channels; ++c) {
+      TreePlan tp = build_tree(topo, ranks, c);
+      auto [it, fresh] = seen.try_emplace(tp.parent, static_cast<int>(trees.size()));
+      if (!fresh) {
+        ++trees[it->second].multiplicity;
+        continue;
       }
-    trees.push_back(std::move(tp));
-  }
-  const double per_channel = bytes / channels;
+      tp.up.resize(n);
+      tp.down.resize(n);
+      for (int v = 0; v < n; ++v)
+        if (v != tp.root) {
+          tp.up[v] = measure_hop(topo, eff, ranks, v, tp.parent[v]);
+          tp.down[v] = measure_hop(topo, eff, ranks, tp.parent[v], v);
+        }
+      trees.push_back(std::move(tp));
+    }
+    return trees;
+  };
   auto model = [&](Protocol proto) {
     const int pi = static_cast<int>(proto);
-    CollectivePlan q = p;
+    CollectivePlan q;
+    q.kind = CollectiveKind::AllReduce;
+    q.algorithm = CollectiveAlgorithm::Tree;
+    q.members = n;
     q.protocol = proto;
+    q.channels = channels_forced > 0 || opt.textbook
+                     ? std::max(1, channels_forced > 0 ? channels_forced : opt.channels)
+                     : nccl_launch(CollectiveAlgorithm::Tree, proto, bytes, n, std::max(1, opt.channels)).channels;
+    const double per_channel = bytes / q.channels;
     q.steps = std::max(1, static_cast<int>(std::ceil(per_channel / kTreeChunkBytes[pi])));
     q.step_bytes = per_channel / q.steps;
     q.wire_bytes = q.step_bytes / kWireFraction[pi];
     q.base_latency_s = opt.textbook ? 0.0 : kBaseLatTree[pi];
-    q.trees = trees;
+    q.trees = trees_for(q.channels);
     for (auto& tp : q.trees)
       for (int v = 0; v < n; ++v)
         for (Hop2* h : {&tp.up[v], &tp.down[v]})
@@ -298,8 +305,9 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
     set_tree_shares(topo, eff, ranks, q);
     return q;
   };
-  CollectivePlan best = model(opt.protocol_auto || opt.textbook ? Protocol::Simple : opt.protocol);
-  if (opt.protocol_auto && !opt.textbook)
+  const bool choose = !forced_protocol && opt.protocol_auto && !opt.textbook;
+  CollectivePlan best = model(forced_protocol ? *forced_protocol : choose || opt.textbook ? Protocol::Simple : opt.protocol);
+  if (choose)
     for (Protocol proto : {Protocol::LL, Protocol::LL128}) {
       CollectivePlan q = model(proto);
       if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
@@ -315,7 +323,8 @@ int node_count(const Topology& topo, const std::vector<int>& ranks) {
 }
 
 CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                         CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt);
+                         CollectiveKind kind, double bytes, int channels_forced, const CollectiveOptions& opt,
+                         const Protocol* forced_protocol);
 
 }  // namespace
 
@@ -323,37 +332,37 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
                                CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt) {
   OVERLAPSIM_CHECK(kind != CollectiveKind::AllToAll, "AllToAll is point-to-point, not planned as a ring");
   OVERLAPSIM_CHECK(!ranks.empty(), "empty group");
-  const int channels = std::max(1, channels_wanted > 0 ? channels_wanted : opt.channels);
+  const int forced = std::max(0, channels_wanted);
+  const int nodes = node_count(topo, ranks);
   CollectiveAlgorithm alg = kind == CollectiveKind::AllReduce ? opt.algorithm : CollectiveAlgorithm::Ring;
-  if (ranks.size() <= 1 || (alg == CollectiveAlgorithm::Auto && node_count(topo, ranks) <= 1))
-    alg = CollectiveAlgorithm::Ring;
-  if (alg == CollectiveAlgorithm::Tree) return plan_tree(topo, eff, ranks, bytes, channels, opt);
-  CollectivePlan ring = plan_ring(topo, eff, ranks, kind, bytes, channels, opt);
+  // A measured tuning rule decides what the op leaves automatic (nccl_tuning.hpp).
+  const TuningRule* rule =
+      opt.textbook ? nullptr : find_tuning_rule(opt.tuning, kind, static_cast<int>(ranks.size()), nodes, bytes);
+  if (rule && alg == CollectiveAlgorithm::Auto) alg = rule->algorithm;
+  if (kind != CollectiveKind::AllReduce) alg = CollectiveAlgorithm::Ring;
+  // Its protocol, when the op runs the rule's algorithm and does not force a protocol.
+  const Protocol* proto = rule && opt.protocol_auto && alg == rule->algorithm ? &rule->protocol : nullptr;
+  if (ranks.size() <= 1 || (alg == CollectiveAlgorithm::Auto && nodes <= 1)) alg = CollectiveAlgorithm::Ring;
+  if (alg == CollectiveAlgorithm::Tree) return plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
+  CollectivePlan ring = plan_ring(topo, eff, ranks, kind, bytes, forced, opt, proto);
   if (alg == CollectiveAlgorithm::Ring) return ring;
-  CollectivePlan tree = plan_tree(topo, eff, ranks, bytes, channels, opt);
+  CollectivePlan tree = plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
   return tree.closed_form_s() < ring.closed_form_s() ? tree : ring;
 }
 
 namespace {
 
-CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                         CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt) {
-  CollectivePlan p;
-  p.kind = kind;
-  p.algorithm = CollectiveAlgorithm::Ring;
-  p.members = static_cast<int>(ranks.size());
-  p.chain = kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce;
-  p.channels = std::max(1, channels_wanted > 0 ? channels_wanted : opt.channels);
-  const int n = p.members;
-  if (n <= 1) return p;
-
-  // Channel rings and their hops.
-  std::vector<ChannelPlan> rings(p.channels);
-  bool all_even = true;
-  for (int c = 0; c < p.channels; ++c) {
+/// Channel rings of a plan with `channels` channels (hops measured, shares set); `all_even`: every
+/// channel's hops have one bandwidth.
+std::vector<ChannelPlan> build_rings(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                                     bool chain, int channels, bool* all_even) {
+  const int n = static_cast<int>(ranks.size());
+  std::vector<ChannelPlan> rings(channels);
+  *all_even = true;
+  for (int c = 0; c < channels; ++c) {
     ChannelPlan& ch = rings[c];
     ch.order = ring_order(topo, ranks, c);
-    const int nh = p.chain ? n - 1 : n;
+    const int nh = chain ? n - 1 : n;
     for (int i = 0; i < nh; ++i) ch.hops.push_back(measure_hop(topo, eff, ranks, ch.order[i], ch.order[(i + 1) % n]));
     for (int i = 0; i < nh; ++i) {
       const Hop2& h = ch.hops[i];
@@ -362,33 +371,66 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
         ch.bottleneck = i;
     }
     for (const Hop2& h : ch.hops) ch.even &= h.bandwidth_Bps == ch.hops[0].bandwidth_Bps;
-    all_even &= ch.even;
+    *all_even &= ch.even;
   }
-
   // Each hop's share of its links while every channel's hops of a step send at once.
   std::vector<Hop2*> all;
   for (auto& ch : rings)
     for (Hop2& h : ch.hops) all.push_back(&h);
   set_shares(topo, eff, ranks, all);
+  return rings;
+}
 
-  // Steps and bytes per step.
-  const double per_channel = bytes / p.channels;
-  if (p.chain) {
-    p.steps = std::max(1, static_cast<int>(std::ceil(per_channel / kSliceBytes)));
-    p.step_bytes = per_channel / p.steps;
-  } else {
-    p.steps = kind == CollectiveKind::AllReduce ? 2 * (n - 1) : n - 1;
-    p.step_bytes = per_channel / n;
-  }
+CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                         CollectiveKind kind, double bytes, int channels_forced, const CollectiveOptions& opt,
+                         const Protocol* forced_protocol) {
+  CollectivePlan p;
+  p.kind = kind;
+  p.algorithm = CollectiveAlgorithm::Ring;
+  p.members = static_cast<int>(ranks.size());
+  p.chain = kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce;
+  p.channels = std::max(1, channels_forced > 0 ? channels_forced : opt.channels);
+  const int n = p.members;
+  if (n <= 1) return p;
+
+  // Rings by channel count (NCCL lowers the count for small sizes, per protocol: nccl_tuning.hpp).
+  struct Rings {
+    std::vector<ChannelPlan> rings;
+    bool all_even = true;
+  };
+  std::map<int, Rings> by_count;
+  auto rings_for = [&](int channels) -> const Rings& {
+    auto found = by_count.find(channels);
+    if (found != by_count.end()) return found->second;
+    Rings& r = by_count[channels];
+    r.rings = build_rings(topo, eff, ranks, p.chain, channels, &r.all_even);
+    return r;
+  };
+  // The ring's intra-node bandwidth over all its channels (NCCL's bwIntra · nChannels), for the
+  // thread count of ring Simple: the communicator's channels' first hop.
+  double ring_bw = 0;
+  for (const ChannelPlan& ch : rings_for(p.channels).rings) ring_bw += ch.hops.empty() ? 0.0 : ch.hops[0].share_Bps;
 
   // Protocol: forced, or the least modelled time.
   auto model = [&](Protocol proto) {
     const int pi = static_cast<int>(proto);
     CollectivePlan q = p;
     q.protocol = proto;
+    if (channels_forced <= 0 && !opt.textbook)
+      q.channels = nccl_launch(CollectiveAlgorithm::Ring, proto, bytes, n, p.channels, ring_bw).channels;
+    const Rings& r = rings_for(q.channels);
+    // Steps and bytes per step.
+    const double per_channel = bytes / q.channels;
+    if (q.chain) {
+      q.steps = std::max(1, static_cast<int>(std::ceil(per_channel / kSliceBytes)));
+      q.step_bytes = per_channel / q.steps;
+    } else {
+      q.steps = kind == CollectiveKind::AllReduce ? 2 * (n - 1) : n - 1;
+      q.step_bytes = per_channel / n;
+    }
     q.base_latency_s = opt.textbook ? 0.0 : kBaseLatRing[pi];
     q.wire_bytes = q.step_bytes / kWireFraction[pi];
-    q.rings = rings;
+    q.rings = r.rings;
     for (auto& ch : q.rings) {
       ch.max_step_latency_s = 0;
       ch.mean_step_latency_s = 0;
@@ -401,8 +443,9 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     }
     return q;
   };
-  CollectivePlan best = model(opt.protocol_auto || opt.textbook ? Protocol::Simple : opt.protocol);
-  if (opt.protocol_auto && !opt.textbook)
+  const bool choose = !forced_protocol && opt.protocol_auto && !opt.textbook;
+  CollectivePlan best = model(forced_protocol ? *forced_protocol : choose || opt.textbook ? Protocol::Simple : opt.protocol);
+  if (choose)
     for (Protocol proto : {Protocol::LL, Protocol::LL128}) {
       CollectivePlan q = model(proto);
       if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
@@ -410,11 +453,11 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
   // Even channels load the same links alike: simulate them as one ring carrying all of them,
   // at the full bandwidth of its hops (the closed form is unchanged: C times the bytes at C
   // times the share).
-  if (all_even && best.rings.size() > 1) {
+  if (rings_for(best.channels).all_even && best.rings.size() > 1) {
     best.rings.resize(1);
-    best.step_bytes *= p.channels;
-    best.wire_bytes *= p.channels;
-    const int c = p.channels;
+    best.step_bytes *= best.channels;
+    best.wire_bytes *= best.channels;
+    const int c = best.channels;
     for (Hop2& h : best.rings[0].hops) h.share_Bps *= c;
   }
   return best;

@@ -60,6 +60,18 @@
 // steady state, so where two of its hops share one, `flow` is faster than the closed form while
 // the pipeline fills and drains; where none does, both agree exactly.
 //
+// Channels per size (nccl_tuning.hpp): an op that does not set its channel count runs, for each
+// algorithm and protocol considered, on the channels NCCL would use for its size (NCCL
+// src/enqueue.cc topoGetAlgoInfo: fewer channels while nBytes < channels · threads · threshold),
+// out of CollectiveOptions::channels; the closed form and the flows both use that count. With
+// channels sharing a link (a GPU's NVLink port), fewer channels carry more bytes each at a
+// larger share: the time is the same; where channels use different links (one NIC each), fewer
+// channels use fewer of them. A textbook model keeps the options' count.
+//
+// Tuning table (CollectiveOptions::tuning, a profile's measured rules): where a rule covers the
+// collective, its algorithm replaces Auto and its protocol the automatic protocol (when the op
+// runs the rule's algorithm); collectives no rule covers are chosen as below.
+//
 // Algorithm (CollectiveAlgorithm::Auto): AllReduce over more than one node takes, of the ring
 // and the tree with each protocol, the plan of least closed form; inside one node, the ring
 // (NCCL's tree there is a chain; forcing Tree still gives it). We compare our own closed forms
@@ -69,6 +81,7 @@
 // collectives always take the ring (NCCL's NCCL_ALGO=tree applies to AllReduce only).
 #pragma once
 
+#include "sim/nccl_tuning.hpp"
 #include "sim/schedule.hpp"
 #include "sim/topology.hpp"
 
@@ -77,7 +90,6 @@
 
 namespace overlapsim {
 
-enum class Protocol : uint8_t { LL, LL128, Simple };
 const char* to_string(Protocol p);
 enum class HopKind : uint8_t { NvLink, Pcie, Network };
 
@@ -127,7 +139,7 @@ struct CollectivePlan {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring or Tree (never Auto)
   Protocol protocol = Protocol::Simple;
   bool chain = false;           ///< Broadcast/Reduce: pipelined chain, no closing hop
-  int channels = 1;
+  int channels = 1;             ///< channels it runs on (the op's, or NCCL's count for the size)
   int steps = 0;                ///< ring steps, or slices of a chain or of each tree channel
   int members = 0;
   double step_bytes = 0;        ///< payload per step (tree: per slice) per ring/tree, bytes
@@ -158,14 +170,18 @@ int dtree_parent(int n, int t, int i);
 bool dtree_first_child(int n, int t, int i);
 
 struct CollectiveOptions {
-  int channels = 8;  ///< default channel count when the op does not set one (NCCL on DGX A100/H100
-                     ///< opens 8 or more rings for large collectives: one per NIC)
+  int channels = 8;  ///< the communicator's channel count (NCCL on DGX A100/H100 opens 8 or more
+                     ///< rings for large collectives: one per NIC); an op that does not set its
+                     ///< own runs on fewer when NCCL would for its size (nccl_launch)
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
   bool protocol_auto = true;
   Protocol protocol = Protocol::Simple;  ///< used when !protocol_auto
   /// The textbook ring: no base latency, no protocol step latency, Simple's wire bytes — each
   /// step costs exactly its route's latency plus its bytes over the bandwidth.
   bool textbook = false;
+  /// Measured algorithm/protocol rules (a profile's tuning table, nccl_tuning.hpp): where one
+  /// covers a collective, what the op leaves automatic follows it; empty: the model chooses.
+  std::vector<TuningRule> tuning;
 };
 
 /// Plans a collective of `bytes` (NCCL buffer size per rank, schedule.hpp) over `ranks`, with

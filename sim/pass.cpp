@@ -356,6 +356,7 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
     return predict_p2p_step_s(ctx.topology, ctx, flows, bytes / n);
   }
   CollectiveOptions o;
+  o.tuning = ctx.cost.profile().tuning;  // as the replay (simulate.cpp): the profile's measured rules
   if (algorithm != CollectiveAlgorithm::Auto) o.algorithm = algorithm;
   return plan_collective(ctx.topology, efficiency(ctx), ranks, kind, bytes, channels, o).closed_form_s();
 }

@@ -30,7 +30,8 @@
 //    still share their speed among concurrent kernels; flows take latency + bytes / bandwidth.
 //  - SM interference: while a communication op runs (from the moment it can start until it
 //    completes, as an NCCL kernel spins), it holds num_sm SMs (−1: one per channel for a
-//    collective, one for send/recv; 0: copy engine), slowing that GPU's kernels (ReplayOptions).
+//    collective — the channels its plan runs on, NCCL's count for its size —, one for send/recv;
+//    0: copy engine), slowing that GPU's kernels (ReplayOptions).
 //  - Send: one flow to the peer, started when the send op starts (eager); the op completes when
 //    the flow has arrived. Recv completes when it has started and the matching flow has arrived.
 // A flow-fidelity simulation runs in a child process (SimGrid 3.32 allows one Engine per

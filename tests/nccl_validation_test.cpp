@@ -140,9 +140,12 @@ std::vector<double> pow2(int lo, int hi) {
 // The intra-node ring reaches the published plateau (>= 512 MiB) but is too fast below it: the
 // simulated curve approaches the plateau at a few tens of MiB, the measured ones only at ~512 MiB.
 // At 128 MiB the measured ring is ~0.25 ms slower than simulated, far more than the ~14 step
-// latencies, so the missing cost grows with size. Likely cause (not verified against NCCL logs):
-// NCCL sizes its channel count to the message (fewer channels, each limited by one thread block's
-// copy rate), which the model (8 channels sharing the NVLink port at any size) does not do. At
+// latencies, so the missing cost grows with size. NCCL's channel count per size (src/enqueue.cc
+// topoGetAlgoInfo, modelled in sim/nccl_tuning.hpp) is not the cause: with 8 channels it lowers
+// the count only below 256 KiB (ring Simple: 8 · 512 threads · 64 B), and these curves did not
+// move when it was added. Untested candidates: NCCL's per-protocol bandwidth limits (tuning.cc
+// llMaxBws, perChMaxRingLL128Bws: LL128 at ~20 GB/s per channel on Ampere) with the protocol
+// NCCL's own tuner then picks, and the Simple protocol's sliced pipeline per step. At
 // 1-4 MiB the three logs (all -g 8: one process driving 8 GPUs) take 50-120 us where the model
 // charges 32-75 us. Jumps in the measured curves
 // (stas00 8 -> 16 MiB, Azure 128 -> 256 MiB) look like NCCL algorithm/protocol switches.

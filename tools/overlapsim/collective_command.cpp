@@ -102,6 +102,7 @@ int collective_command(const CollectiveArgs& a) {
   opt.replay.link_efficiency.nvlink = profile.nvlink_efficiency;
   opt.replay.link_efficiency.network = profile.network_efficiency;
   opt.replay.link_efficiency.pcie = profile.pcie_efficiency;
+  opt.replay.collectives.tuning = profile.tuning;
   const std::vector<BenchRow> rows = run_collective_bench(topo, op, ranks, sizes, opt);
 
   std::cout << fmt::format("# overlapsim collective: {} over {} of {} GPUs of {} ({}), {} fidelity, profile {}\n",

@@ -1,0 +1,67 @@
+// What NCCL decides per collective call before it launches it, besides the plan's shape: how
+// many channels (thread blocks) and threads per block it uses for a size, and — when a
+// calibration profile measured it — which algorithm and protocol it picks.
+//
+// Channels and threads (NCCL 2.30.7, src/enqueue.cc topoGetAlgoInfo; the same loop since at
+// least 2.12, src/enqueue.cc getAlgoInfo/getChannnelThreadInfo). For Ring and Tree, starting from
+// the communicator's channel count nc and the algorithm/protocol's maximum threads nt:
+//   while nBytes < nc · nt · threshold and nc >= 2:   nc −= 1
+//   while nBytes < nc · nt · threshold and nt % 128 == 0:   nt /= 2
+// (2.18 and older halve nt inside the first loop once nc is 1: the same result). nBytes is the
+// larger of the send and receive buffers (src/enqueue.cc ncclGetAlgoInfo,
+// ncclFuncMaxSendRecvCount): our CollectiveOp bytes (schedule.hpp). Constants:
+//   maximum threads (src/graph/tuning.cc ncclTopoTuneModel, src/include/device.h):
+//     Simple: ring NCCL_SIMPLE_MAX_NTHREADS 512 (256 when the ring's intra-node bandwidth times
+//             its channels is at most PCI_BW, 12 GB/s, src/graph/topo.h), tree 512;
+//     LL: NCCL_LL_MAX_NTHREADS 512; LL128: NCCL_LL128_MAX_NTHREADS 640;
+//   thresholds (src/include/comm.h, tuning.cc "Set per-thread amount of work"):
+//     NCCL_SIMPLE_THREAD_THRESHOLD 64, NCCL_LL_THREAD_THRESHOLD 8 (times nRanks for the ring),
+//     NCCL_LL128_THREAD_THRESHOLD 8.
+// NCCL then adds a warp (ring Simple) or four (tree Simple) and runs the tree with 640 threads
+// always; those extra threads move no data and are not reported here.
+//
+// Tuning table (a calibration profile's optional `tuning` section, calibrate/profile.hpp): rules
+// measured on hardware, e.g. from NCCL's own TUNING debug lines (calibrate/nccl_tests.hpp). A
+// rule applies to a collective kind, a range of group sizes and of node counts, and sizes up to
+// its max_bytes; of the rules that apply, the one with the least max_bytes wins. A collective
+// that no rule covers (larger than every max_bytes, or another group) is chosen by the model.
+#pragma once
+
+#include "sim/schedule.hpp"
+
+#include <climits>
+#include <vector>
+
+namespace overlapsim {
+
+enum class Protocol : uint8_t { LL, LL128, Simple };
+
+/// NCCL's channel and thread count for one collective call.
+struct NcclLaunch {
+  int channels = 1;  ///< thread blocks, each one channel (ring or tree)
+  int threads = 0;   ///< data-moving threads per block (before NCCL's extra sync warps)
+};
+
+/// The header's loop: channels and threads NCCL uses for a collective of `bytes` (NCCL's nBytes)
+/// over `ranks` ranks with algorithm `alg` (Ring or Tree) and protocol `proto`, when the
+/// communicator has `max_channels` channels. `ring_bw_Bps` is the ring's intra-node bandwidth
+/// summed over its channels (bytes/s): at most 12e9 (PCI_BW) gives ring Simple 256 threads.
+/// REQUIRES: alg != Auto; bytes >= 0; ranks >= 1; max_channels >= 1.
+NcclLaunch nccl_launch(CollectiveAlgorithm alg, Protocol proto, double bytes, int ranks, int max_channels,
+                       double ring_bw_Bps = 1e300);
+
+/// One rule of a profile's tuning table (calibrate/profile.hpp, key `tuning.rules`).
+struct TuningRule {
+  CollectiveKind kind = CollectiveKind::AllReduce;  ///< never AllToAll
+  int min_ranks = 1, max_ranks = INT_MAX;           ///< group sizes it applies to (inclusive)
+  int min_nodes = 1, max_nodes = INT_MAX;           ///< node counts it applies to (inclusive)
+  double max_bytes = 0;  ///< largest size (NCCL's nBytes, bytes) it applies to
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring or Tree
+  Protocol protocol = Protocol::Simple;
+};
+
+/// The rule of least max_bytes among those covering (kind, ranks, nodes, bytes), or nullptr.
+const TuningRule* find_tuning_rule(const std::vector<TuningRule>& table, CollectiveKind kind, int ranks, int nodes,
+                                   double bytes);
+
+}  // namespace overlapsim

@@ -1,0 +1,336 @@
+// NCCL's channel count per size and the profile's tuning table (issue: collective communication
+// as NCCL does it): nccl_launch against hand-run NCCL loops, plans on the reduced channels,
+// closed form == flow with them, measured rules changing the plan in the replay and in the
+// passes' predictions, strict loading of the table, and its import from NCCL's TUNING lines.
+#include "calibrate/nccl_tests.hpp"
+#include "calibrate/profile.hpp"
+#include "models/cost_model.hpp"
+#include "models/device_catalog.hpp"
+#include "sim/collective_bench.hpp"
+#include "sim/collective_plan.hpp"
+#include "sim/error.hpp"
+#include "sim/nccl_tuning.hpp"
+#include "sim/pass.hpp"
+#include "sim/replay.hpp"
+#include "sim/topology.hpp"
+
+#include "tests/test_support.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+using namespace overlapsim;
+using namespace overlapsim::testing;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+const std::string kStar8 = kSrc + "/tests/data/replay/star8.yaml";
+const std::string kSuperpod = kSrc + "/topologies/dgx-a100-superpod.yaml";
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::vector<int> first(int n) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+double bench_time(const Topology& t, int n, double size, const ReplayOptions& ro) {
+  BenchOptions b;
+  b.replay = ro;
+  b.unfold = true;
+  return run_collective_bench(t, BenchOp::AllReduce, n, {size}, b).at(0).time_s;
+}
+
+std::string write_temp(const std::string& text, const char* suffix) {
+  const std::string path = temp_path(suffix);
+  std::ofstream(path) << text;
+  return path;
+}
+
+/// The shipped A100 profile (version 1) with `tuning` added, written to a temporary file.
+std::string profile_with_tuning(const nlohmann::json& tuning) {
+  std::ifstream in(default_profile_path("a100-sxm4-80gb"));
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["tuning"] = tuning;
+  return write_temp(j.dump(2), ".json");
+}
+
+LinkEfficiency efficiency_of(const Profile& p) {
+  LinkEfficiency e;
+  e.nvlink = p.nvlink_efficiency;
+  e.network = p.network_efficiency;
+  e.pcie = p.pcie_efficiency;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("nccl_launch: NCCL's channel and thread loop, run by hand") {
+  // Ring Simple, 8 ranks, 8 channels: 512 threads, threshold 64, so nc · 32,768 bytes.
+  auto ring = [](Protocol p, double bytes, int ranks = 8, double bw = 1e300) {
+    return nccl_launch(CollectiveAlgorithm::Ring, p, bytes, ranks, 8, bw);
+  };
+  CHECK(ring(Protocol::Simple, kMiB).channels == 8);       // 1 MiB >= 8 · 32,768
+  CHECK(ring(Protocol::Simple, kMiB).threads == 512);
+  CHECK(ring(Protocol::Simple, 100000).channels == 3);     // 4 · 32,768 > 100,000 >= 3 · 32,768
+  CHECK(ring(Protocol::Simple, 100000).threads == 512);
+  CHECK(ring(Protocol::Simple, 20000).channels == 1);      // then threads: 32,768 > 20,000 >= 16,384
+  CHECK(ring(Protocol::Simple, 20000).threads == 256);
+  // PCIe-class ring (intra bandwidth · channels <= 12 GB/s): 256 threads, nc · 16,384 bytes.
+  CHECK(ring(Protocol::Simple, 100000, 8, 10e9).channels == 6);
+  // Ring LL: threshold 8 · nRanks; 8 ranks → nc · 32,768 bytes, 128 ranks → nc · 524,288 bytes.
+  CHECK(ring(Protocol::LL, 200000).channels == 6);
+  CHECK(ring(Protocol::LL, kMiB, 128).channels == 2);
+  // Tree LL: threshold 8, not scaled by the ranks: 8 · 512 · 8 = 32 KiB <= 1 MiB.
+  CHECK(nccl_launch(CollectiveAlgorithm::Tree, Protocol::LL, kMiB, 128, 8).channels == 8);
+  // LL128: 640 threads, threshold 8: nc · 5,120 bytes; 3,000 B → 1 channel, 640 → 320 threads.
+  CHECK(ring(Protocol::LL128, 30000).channels == 5);
+  CHECK(ring(Protocol::LL128, 3000).channels == 1);
+  CHECK(ring(Protocol::LL128, 3000).threads == 320);
+  // An odd thread count is not halved (NCCL halves only multiples of 128).
+  CHECK(ring(Protocol::Simple, 0).channels == 1);
+  CHECK(ring(Protocol::Simple, 0).threads == 64);
+}
+
+TEST_CASE("plans run on NCCL's channels for the size unless the op sets them") {
+  const Topology topo = load_topology(kStar8);
+  CollectiveOptions o;
+  o.protocol_auto = false;
+  o.protocol = Protocol::Simple;
+  CHECK(plan_collective(topo, {}, first(8), CollectiveKind::AllReduce, 100000, 0, o).channels == 3);
+  CHECK(plan_collective(topo, {}, first(8), CollectiveKind::AllReduce, 100000, 8, o).channels == 8);
+  CHECK(plan_collective(topo, {}, first(8), CollectiveKind::AllReduce, 64 * kMiB, 0, o).channels == 8);
+  // The textbook ring keeps the options' count.
+  o.textbook = true;
+  CHECK(plan_collective(topo, {}, first(8), CollectiveKind::AllReduce, 100000, 0, o).channels == 8);
+}
+
+TEST_CASE("closed form == flow on NCCL's reduced channels") {
+  // One switch, no contention: 100,000 B of ring Simple runs on 3 channels; flow and analytic
+  // replays both end at the 3-channel plan's closed form.
+  const Topology topo = load_topology(kStar8);
+  ReplayOptions flow, analytic;
+  flow.collectives.protocol_auto = analytic.collectives.protocol_auto = false;
+  analytic.fidelity = Fidelity::Analytic;
+  const double size = 100000;
+  const CollectivePlan p = plan_collective(topo, {}, first(8), CollectiveKind::AllReduce, size, 0, flow.collectives);
+  REQUIRE(p.channels == 3);
+  CHECK(bench_time(topo, 8, size, flow) == doctest::Approx(p.closed_form_s()).epsilon(1e-9));
+  CHECK(bench_time(topo, 8, size, analytic) == doctest::Approx(p.closed_form_s()).epsilon(1e-9));
+}
+
+TEST_CASE("across nodes, NCCL's reduced channels use fewer NICs, in the plan and in the replay") {
+  // Two DGX A100 nodes, ring LL over 16 ranks: threshold 8 · 16, so 40,000 B runs on 1 channel
+  // of 8, one NIC per node instead of eight: slower than 8 forced channels.
+  const Topology topo = load_topology(kSuperpod, {{"node.count", "2"}});
+  ReplayOptions analytic;
+  analytic.fidelity = Fidelity::Analytic;
+  analytic.collectives.protocol_auto = false;
+  analytic.collectives.protocol = Protocol::LL;
+  analytic.collectives.algorithm = CollectiveAlgorithm::Ring;
+  const double size = 40000;
+  const CollectivePlan p = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, size, 0, analytic.collectives);
+  const CollectivePlan all8 = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, size, 8, analytic.collectives);
+  REQUIRE(p.channels == 1);
+  CHECK(p.closed_form_s() > all8.closed_form_s() * 1.05);
+  CHECK(bench_time(topo, 16, size, analytic) == doctest::Approx(p.closed_form_s()).epsilon(1e-9));
+}
+
+TEST_CASE("tuning rules: find_tuning_rule takes the covering rule of least max_bytes") {
+  std::vector<TuningRule> t(3);
+  t[0].max_bytes = 1e6;
+  t[0].protocol = Protocol::LL;
+  t[1].max_bytes = 1e9;
+  t[1].protocol = Protocol::Simple;
+  t[2].max_bytes = 1e7;
+  t[2].protocol = Protocol::LL128;
+  t[2].min_nodes = t[2].max_nodes = 2;
+  CHECK(find_tuning_rule(t, CollectiveKind::AllReduce, 8, 1, 5e5)->protocol == Protocol::LL);
+  CHECK(find_tuning_rule(t, CollectiveKind::AllReduce, 8, 1, 5e6)->protocol == Protocol::Simple);
+  CHECK(find_tuning_rule(t, CollectiveKind::AllReduce, 16, 2, 5e6)->protocol == Protocol::LL128);
+  CHECK(find_tuning_rule(t, CollectiveKind::AllReduce, 8, 1, 2e9) == nullptr);
+  CHECK(find_tuning_rule(t, CollectiveKind::AllGather, 8, 1, 5e5) == nullptr);
+}
+
+TEST_CASE("a profile's tuning rule changes the plan, in the replay and in predict_collective_s alike") {
+  const Topology topo = load_topology(kSuperpod, {{"node.count", "2"}});
+  const double size = 1024 * kMiB;
+  const std::string path = profile_with_tuning(
+      {{"source", "test"},
+       {"rules",
+        {{{"collective", "all_reduce"}, {"nodes", {2, 4}}, {"max_bytes", 2048 * kMiB}, {"algorithm", "ring"},
+          {"protocol", "Simple"}}}}});
+  const Profile prof = load_profile(path);
+  REQUIRE(prof.tuning.size() == 1);
+  const LinkEfficiency eff = efficiency_of(prof);
+  CollectiveOptions model, tuned;
+  tuned.tuning = prof.tuning;
+  const CollectivePlan m = plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, size, 0, model);
+  const CollectivePlan t = plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, size, 0, tuned);
+  // The model runs a 1 GiB AllReduce over 2 nodes as an LL128 tree; the measured rule says ring Simple.
+  REQUIRE(m.algorithm == CollectiveAlgorithm::Tree);
+  REQUIRE(m.protocol == Protocol::LL128);
+  CHECK(t.algorithm == CollectiveAlgorithm::Ring);
+  CHECK(t.protocol == Protocol::Simple);
+  CHECK(t.closed_form_s() != doctest::Approx(m.closed_form_s()).epsilon(1e-6));
+  // The replay (as simulate() builds its options from the profile) times the tuned plan.
+  ReplayOptions ro;
+  ro.fidelity = Fidelity::Analytic;
+  ro.link_efficiency = eff;
+  ro.collectives.tuning = prof.tuning;
+  CHECK(bench_time(topo, 16, size, ro) == doctest::Approx(t.closed_form_s()).epsilon(1e-9));
+  ro.collectives.tuning.clear();
+  CHECK(bench_time(topo, 16, size, ro) == doctest::Approx(m.closed_form_s()).epsilon(1e-9));
+  // The passes' prediction reads the rule from the cost model's profile.
+  const CostModel cost(device_spec("a100-sxm4-80gb"), prof);
+  const PassContext ctx{topo, cost};
+  CHECK(predict_collective_s(first(16), CollectiveKind::AllReduce, size, ctx) ==
+        doctest::Approx(t.closed_form_s()).epsilon(1e-12));
+  const CostModel plain(device_spec("a100-sxm4-80gb"), load_profile(default_profile_path("a100-sxm4-80gb")));
+  const PassContext ctx0{topo, plain};
+  CHECK(predict_collective_s(first(16), CollectiveKind::AllReduce, size, ctx0) ==
+        doctest::Approx(m.closed_form_s()).epsilon(1e-12));
+  // An op that forces the tree keeps it, and the ring rule's protocol does not apply to it.
+  CHECK(predict_collective_s(first(16), CollectiveKind::AllReduce, size, ctx, 0, CollectiveAlgorithm::Tree) ==
+        doctest::Approx(m.closed_form_s()).epsilon(1e-12));
+  // Beyond the rule's max_bytes the model chooses again.
+  CHECK(plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, 4096 * kMiB, 0, tuned).algorithm ==
+        CollectiveAlgorithm::Tree);
+}
+
+TEST_CASE("a tuning rule forces LL inside one node where the model takes Simple") {
+  const Topology topo = load_topology(kStar8);
+  CollectiveOptions o;
+  TuningRule r;
+  r.kind = CollectiveKind::AllGather;
+  r.max_bytes = 1e12;
+  r.protocol = Protocol::LL;
+  o.tuning = {r};
+  CHECK(plan_collective(topo, {}, first(8), CollectiveKind::AllGather, 256 * kMiB, 0, {}).protocol == Protocol::Simple);
+  CHECK(plan_collective(topo, {}, first(8), CollectiveKind::AllGather, 256 * kMiB, 0, o).protocol == Protocol::LL);
+  // Another collective is not covered.
+  CHECK(plan_collective(topo, {}, first(8), CollectiveKind::ReduceScatter, 256 * kMiB, 0, o).protocol ==
+        Protocol::Simple);
+  // A forced protocol wins over the rule.
+  o.protocol_auto = false;
+  o.protocol = Protocol::LL128;
+  CHECK(plan_collective(topo, {}, first(8), CollectiveKind::AllGather, 256 * kMiB, 0, o).protocol == Protocol::LL128);
+}
+
+TEST_CASE("malformed tuning rules are errors naming the file and the key") {
+  using nlohmann::json;
+  const json good = {{"collective", "all_reduce"}, {"max_bytes", 1048576}, {"algorithm", "ring"}, {"protocol", "LL"}};
+  struct Case {
+    std::string key;
+    json value;  // null: remove the key
+    std::string where;
+  };
+  const std::vector<Case> cases = {
+      {"collective", "alltoall", "tuning.rules[0].collective"},
+      {"protocol", "LL256", "tuning.rules[0].protocol"},
+      {"protocol", nullptr, "tuning.rules[0].protocol"},
+      {"algorithm", "nvls", "tuning.rules[0].algorithm"},
+      {"max_bytes", -1, "tuning.rules[0].max_bytes"},
+      {"ranks", json::array({8, 4}), "tuning.rules[0].ranks"},
+      {"nodes", 0, "tuning.rules[0].nodes"},
+      {"size", 5, "size"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.where);
+    json rule = good;
+    if (c.value.is_null()) rule.erase(c.key);
+    else rule[c.key] = c.value;
+    const std::string path = profile_with_tuning({{"source", "test"}, {"rules", {rule}}});
+    try {
+      load_profile(path);
+      FAIL("no error");
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      CHECK(what.find(path) != std::string::npos);
+      CHECK(what.find(c.where) != std::string::npos);
+    }
+  }
+  // Tree is for AllReduce only.
+  json rule = good;
+  rule["collective"] = "all_gather";
+  rule["algorithm"] = "tree";
+  CHECK_THROWS_WITH_AS(load_profile(profile_with_tuning({{"source", "t"}, {"rules", {rule}}})),
+                       doctest::Contains("tuning.rules[0].algorithm"), InputError);
+  // A good rule loads with its defaults (any ranks, any nodes) and survives a write and a load.
+  const Profile p = load_profile(profile_with_tuning({{"source", "t"}, {"rules", {good}}}));
+  REQUIRE(p.tuning.size() == 1);
+  CHECK(p.tuning[0].protocol == Protocol::LL);
+  CHECK(p.tuning[0].min_ranks == 1);
+  CHECK(find_tuning_rule(p.tuning, CollectiveKind::AllReduce, 4096, 512, 1048576) != nullptr);
+}
+
+TEST_CASE("import-nccl-tests fills the tuning table from NCCL's TUNING lines") {
+  std::string log =
+      "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 8388608 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#\n# Using devices\n";
+  for (int r = 0; r < 8; ++r)
+    log += "#  Rank  " + std::to_string(r) + " Group  0 Pid  1 on node-a device  " + std::to_string(r) +
+           " [0x18] NVIDIA A100-SXM4-80GB\n";
+  log +=
+      "node-a:1:1 [0] NCCL INFO NCCL version 2.23.4+cuda12.6\n"
+      "node-a:1:1 [0] NCCL INFO Broadcast: 4096 Bytes -> Algo 1 proto 0 time 1.000000\n"
+      "node-a:1:1 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo 1 proto 0 time 20.500000\n"
+      "node-a:1:1 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo 1 proto 0 time 20.500000\n"
+      "node-a:1:1 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo 1 proto 2 time 20.500000\n"
+      "node-a:1:1 [0] NCCL INFO AllReduce: 2097152 Bytes -> Algo 1 proto 1 time 30.000000\n"
+      "node-a:1:1 [0] NCCL INFO AllReduce: 4194304 Bytes -> Algo 1 proto 1 time 40.000000\n"
+      "node-a:1:1 [0] NCCL INFO AllReduce: 8388608 Bytes -> Algo 4 proto 2 time 50.000000\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+      "     1048576        262144     float     sum      -1   200.00    5.24    9.18      0   200.00    5.24    9.18      0\n"
+      "     2097152        524288     float     sum      -1   300.00    6.99   12.23      0   300.00    6.99   12.23      0\n"
+      "     4194304       1048576     float     sum      -1   400.00   10.49   18.35      0   400.00   10.49   18.35      0\n"
+      "     8388608       2097152     float     sum      -1   600.00   13.98   24.47      0   600.00   13.98   24.47      0\n";
+  const std::string path = write_temp(log, "_all_reduce_perf.log");
+  const ImportResult r = import_nccl_tests({path}, {});
+  REQUIRE(r.logs.at(0).tuning.size() == 6);  // the Broadcast line is not this log's collective
+  REQUIRE(r.profile.tuning.size() == 2);
+  const TuningRule& a = r.profile.tuning[0];
+  CHECK(a.kind == CollectiveKind::AllReduce);
+  CHECK(a.max_bytes == 1048576);
+  CHECK(a.algorithm == CollectiveAlgorithm::Ring);
+  CHECK(a.protocol == Protocol::LL);  // two LL calls against one Simple
+  CHECK((a.min_ranks == 8 && a.max_ranks == 8 && a.min_nodes == 1 && a.max_nodes == 1));
+  const TuningRule& b = r.profile.tuning[1];
+  CHECK(b.max_bytes == 4194304);  // 2 and 4 MiB: one run of ring LL128
+  CHECK(b.protocol == Protocol::LL128);
+  // 8 MiB ran NVLS: no rule, a warning.
+  bool warned = false;
+  for (const auto& w : r.warnings) warned |= w.find("nvls") != std::string::npos;
+  CHECK(warned);
+  CHECK(r.profile.tuning_source.find("TUNING") != std::string::npos);
+  // Written and read back, the table is the same.
+  const std::string out = temp_path(".json");
+  write_profile(r.profile, out);
+  const Profile back = load_profile(out);
+  REQUIRE(back.tuning.size() == 2);
+  CHECK(back.tuning[1].max_bytes == 4194304);
+  CHECK(back.tuning[1].protocol == Protocol::LL128);
+  CHECK(back.tuning[0].max_ranks == 8);
+
+  // NCCL >= 2.27 prints names and, for AllGather, the per-rank size.
+  std::istringstream ag(
+      "# Collective test starting: all_gather_perf\n"
+      "#  Rank  0 Group  0 Pid  1 on node-a device  0 [0x18] NVIDIA A100-SXM4-80GB\n"
+      "#  Rank  1 Group  0 Pid  1 on node-a device  1 [0x2a] NVIDIA A100-SXM4-80GB\n"
+      "node-a:1:1 [0] NCCL INFO AllGather: 524288 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..7}\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n"
+      "     1048576        131072     float    none      -1   200.00    5.24    2.62      0   200.00    5.24    2.62      0\n");
+  const NcclTestsLog l = parse_nccl_tests_log("ag.log", ag);
+  REQUIRE(l.tuning.size() == 1);
+  CHECK(l.tuning[0].bytes == 1048576);
+  CHECK(l.tuning[0].algorithm == "ring");
+  CHECK(l.tuning[0].protocol == "Simple");
+}
