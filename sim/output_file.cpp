@@ -2,10 +2,13 @@
 
 #include "sim/error.hpp"
 
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace overlapsim {
@@ -41,11 +44,54 @@ void check_output_path(const std::string& path, const std::string& flag, const s
         throw InputError(where, flag, "is also an input (" + in + "); expected a file to write the result to");
 }
 
+namespace {
+
+// Temporary files being written, removed if the process is interrupted (SIGINT, SIGTERM, SIGHUP)
+// so that a killed run leaves no half-written file. Fixed storage: the handler may only call
+// async-signal-safe functions (unlink, signal, raise).
+constexpr int kMaxTemps = 8;
+char g_temps[kMaxTemps][4096];
+volatile sig_atomic_t g_temp_used[kMaxTemps];
+
+extern "C" void remove_temps_and_reraise(int sig) {
+  for (int i = 0; i < kMaxTemps; ++i)
+    if (g_temp_used[i]) ::unlink(g_temps[i]);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void track_temp(const std::string& path) {
+  static const bool installed = [] {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, remove_temps_and_reraise);
+    return true;
+  }();
+  (void)installed;
+  if (path.size() >= sizeof g_temps[0]) return;
+  for (int i = 0; i < kMaxTemps; ++i)
+    if (!g_temp_used[i]) {
+      std::memcpy(g_temps[i], path.c_str(), path.size() + 1);
+      g_temp_used[i] = 1;
+      return;
+    }
+}
+
+}  // namespace
+
+void forget_temp(const std::string& path) {
+  for (int i = 0; i < kMaxTemps; ++i)
+    if (g_temp_used[i] && path == g_temps[i]) g_temp_used[i] = 0;
+}
+
 std::string create_temp_beside(const std::string& target, const std::string& flag) {
   std::string name = target + ".tmp-XXXXXX";
   const int fd = ::mkstemp(name.data());
   if (fd < 0) throw InputError(SourceLocation{target, 0, 0}, flag, "cannot create a temporary file beside it");
+  // mkstemp creates 0600; an output file gets the usual mode (0666 less the umask).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
   ::close(fd);
+  track_temp(name);
   return name;
 }
 
@@ -59,13 +105,14 @@ void write_file_atomically(const std::string& path, const std::string& content, 
     f.flush();
     if (!f) {
       std::remove(tmp.c_str());
+      forget_temp(tmp);
       throw InputError(SourceLocation{path, 0, 0}, flag, "write failed");
     }
   }
-  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(SourceLocation{path, 0, 0}, flag, "cannot replace the file");
-  }
+  const bool renamed = std::rename(tmp.c_str(), target.c_str()) == 0;
+  if (!renamed) std::remove(tmp.c_str());
+  forget_temp(tmp);
+  if (!renamed) throw InputError(SourceLocation{path, 0, 0}, flag, "cannot replace the file");
 }
 
 }  // namespace overlapsim

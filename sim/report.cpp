@@ -67,6 +67,11 @@ std::string size_label(double bytes) {
 
 void print_plans(std::ostream& out, const RunResult& r) {
   for (const auto& s : r.strategies) {
+    if (s.out_of_memory) {
+      out << fmt::format("\n{}: not simulated: the layout needs {:.1f} GiB per GPU, more than the device's {:.1f} GiB\n",
+                         s.strategy, s.peak_memory_bytes / kGiB, r.device_memory_bytes / kGiB);
+      continue;
+    }
     if (s.plan.empty()) {
       out << fmt::format("\n{}: no per-op plan (only searching strategies, e.g. centauri, have one)\n", s.strategy);
       continue;

@@ -4,6 +4,7 @@
 #include "sim/yaml_input.hpp"
 
 #include <filesystem>
+#include <fstream>
 
 namespace overlapsim {
 
@@ -134,13 +135,24 @@ Scenario load_scenario(const std::string& path) {
   s.name = as_string(f, require(f, r, "name"), "name");
   load_model(f, require(f, r, "model"), s.model);
   s.topology_path = resolve(path, as_string(f, require(f, r, "topology"), "topology"));
+  {  // a missing file is named where the scenario names it, not only by its own path
+    std::ifstream probe(s.topology_path);
+    if (!probe || std::filesystem::is_directory(s.topology_path))
+      fail(f, r["topology"], "topology", "expected a readable topology file, found no file at " + s.topology_path);
+  }
   if (const YAML::Node o = r["topology_overrides"]) {
     if (!o.IsMap()) fail(f, o, "topology_overrides", "expected a map such as {node.count: 128}");
     for (const auto& kv : o) s.topology_overrides[kv.first.as<std::string>()] =
         as_string(f, kv.second, "topology_overrides." + kv.first.as<std::string>());
   }
   load_parallelism(f, require(f, r, "parallelism"), s);
-  if (r["calibration"]) s.calibration_path = resolve(path, as_string(f, r["calibration"], "calibration"));
+  if (r["calibration"]) {
+    s.calibration_path = resolve(path, as_string(f, r["calibration"], "calibration"));
+    std::ifstream probe(s.calibration_path);
+    if (!probe || std::filesystem::is_directory(s.calibration_path))
+      fail(f, r["calibration"], "calibration",
+           "expected a readable calibration profile, found no file at " + s.calibration_path);
+  }
   s.strategies = r["strategies"] ? parse_strategies(f, r["strategies"]) : strategy_names();
   if (r["fidelity"]) {
     const YAML::Node n = r["fidelity"];

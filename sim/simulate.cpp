@@ -62,6 +62,11 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   }
 
   const DeviceSpec& dev = device_spec(topo.gpu_model());
+  try {
+    (void)dev.peak_flops(sc.model.dtype);
+  } catch (const InputError& e) {  // name the scenario and the key, not only the device
+    throw InputError(SourceLocation{sc.path, 0, 0}, "model.dtype", e.message());
+  }
   const std::string profile_path =
       sc.calibration_path.empty() ? default_profile_path(topo.gpu_model()) : sc.calibration_path;
   const Profile profile = load_profile(profile_path);
@@ -129,6 +134,12 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     StrategyContext ctx{topo, cost, &sc.model, &par, &r.notes, &r.plan, ro.sm_count, ro.sm_interference};
     const Schedule sched = strategy->apply(workload, ctx);
     for (const auto& p : sched.programs) r.ops += static_cast<long long>(p.ops.size());
+    // The workload was checked against --max-ops before it was built; a strategy's pieces count too.
+    if (r.ops > opt.max_ops)
+      throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
+                       fmt::format("'{}' turns the iteration into {} ops on {} simulated rank(s); the limit is {} "
+                                   "(--max-ops): use fewer chunks or a smaller global_batch",
+                                   name, r.ops, sched.programs.size(), opt.max_ops));
     const ReplayTimes t = replay(sched, topo, ro);
     if (opt.on_replayed) opt.on_replayed(name, sched, t, topo);
     const Breakdown b = breakdown(sched, t);

@@ -190,6 +190,7 @@ TraceWriter::~TraceWriter() {
   if (file_) {
     file_.reset();
     std::remove(tmp_.c_str());
+    forget_temp(tmp_);
   }
 }
 
@@ -214,12 +215,13 @@ void TraceWriter::commit() {
   file_.reset();
   if (!ok) {
     std::remove(tmp_.c_str());
+    forget_temp(tmp_);
     throw InputError(SourceLocation{path_, 0, 0}, flag_, "write failed");
   }
-  if (std::rename(tmp_.c_str(), target_.c_str()) != 0) {
-    std::remove(tmp_.c_str());
-    throw InputError(SourceLocation{path_, 0, 0}, flag_, "cannot replace the file");
-  }
+  const bool renamed = std::rename(tmp_.c_str(), target_.c_str()) == 0;
+  if (!renamed) std::remove(tmp_.c_str());
+  forget_temp(tmp_);
+  if (!renamed) throw InputError(SourceLocation{path_, 0, 0}, flag_, "cannot replace the file");
 }
 
 }  // namespace overlapsim

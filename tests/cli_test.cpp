@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -148,13 +149,34 @@ TEST_CASE("bad command-line values name the flag") {
   }
   SUBCASE("outputs never replace the inputs or each other") {
     // Regressions: --trace over the scenario file destroyed it; --json and --trace on one path.
+    // A copy of the scenario in /tmp whose topology is a copy too (regression: --trace over the
+    // topology or a calibration profile replaced it).
+    const std::string topo_copy = temp_path(".yaml");
+    { std::ofstream(topo_copy) << slurp(kSrc + "/topologies/dgx-a100.yaml"); }
+    std::string text = slurp(scenario);
+    const auto at = text.find("topology: ");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, text.find('\n', at) - at, "topology: " + topo_copy);
     const std::string copy = temp_path(".yaml");
-    { std::ofstream(copy) << slurp(scenario); }
-    const std::string original = slurp(copy);
+    { std::ofstream(copy) << text; }
+    const std::string original = slurp(copy), topo_original = slurp(topo_copy);
     Run r = run_cli("run -q " + copy + " --trace " + copy);
     CHECK(r.status == 2);
     CHECK(r.output.find("is also an input") != std::string::npos);
     CHECK(slurp(copy) == original);
+    for (const std::string& flag : {"--trace ", "--json "}) {
+      r = run_cli("run -q " + copy + " --fidelity analytic " + flag + topo_copy);
+      CHECK(r.status == 2);
+      CHECK(r.output.find("is also an input") != std::string::npos);
+      CHECK(slurp(topo_copy) == topo_original);
+    }
+    const std::string profile = kSrc + "/calibrate/profiles/a100-sxm4-80gb.json";
+    const std::string profile_original = slurp(profile);
+    r = run_cli("run -q " + copy + " --fidelity analytic --trace " + profile);
+    CHECK(r.status == 2);
+    CHECK(r.output.find("is also an input") != std::string::npos);
+    CHECK(slurp(profile) == profile_original);
+    std::remove(topo_copy.c_str());
     const std::string out = temp_path(".json");
     r = run_cli("run -q " + scenario + " --json " + out + " --trace " + out);
     CHECK(r.status == 2);
@@ -201,4 +223,49 @@ TEST_CASE("bad command-line values name the flag") {
     CHECK(r.status == 2);
     CHECK(r.output.find("/nonexistent-dir/out.json") != std::string::npos);
   }
+}
+
+TEST_CASE("outputs: the usual file mode; an interrupted run leaves no temporary file") {
+  const std::string scenario = kSrc + "/tests/data/scenarios/small.yaml";
+  const std::string out = temp_path(".json");
+  const mode_t mask = ::umask(022);
+  Run r = run_cli("run -q " + scenario + " --fidelity analytic --json " + out);
+  ::umask(mask);
+  REQUIRE(r.status == 0);
+  struct stat st {};
+  REQUIRE(::stat(out.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0644);  // mkstemp's 0600 made 0666 less the umask
+  std::remove(out.c_str());
+
+  // SIGTERM while the default scenario is being simulated (its trace file is open from the start).
+  const std::string dir = temp_path("-dir");
+  std::filesystem::create_directory(dir);
+  const std::string cmd = "timeout -s TERM 1.5 " + std::string(OVERLAPSIM_BINARY) + " run -q " + kSrc +
+                          "/scenarios/default.yaml -s megatron --trace " + dir + "/t.json > /dev/null 2>&1";
+  (void)std::system(cmd.c_str());
+  int left = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    CAPTURE(e.path().string());
+    ++left;
+  }
+  CHECK(left == 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("pass arguments, no-op passes and the op guard after a strategy") {
+  const std::string scenario = kSrc + "/tests/data/scenarios/small.yaml";
+  for (const char* spec : {"megatron+workload-partition:1", "megatron+workload-partition:65", "megatron+group-partition:"}) {
+    CAPTURE(spec);
+    const Run r = run_cli("run -q " + scenario + " --fidelity analytic -s " + spec);
+    CHECK(r.status == 2);
+    CHECK(r.output.find("--strategy") != std::string::npos);
+  }
+  // One node: nothing to split by node; the result says so instead of reading as "no gain".
+  Run r = run_cli("run -q " + scenario + " --fidelity analytic -s megatron+group-partition:node");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("group-partition:node: no collective's group spans") != std::string::npos);
+  // The workload fits under --max-ops, its chunked schedule does not.
+  r = run_cli("run -q " + scenario + " --fidelity analytic -s megatron+workload-partition:64 --max-ops 20000");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("turns the iteration into") != std::string::npos);
 }

@@ -100,13 +100,19 @@ class GroupPartition final : public Pass {
     std::vector<RankProgram> out;
     out.reserve(s.programs.size());
     std::map<int, std::vector<std::vector<int>>> islands;  // by group
+    long long done = 0;
     for (const RankProgram& p : s.programs) {
       ProgramRewriter rw(p);
-      for (int i = 0; i < static_cast<int>(p.ops.size()); ++i)
-        if (!split(s, p, i, ctx, islands, rw)) rw.keep(i);
+      for (int i = 0; i < static_cast<int>(p.ops.size()); ++i) {
+        if (split(s, p, i, ctx, islands, rw)) ++done;
+        else rw.keep(i);
+      }
       out.push_back(rw.finish());
     }
     s.programs = std::move(out);
+    if (done == 0)  // say so: a silent no-op reads as "the split does not pay"
+      ctx.note(std::string("group-partition:") + to_string(o_.level) + ": no collective's group spans two or more " +
+               "equal " + to_string(o_.level) + " islands of two or more members; nothing split");
     return s;
   }
 

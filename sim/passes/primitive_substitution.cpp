@@ -62,11 +62,14 @@ class PrimitiveSubstitution final : public Pass {
     islands_.clear();
     std::vector<RankProgram> out;
     out.reserve(s.programs.size());
+    long long asked = 0, done = 0;
     for (const RankProgram& p : s.programs) {
       ProgramRewriter rw(p);
       for (int i = 0; i < static_cast<int>(p.ops.size()); ++i) {
         const Op& op = p.ops[i];
         const Substitution sub = op.type == OpType::Collective && o_.choose ? o_.choose(s, op) : Substitution::Keep;
+        if (sub != Substitution::Keep) ++asked;
+        const int size_before = rw.size();
         const int n = op.type == OpType::Collective ? static_cast<int>(s.groups[op.group].ranks.size()) : 0;
         if (sub == Substitution::Keep || n < 2) {
           rw.keep(i);
@@ -92,10 +95,14 @@ class PrimitiveSubstitution final : public Pass {
         } else {
           rw.keep(i);
         }
+        if (sub != Substitution::Keep && rw.size() > size_before + 1) ++done;
       }
       out.push_back(rw.finish());
     }
     s.programs = std::move(out);
+    if (asked > 0 && done == 0)  // say so: a silent no-op reads as "the substitution does not pay"
+      ctx.note("primitive-substitution: none of the " + std::to_string(asked) + " collectives it was asked to " +
+               "replace could be (kind, group size or NVLink islands do not fit); nothing replaced");
     return s;
   }
 

@@ -15,11 +15,13 @@ namespace {
   throw InputError(SourceLocation{}, "strategy", "pass '" + spec + "': expected " + expected);
 }
 
+/// A chunk count: 2 to 64 (one chunk is the op itself; beyond 64 the pieces are smaller than a
+/// GEMM tile's worth of tokens on real models and multiply the schedule past what fits in memory).
 int positive_int(const std::string& spec, const std::string& arg, int fallback) {
   if (arg.empty()) return fallback;
   char* end = nullptr;
   const long v = std::strtol(arg.c_str(), &end, 10);
-  if (end == arg.c_str() || *end != '\0' || v < 1 || v > 4096) bad_arg(spec, "a whole number of chunks, 1 to 4096");
+  if (end == arg.c_str() || *end != '\0' || v < 2 || v > 64) bad_arg(spec, "a whole number of chunks, 2 to 64");
   return static_cast<int>(v);
 }
 
@@ -96,6 +98,7 @@ std::unique_ptr<Pass> make_pass(const std::string& spec) {
   const auto colon = spec.find(':');
   const std::string name = spec.substr(0, colon);
   const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (colon != std::string::npos && arg.empty()) bad_arg(spec, "an argument after ':' (or no ':')");
   std::string known;
   for (const auto& e : kPasses) {
     if (name == e.name) return e.make(spec, arg);

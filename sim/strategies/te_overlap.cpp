@@ -118,7 +118,8 @@ class TeOverlap final : public Strategy {
   Schedule apply(Schedule s, const StrategyContext& ctx) const override {
     auto megatron = make_megatron();
     if (!has_sp(s, ctx)) {
-      ctx.note("te-overlap: needs sequence parallelism (TransformerEngine overlaps SP's AllGather/ReduceScatter); "
+      ctx.note("te-overlap: needs tensor parallelism (TP > 1) with sequence parallelism (TransformerEngine overlaps "
+               "SP's AllGather/ReduceScatter); "
                "without it this is megatron's schedule");
       return megatron->apply(std::move(s), ctx);
     }

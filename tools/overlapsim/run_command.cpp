@@ -2,6 +2,7 @@
 // write JSON and a Chrome/Perfetto trace).
 #include "tools/overlapsim/commands.hpp"
 
+#include "calibrate/profile.hpp"
 #include "sim/error.hpp"
 #include "sim/output_file.hpp"
 #include "sim/report.hpp"
@@ -9,6 +10,7 @@
 #include "sim/strategy.hpp"
 #include "sim/trace.hpp"
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -57,9 +59,18 @@ int run_command(const RunArgs& a) {
       throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy", e.message());
     }
   }
-  // Outputs: never an input, never each other (regression: --trace over the scenario file).
-  if (!a.json.empty()) check_output_path(a.json, "--json", {a.scenario});
-  if (!a.trace.empty()) check_output_path(a.trace, "--trace", {a.scenario});
+  // Outputs: never an input (the scenario, its topology, its profile or any shipped default
+  // profile), never each other (regression: --trace over the scenario or the topology file).
+  std::vector<std::string> inputs{a.scenario, sc.topology_path};
+  if (!sc.calibration_path.empty()) inputs.push_back(sc.calibration_path);
+  {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(
+             std::filesystem::path(default_profile_path("a100-sxm4-80gb")).parent_path(), ec))
+      if (e.path().extension() == ".json") inputs.push_back(e.path().string());
+  }
+  if (!a.json.empty()) check_output_path(a.json, "--json", inputs);
+  if (!a.trace.empty()) check_output_path(a.trace, "--trace", inputs);
   if (!a.json.empty() && !a.trace.empty() && resolve_output_path(a.json) == resolve_output_path(a.trace))
     throw InputError(SourceLocation{"<command line>", 0, 0}, "--trace", "is the same file as --json; expected another");
   opt.max_ops = a.max_ops;
