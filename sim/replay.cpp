@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,7 +123,8 @@ ReplayTimes replay(const Schedule& schedule, const Topology& topo, const ReplayO
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (WIFSIGNALED(status))
-    throw std::runtime_error("replay: the simulation process died (signal " + std::to_string(WTERMSIG(status)) + ")");
+    throw std::runtime_error("replay: the simulation process died (signal " + std::to_string(WTERMSIG(status)) + ")" +
+                             (WTERMSIG(status) == SIGKILL ? "; killed, most likely for lack of memory" : ""));
   size_t at = 0;
   const int32_t code = get<int32_t>(buf, at);
   if (code != 0) throw std::runtime_error(buf.substr(at));

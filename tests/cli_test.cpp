@@ -217,6 +217,11 @@ TEST_CASE("bad command-line values name the flag") {
                           "/topologies/dgx-a100-superpod.yaml --override node.count=256 --unfold --sizes 1MiB:1MiB");
     CHECK(r.status == 2);
     CHECK(r.output.find("--unfold") != std::string::npos);
+    // Above design §9's 16,384 GPUs one collective grows past any memory: refused up front.
+    const Run big = run_cli("collective --op allreduce -t " + kSrc +
+                            "/topologies/dgx-a100-superpod.yaml --override node.count=2049 --sizes 8B:8B");
+    CHECK(big.status == 2);
+    CHECK(big.output.find("at most 16384 ranks") != std::string::npos);
   }
   SUBCASE("unwritable json") {
     const Run r = run_cli("run -q " + scenario + " --json /nonexistent-dir/out.json");
