@@ -50,7 +50,9 @@ void print_table(std::ostream& out, const RunResult& r) {
   bool first_note = true;
   for (const auto& s : r.strategies)
     for (const auto& n : s.notes) {
-      out << (first_note ? "\n" : "") << n << "\n";
+      // A note names its row: composed strategies' notes come from their parts.
+      const bool named = n.rfind(s.strategy + ":", 0) == 0;
+      out << (first_note ? "\n" : "") << (named ? "" : "[" + s.strategy + "] ") << n << "\n";
       first_note = false;
     }
   if (!r.notes.empty()) out << "\nnotes: " << r.notes << "\n";
