@@ -25,7 +25,7 @@
 // weight-gradient GEMM: w is the kernels between the collective and its first consumer; 0 for a
 // blocking collective), and σ = interference · SMs / SM count is the slowdown
 // the replay gives a kernel beside an NCCL kernel (SMs: the chunk's channels, 8 by default, as
-// the replay's plans; 2 for the send and receive kernels of ring permutes). The candidate with
+// the replay's plans for large buffers). The candidate with
 // the least T wins if it beats "keep, as is" by more than 1% (predictions ignore contention with
 // other traffic: a small margin keeps the identity where the gain is within that error).
 // Communication ops outside sites (data-parallel gradient buckets, the embedding's gradient, the
@@ -59,14 +59,13 @@ namespace overlapsim {
 
 namespace {
 
-enum class Lowering : uint8_t { AsIs, RsAg, Hierarchical, RingPermutes, GroupNode, GroupIsland, GroupRail };
+enum class Lowering : uint8_t { AsIs, RsAg, Hierarchical, GroupNode, GroupIsland, GroupRail };
 
 const char* label(Lowering l) {
   switch (l) {
     case Lowering::AsIs: return "as is";
     case Lowering::RsAg: return "rs-ag";
     case Lowering::Hierarchical: return "hierarchical";
-    case Lowering::RingPermutes: return "ring permutes";
     case Lowering::GroupNode: return "group by node";
     case Lowering::GroupIsland: return "group by nvlink";
     case Lowering::GroupRail: return "group by rail";
@@ -194,7 +193,6 @@ class Search {
       case Lowering::AsIs: return predict_collective_s(s_, x, ctx_);
       case Lowering::RsAg: return predict_substitution_s(s_, x, Substitution::ReduceScatterAllGather, ctx_);
       case Lowering::Hierarchical: return predict_substitution_s(s_, x, Substitution::Hierarchical, ctx_);
-      case Lowering::RingPermutes: return predict_substitution_s(s_, x, Substitution::RingPermutes, ctx_);
       case Lowering::GroupNode: return predict_group_partition_s(s_, x, TopologyLevel::Node, ctx_);
       case Lowering::GroupIsland: return predict_group_partition_s(s_, x, TopologyLevel::NvLinkIsland, ctx_);
       case Lowering::GroupRail: return predict_group_partition_s(s_, x, TopologyLevel::Rail, ctx_);
@@ -218,10 +216,10 @@ class Search {
     return w;
   }
 
-  /// 1/(1 − σ): how much slower a kernel runs beside a communication kernel of `l`.
-  double slowdown(const Op& op, Lowering l) const {
+  /// 1/(1 − σ): how much slower a kernel runs beside one of `op`'s NCCL kernels.
+  double slowdown(const Op& op) const {
     if (ctx_.sm_count <= 0) return 1.0;
-    const int sms = l == Lowering::RingPermutes ? 2 : (op.channels > 0 ? op.channels : CollectiveOptions{}.channels);
+    const int sms = op.channels > 0 ? op.channels : CollectiveOptions{}.channels;
     return 1.0 / std::max(1e-3, 1.0 - std::min(1.0, ctx_.sm_interference * sms / ctx_.sm_count));
   }
 
@@ -259,7 +257,7 @@ class Search {
       const double gk = std::max(k == 1 ? g.duration_s : gemm_chunk(g, site.dim, (extent + k - 1) / k, ctx_).duration_s, lo);
       for (Lowering l : lows) {
         const double ck = comm_s(c, c.bytes / k, l);
-        const double t = std::max(0.0, ck - hidden) + gk + (k - 1) * std::max(ck, gk * slowdown(c, l));
+        const double t = std::max(0.0, ck - hidden) + gk + (k - 1) * std::max(ck, gk * slowdown(c));
         add({part, l}, t, k * gk);
       }
     }
@@ -360,7 +358,6 @@ Substitution substitution_of(Lowering l) {
   switch (l) {
     case Lowering::RsAg: return Substitution::ReduceScatterAllGather;
     case Lowering::Hierarchical: return Substitution::Hierarchical;
-    case Lowering::RingPermutes: return Substitution::RingPermutes;
     default: return Substitution::Keep;
   }
 }
@@ -390,7 +387,7 @@ class Centauri final : public Strategy {
     // (Passes with nothing to do are skipped: each rewrites every program.)
     PrimitiveSubstitutionOptions sub;
     sub.choose = [search](const Schedule&, const Op& op) { return substitution_of(search->lowering(op)); };
-    if (search->uses(Lowering::RsAg) || search->uses(Lowering::Hierarchical) || search->uses(Lowering::RingPermutes))
+    if (search->uses(Lowering::RsAg) || search->uses(Lowering::Hierarchical))
       s = make_primitive_substitution(std::move(sub))->run(std::move(s), ctx);
     for (auto [level, low] : {std::pair{TopologyLevel::Node, Lowering::GroupNode},
                               std::pair{TopologyLevel::NvLinkIsland, Lowering::GroupIsland},
