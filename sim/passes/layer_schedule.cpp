@@ -56,7 +56,7 @@ class LayerSchedule final : public Pass {
 
   Schedule run(Schedule s, const PassContext& ctx) const override {
     const int16_t comm = intern_stream(s, o_.comm_stream);
-    auto durations = std::make_shared<DurationCache>(s, ctx);
+    DurationCache durations(s, ctx);
     long long moved = 0, reordered = 0;
     for (auto& p : s.programs) {
       for (auto& op : p.ops)
@@ -64,7 +64,7 @@ class LayerSchedule final : public Pass {
           op.overlap_stream = comm;
           ++moved;
         }
-      reordered += schedule_program(p, *durations);
+      reordered += schedule_program(p, durations);
     }
     if (o_.stats != nullptr) {
       o_.stats->collectives_moved += moved;
