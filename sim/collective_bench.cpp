@@ -1,6 +1,9 @@
 #include "sim/collective_bench.hpp"
 
+#include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
@@ -136,6 +139,16 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
     row.time_s = end - begin;
     row.algbw_Bps = row.time_s > 0 ? sizes[i] / row.time_s : 0;
     row.busbw_Bps = row.algbw_Bps * busbw_factor(op, ranks);
+    row.plan = "p2p";
+    if (op != BenchOp::SendRecv && op != BenchOp::AllToAll) {
+      const Op& c = s.programs[0].ops[i];
+      CollectiveOptions co = opt.replay.collectives;
+      if (c.algorithm != CollectiveAlgorithm::Auto) co.algorithm = c.algorithm;
+      const CollectivePlan pl = plan_collective(topo, opt.replay.link_efficiency, all, c.collective, c.bytes,
+                                                c.channels, co);
+      row.plan = fmt::format("{}/{}/{}", pl.chain ? "chain" : pl.algorithm == CollectiveAlgorithm::Tree ? "tree" : "ring",
+                             to_string(pl.protocol), pl.channels);
+    }
     rows.push_back(row);
   }
   return rows;

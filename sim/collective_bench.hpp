@@ -30,6 +30,9 @@ struct BenchRow {
   double time_s = 0;
   double algbw_Bps = 0;
   double busbw_Bps = 0;
+  /// How the replay ran it, e.g. "ring/Simple/8" (algorithm, protocol, channels), "tree/LL/2",
+  /// "chain/Simple/8", "p2p" for AllToAll and Send/Recv.
+  std::string plan;
 };
 
 struct BenchOptions {

@@ -229,6 +229,10 @@ TEST_CASE("overlapsim collective --algo forces the algorithm and refuses a bad v
   REQUIRE(ring.status == 0);
   CHECK(tree.output != ring.output);
   CHECK(autom.output == tree.output);
+  // The last column says what ran.
+  CHECK(tree.output.find(" tree/") != std::string::npos);
+  CHECK(ring.output.find(" ring/") != std::string::npos);
+  CHECK(ring.output.find(" tree/") == std::string::npos);
   const Run bad = run_cli(cmd + " --algo trees");
   CHECK(bad.status == 2);
   CHECK(bad.output.find("--algo") != std::string::npos);

@@ -115,17 +115,17 @@ int collective_command(const CollectiveArgs& a) {
   std::cout << fmt::format("# overlapsim collective: {} over {} of {} GPUs of {} ({}), {} fidelity, profile {}\n",
                            to_string(op), ranks, topo.num_gpus(), topo.name, topo.gpu_model(),
                            to_string(opt.replay.fidelity), profile_path);
-  std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}\n", "size", "count", "type", "redop",
-                           "root", "time", "algbw", "busbw");
-  std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}\n", "(B)", "(elements)", "", "", "",
-                           "(us)", "(GB/s)", "(GB/s)");
+  std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}  {}\n", "size", "count", "type",
+                           "redop", "root", "time", "algbw", "busbw", "algorithm");
+  std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}  {}\n", "(B)", "(elements)", "", "", "",
+                           "(us)", "(GB/s)", "(GB/s)", "(/protocol/channels)");
   const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
   const bool reduces = op == BenchOp::AllReduce || op == BenchOp::ReduceScatter || op == BenchOp::Reduce;
   double sum_busbw = 0;
   for (const auto& r : rows) {
-    std::cout << fmt::format("  {:>12.0f} {:>12.0f} {:>6} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}\n", r.size_bytes,
+    std::cout << fmt::format("  {:>12.0f} {:>12.0f} {:>6} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}  {}\n", r.size_bytes,
                              r.size_bytes / 4, "float", reduces ? "sum" : "none", rooted ? "0" : "-1", r.time_s * 1e6,
-                             r.algbw_Bps / 1e9, r.busbw_Bps / 1e9);
+                             r.algbw_Bps / 1e9, r.busbw_Bps / 1e9, r.plan);
     sum_busbw += r.busbw_Bps;
   }
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : sum_busbw / rows.size() / 1e9);
