@@ -38,14 +38,17 @@ bool nvlink_only(const Topology& topo, int a, int b) {
 }
 }  // namespace
 
+bool even_islands(const std::vector<std::vector<int>>& islands) {
+  if (islands.size() < 2 || islands[0].size() < 2) return false;
+  for (const auto& isl : islands)
+    if (isl.size() != islands[0].size()) return false;
+  return true;
+}
+
 bool island_groups(Schedule& s, const std::vector<std::vector<int>>& islands, int rank, CommPurpose purpose,
                    IslandGroups& out) {
-  const int b = static_cast<int>(islands.size());
-  if (b < 2) return false;
-  const int a = static_cast<int>(islands[0].size());
-  if (a < 2) return false;
-  for (const auto& isl : islands)
-    if (static_cast<int>(isl.size()) != a) return false;
+  if (!even_islands(islands)) return false;
+  const int b = static_cast<int>(islands.size()), a = static_cast<int>(islands[0].size());
   int mine = -1, local = -1;
   for (int x = 0; x < b; ++x)
     for (int y = 0; y < a; ++y)
@@ -170,10 +173,8 @@ double predict_group_partition_s(const Schedule& s, const Op& op, TopologyLevel 
   if (k != CollectiveKind::AllGather && k != CollectiveKind::ReduceScatter && k != CollectiveKind::AllReduce)
     return whole;
   const auto islands = split_by_level(ctx.topology, s.groups.at(op.group).ranks, level);
-  const int b = static_cast<int>(islands.size()), a = static_cast<int>(islands[0].size());
-  if (b < 2 || a < 2) return whole;
-  for (const auto& isl : islands)
-    if (static_cast<int>(isl.size()) != a) return whole;
+  if (!even_islands(islands)) return whole;
+  const int a = static_cast<int>(islands[0].size());
   std::vector<int> across;
   for (const auto& isl : islands) across.push_back(isl[0]);
   const auto& intra = islands[0];

@@ -60,6 +60,10 @@ const char* to_string(TopologyLevel l);
 /// The members of `ranks` split by `level`: islands in order of first appearance, each in ring order.
 std::vector<std::vector<int>> split_by_level(const Topology& topo, const std::vector<int>& ranks, TopologyLevel level);
 
+/// Whether `islands` can be split into sub-collectives: two or more islands, of two or more
+/// members each, all of one size.
+bool even_islands(const std::vector<std::vector<int>>& islands);
+
 /// The two groups a member of a group cut into `islands` joins: its own island (`inside`) and the
 /// members at its position in every island (`across`), interned in `s`; `per_island` members
 /// each. False (nothing interned) when there are fewer than two islands, islands of fewer than

@@ -234,10 +234,8 @@ double predict_substitution_s(const Schedule& s, const Op& op, Substitution sub,
     case Substitution::Hierarchical: {
       if (k != CollectiveKind::AllReduce) return whole;
       const auto islands = split_by_level(ctx.topology, g, TopologyLevel::NvLinkIsland);
-      const int b = static_cast<int>(islands.size()), a = static_cast<int>(islands[0].size());
-      if (b < 2 || a < 2) return whole;
-      for (const auto& isl : islands)
-        if (static_cast<int>(isl.size()) != a) return whole;
+      if (!even_islands(islands)) return whole;
+      const int a = static_cast<int>(islands[0].size());
       std::vector<int> across;
       for (const auto& isl : islands) across.push_back(isl[0]);
       return predict_collective_s(islands[0], CollectiveKind::ReduceScatter, op.bytes, ctx) +

@@ -160,28 +160,20 @@ class Search {
             g.gemm_batch, static_cast<int>(site.dim), static_cast<int>(site.kind)};
   }
 
-  /// Whether splitting `op`'s group at `level` gives ≥ 2 equal islands of ≥ 2 members.
-  bool splits(const Op& op, TopologyLevel level) const {
-    const auto islands = split_by_level(ctx_.topology, s_.groups[op.group].ranks, level);
-    if (islands.size() < 2 || islands[0].size() < 2) return false;
-    for (const auto& isl : islands)
-      if (isl.size() != islands[0].size()) return false;
-    return true;
-  }
-
   std::vector<Lowering> lowerings(const Op& op) const {
     std::vector<Lowering> out{Lowering::AsIs};
     const CollectiveKind k = op.collective;
     const bool ring_kind = k == CollectiveKind::AllReduce || k == CollectiveKind::AllGather || k == CollectiveKind::ReduceScatter;
     if (!ring_kind) return out;
     if (k == CollectiveKind::AllReduce) out.push_back(Lowering::RsAg);
-    const bool by_island = splits(op, TopologyLevel::NvLinkIsland), by_node = splits(op, TopologyLevel::Node);
+    const auto& ranks = s_.groups[op.group].ranks;
+    const auto islands = split_by_level(ctx_.topology, ranks, TopologyLevel::NvLinkIsland);
+    const auto nodes = split_by_level(ctx_.topology, ranks, TopologyLevel::Node);
+    const bool by_island = even_islands(islands), by_node = even_islands(nodes);
     if (k == CollectiveKind::AllReduce && by_island) out.push_back(Lowering::Hierarchical);
     if (by_node) out.push_back(Lowering::GroupNode);
-    if (by_island && (!by_node || split_by_level(ctx_.topology, s_.groups[op.group].ranks, TopologyLevel::Node) !=
-                                      split_by_level(ctx_.topology, s_.groups[op.group].ranks, TopologyLevel::NvLinkIsland)))
-      out.push_back(Lowering::GroupIsland);
-    if (splits(op, TopologyLevel::Rail)) out.push_back(Lowering::GroupRail);
+    if (by_island && (!by_node || nodes != islands)) out.push_back(Lowering::GroupIsland);
+    if (even_islands(split_by_level(ctx_.topology, ranks, TopologyLevel::Rail))) out.push_back(Lowering::GroupRail);
     return out;
   }
 
