@@ -75,11 +75,28 @@ void track_temp(const std::string& path) {
     }
 }
 
-}  // namespace
-
 void forget_temp(const std::string& path) {
   for (int i = 0; i < kMaxTemps; ++i)
     if (g_temp_used[i] && path == g_temps[i]) g_temp_used[i] = 0;
+}
+
+}  // namespace
+
+void discard_temp(const std::string& tmp) {
+  std::remove(tmp.c_str());
+  forget_temp(tmp);
+}
+
+void commit_temp(const std::string& tmp, const std::string& target, bool written, const std::string& path,
+                 const std::string& flag) {
+  if (!written) {
+    discard_temp(tmp);
+    throw InputError(SourceLocation{path, 0, 0}, flag, "write failed");
+  }
+  const bool renamed = std::rename(tmp.c_str(), target.c_str()) == 0;
+  if (!renamed) std::remove(tmp.c_str());
+  forget_temp(tmp);
+  if (!renamed) throw InputError(SourceLocation{path, 0, 0}, flag, "cannot replace the file");
 }
 
 std::string create_temp_beside(const std::string& target, const std::string& flag) {
@@ -99,20 +116,14 @@ void write_file_atomically(const std::string& path, const std::string& content, 
   check_output_path(path, flag);
   const std::string target = resolve_output_path(path);
   const std::string tmp = create_temp_beside(target, flag);
+  bool written = false;
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f << content;
     f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      forget_temp(tmp);
-      throw InputError(SourceLocation{path, 0, 0}, flag, "write failed");
-    }
+    written = static_cast<bool>(f);
   }
-  const bool renamed = std::rename(tmp.c_str(), target.c_str()) == 0;
-  if (!renamed) std::remove(tmp.c_str());
-  forget_temp(tmp);
-  if (!renamed) throw InputError(SourceLocation{path, 0, 0}, flag, "cannot replace the file");
+  commit_temp(tmp, target, written, path, flag);
 }
 
 }  // namespace overlapsim

@@ -18,12 +18,17 @@ std::string resolve_output_path(const std::string& path);
 void check_output_path(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs = {});
 
 /// A new, empty, uniquely named file in the folder of `target` (for a write-then-rename), with
-/// the mode a new file gets (0666 less the umask). Until forget_temp(), it is removed if the
-/// process is interrupted (SIGINT, SIGTERM, SIGHUP). Throws InputError naming `flag` if it
-/// cannot be created.
+/// the mode a new file gets (0666 less the umask). Until commit_temp() or discard_temp(), it is
+/// removed if the process is interrupted (SIGINT, SIGTERM, SIGHUP). Throws InputError naming
+/// `flag` if it cannot be created.
 std::string create_temp_beside(const std::string& target, const std::string& flag);
-/// The temporary file `path` was renamed or removed: no longer removed on interruption.
-void forget_temp(const std::string& path);
+/// Ends a write through `tmp`: if `written`, renames it over `target`; else, or if the rename
+/// fails, removes it and throws InputError naming `path` and `flag` ("write failed", "cannot
+/// replace the file"). Nothing is left behind.
+void commit_temp(const std::string& tmp, const std::string& target, bool written, const std::string& path,
+                 const std::string& flag);
+/// Removes an unfinished temporary file.
+void discard_temp(const std::string& tmp);
 
 /// check_output_path(path, flag), then writes `content` through a temporary file renamed over
 /// the target. On failure nothing is left behind and InputError names the path and `flag`.

@@ -181,6 +181,7 @@ TraceWriter::TraceWriter(const std::string& path, const std::string& flag) : pat
   file_ = std::make_unique<std::ofstream>(tmp_, std::ios::binary | std::ios::trunc);
   if (!*file_) {
     file_.reset();
+    discard_temp(tmp_);  // (it was left behind)
     throw InputError(SourceLocation{path_, 0, 0}, flag_, "cannot open the file for writing");
   }
   *file_ << kHeader;
@@ -189,8 +190,7 @@ TraceWriter::TraceWriter(const std::string& path, const std::string& flag) : pat
 TraceWriter::~TraceWriter() {
   if (file_) {
     file_.reset();
-    std::remove(tmp_.c_str());
-    forget_temp(tmp_);
+    discard_temp(tmp_);
   }
 }
 
@@ -213,15 +213,7 @@ void TraceWriter::commit() {
   file_->flush();
   const bool ok = static_cast<bool>(*file_);
   file_.reset();
-  if (!ok) {
-    std::remove(tmp_.c_str());
-    forget_temp(tmp_);
-    throw InputError(SourceLocation{path_, 0, 0}, flag_, "write failed");
-  }
-  const bool renamed = std::rename(tmp_.c_str(), target_.c_str()) == 0;
-  if (!renamed) std::remove(tmp_.c_str());
-  forget_temp(tmp_);
-  if (!renamed) throw InputError(SourceLocation{path_, 0, 0}, flag_, "cannot replace the file");
+  commit_temp(tmp_, target_, ok, path_, flag_);
 }
 
 }  // namespace overlapsim
