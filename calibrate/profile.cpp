@@ -349,9 +349,12 @@ const CollectiveFit* Profile::collective(const std::string& name, int ranks, int
   return nullptr;
 }
 
+std::string default_profile_folder() {
+  return (std::filesystem::path(OVERLAPSIM_SOURCE_DIR) / "calibrate" / "profiles").string();
+}
+
 std::string default_profile_path(const std::string& device_model) {
-  const std::filesystem::path file =
-      std::filesystem::path(OVERLAPSIM_SOURCE_DIR) / "calibrate" / "profiles" / (device_model + ".json");
+  const std::filesystem::path file = std::filesystem::path(default_profile_folder()) / (device_model + ".json");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec))
     throw InputError("expected a default calibration profile for device '" + device_model + "' at " +

@@ -96,6 +96,8 @@ struct Profile {
 /// table sizes matching the axes) or an unknown device.
 Profile load_profile(const std::string& path);
 
+/// The folder of the shipped profiles, one per GPU model (calibrate/profiles).
+std::string default_profile_folder();
 /// Default datasheet profile file for a device model: calibrate/profiles/<model>.json in the
 /// source tree. Throws InputError when there is none.
 std::string default_profile_path(const std::string& device_model);

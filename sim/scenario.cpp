@@ -134,12 +134,14 @@ Scenario load_scenario(const std::string& path) {
   s.path = path;
   s.name = as_string(f, require(f, r, "name"), "name");
   load_model(f, require(f, r, "model"), s.model);
+  // A missing file is named where the scenario names it, not only by its own path.
+  auto readable = [&](const std::string& file, const char* key, const char* what) {
+    std::ifstream probe(file);
+    if (!probe || std::filesystem::is_directory(file))
+      fail(f, r[key], key, std::string("expected a readable ") + what + ", found no file at " + file);
+  };
   s.topology_path = resolve(path, as_string(f, require(f, r, "topology"), "topology"));
-  {  // a missing file is named where the scenario names it, not only by its own path
-    std::ifstream probe(s.topology_path);
-    if (!probe || std::filesystem::is_directory(s.topology_path))
-      fail(f, r["topology"], "topology", "expected a readable topology file, found no file at " + s.topology_path);
-  }
+  readable(s.topology_path, "topology", "topology file");
   if (const YAML::Node o = r["topology_overrides"]) {
     if (!o.IsMap()) fail(f, o, "topology_overrides", "expected a map such as {node.count: 128}");
     for (const auto& kv : o) s.topology_overrides[kv.first.as<std::string>()] =
@@ -148,10 +150,7 @@ Scenario load_scenario(const std::string& path) {
   load_parallelism(f, require(f, r, "parallelism"), s);
   if (r["calibration"]) {
     s.calibration_path = resolve(path, as_string(f, r["calibration"], "calibration"));
-    std::ifstream probe(s.calibration_path);
-    if (!probe || std::filesystem::is_directory(s.calibration_path))
-      fail(f, r["calibration"], "calibration",
-           "expected a readable calibration profile, found no file at " + s.calibration_path);
+    readable(s.calibration_path, "calibration", "calibration profile");
   }
   s.strategies = r["strategies"] ? parse_strategies(f, r["strategies"]) : strategy_names();
   if (r["fidelity"]) {

@@ -65,8 +65,7 @@ int run_command(const RunArgs& a) {
   if (!sc.calibration_path.empty()) inputs.push_back(sc.calibration_path);
   {
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(
-             std::filesystem::path(default_profile_path("a100-sxm4-80gb")).parent_path(), ec))
+    for (const auto& e : std::filesystem::directory_iterator(default_profile_folder(), ec))
       if (e.path().extension() == ".json") inputs.push_back(e.path().string());
   }
   if (!a.json.empty()) check_output_path(a.json, "--json", inputs);
