@@ -122,7 +122,7 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
   }
   std::vector<BenchRow> rows;
   if (s.programs[0].ops.empty()) {
-    for (double size : sizes) rows.push_back(BenchRow{size, 0, 0, 0});
+    for (double size : sizes) rows.push_back(BenchRow{size, 0, 0, 0, "-"});
     return rows;
   }
   const ReplayTimes t = replay(s, topo, opt.replay);

@@ -54,9 +54,6 @@ Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vec
   return h;
 }
 
-/// NCCL_P2P_LL_THRESHOLD's default (src/enqueue.cc): sends up to this size use LL.
-constexpr double kP2PLLThreshold = 16384;
-
 }  // namespace
 
 double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
@@ -64,7 +61,7 @@ double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes,
   if (textbook || src == dst) return 0;
   if (copy_engine) return copy_engine_s;
   const Hop2 h = measure_hop(topo, LinkEfficiency{}, {src, dst}, 0, 1);
-  const int p = bytes <= kP2PLLThreshold ? static_cast<int>(Protocol::LL) : static_cast<int>(Protocol::Simple);
+  const int p = bytes <= kP2PLLThresholdBytes ? static_cast<int>(Protocol::LL) : static_cast<int>(Protocol::Simple);
   return kBaseLatRing[p] + std::max(0.0, kHwLatRing[static_cast<int>(h.kind)][p] - h.route_latency_s);
 }
 

@@ -192,6 +192,10 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
                                CollectiveKind kind, double bytes, int channels_wanted,
                                const CollectiveOptions& opt);
 
+/// NCCL_P2P_LL_THRESHOLD's default (src/enqueue.cc): point-to-point messages up to this many
+/// bytes use LL, larger ones Simple.
+inline constexpr double kP2PLLThresholdBytes = 16384;
+
 /// Latency a point-to-point message pays beyond its route's own, seconds. NCCL runs a send/recv
 /// (and an AllToAll, one group of them) as one kernel moving data over one hop, so a message
 /// pays what NCCL's tuning model (src/graph/tuning.cc) charges a one-step ring of its protocol:

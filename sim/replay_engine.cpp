@@ -221,9 +221,9 @@ void Replayer::on_ready(int ri, int oi) {
   }
 }
 
-
 double Replayer::p2p_latency(int src, int dst, double bytes, bool copy_engine) {
-  const int64_t key = ((int64_t{src} * s_.world_size + dst) * 4) + (bytes <= 16384 ? 2 : 0) + (copy_engine ? 1 : 0);
+  const int64_t key =
+      (int64_t{src} * s_.world_size + dst) * 4 + (bytes <= kP2PLLThresholdBytes ? 2 : 0) + (copy_engine ? 1 : 0);
   auto it = p2p_latency_.find(key);
   if (it == p2p_latency_.end())
     it = p2p_latency_
