@@ -41,6 +41,10 @@ void Replayer::coll_ready(int ri, int oi) {
         cs.mode = (all_simulated || (!cp.even && small)) ? ChannelMode::Mirrors
                   : cp.even                                               ? ChannelMode::Representatives
                                                                           : ChannelMode::Bottleneck;
+        if (!c.plan.chain) {
+          cs.arrivals = cs.mode == ChannelMode::Mirrors && !uniform_ring(cp);
+          cs.ring_s = ring_channel_s(cp, c.plan.wire_bytes, c.plan.steps);
+        }
         cs.m.resize(n);
         for (int i = 0; i < n; ++i)
           cs.m[i].active = cs.mode == ChannelMode::Mirrors || c.members[cp.order[i]].rank_idx >= 0;
@@ -138,7 +142,8 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
   ChannelState& cs = c.channels[ch];
   const int n = static_cast<int>(cp.order.size());
   RingMember& rm = cs.m[i];
-  if (!rm.active || !present(c, cp, i) || rm.steps_started != rm.steps_done || rm.steps_started >= c.plan.steps) return;
+  const int free_after = cs.arrivals ? rm.slots_done : rm.steps_done;  // own sends that let the next one go
+  if (!rm.active || !present(c, cp, i) || rm.steps_started != free_after || rm.steps_started >= c.plan.steps) return;
   if (c.plan.chain && i == n - 1) return;  // the end of a chain only receives
   if (c.members[cp.order[i]].rank_idx < 0 && c.remaining == 0) return;  // nobody waits for this mirror
   const int k = rm.steps_started;
@@ -146,26 +151,29 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
   if (k == 0 && cs.m[succ].active && !present(c, cp, succ)) return;
   const bool has_pred = !(c.plan.chain && i == 0);
   const int need = c.plan.chain ? k + 1 : k;  // predecessor steps that must have arrived
-  if (has_pred && cs.m[pred].active && cs.m[pred].steps_done < need) return;
+  if (has_pred && cs.m[pred].active && cs.m[pred].steps_arrived < need) return;
   ++rm.steps_started;
   ++c.in_flight;
-  // Latency the flow's route does not pay itself: the protocol's step latency, or — when the
-  // predecessor is a mirror whose hop is not simulated — the slowest hop's.
-  const bool stand_in = has_pred && !cs.m[pred].active;
   const Hop2& own = cp.hops[cs.mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
-  // A stand-in pays the ring's mean step latency (collective_plan.hpp); a ring of simulated
-  // members paces itself hop by hop.
-  const double stand_in_latency = c.plan.chain ? cp.max_step_latency_s : cp.mean_step_latency_s;
-  const double extra = std::max(0.0, (stand_in ? stand_in_latency : own.step_latency_s) - own.route_latency_s);
-  // A ring pays all its steps' extra latency, and NCCL's base latency, up front: the same end
-  // time without contention, and one timer per member instead of one per step. A chain's
-  // latencies add up along it, so it pays them step by step.
   double delay = 0;
-  // NCCL's base latency is paid once per collective: by the chain's head (regression: every
-  // member paid it on its first step, and along a chain they add up — 8 B Broadcast over 8 GPUs
-  // took 51 µs in flow against 11.5 µs in its closed form).
-  if (c.plan.chain) delay = extra + (k == 0 && i == 0 ? c.plan.base_latency_s : 0.0);
-  else if (k == 0) delay = c.plan.base_latency_s + c.plan.steps * extra;
+  if (c.plan.chain) {
+    // A chain's latencies add up along it, so it pays them step by step: the protocol's step
+    // latency beyond the route's own, or — behind a mirror whose hop is not simulated — the
+    // slowest hop's. NCCL's base latency is paid once per collective, by the head (regression:
+    // every member paid it on its first step, and along a chain they add up — 8 B Broadcast
+    // over 8 GPUs took 51 µs in flow against 11.5 µs in its closed form).
+    const bool stand_in = has_pred && !cs.m[pred].active;
+    delay = std::max(0.0, (stand_in ? cp.max_step_latency_s : own.step_latency_s) - own.route_latency_s) +
+            (k == 0 && i == 0 ? c.plan.base_latency_s : 0.0);
+  } else if (k == 0) {
+    // A ring pays NCCL's base latency up front; with per-step arrivals that is all, otherwise
+    // also what its flows leave out of the channel's closed form (on a uniform ring steps ×
+    // the protocol's extra step latency): the same end time without contention, and one timer
+    // per member instead of one per step.
+    delay = c.plan.base_latency_s;
+    if (!cs.arrivals)
+      delay += std::max(0.0, cs.ring_s - c.plan.steps * (own.route_latency_s + c.plan.wire_bytes / own.share_Bps));
+  }
   const int ri = c.members[cp.order[i]].rank_idx;
   const int oi = c.members[cp.order[i]].op;
   if (delay > 1e-15) {
@@ -180,6 +188,10 @@ void Replayer::ring_send(CollState& c, int64_t match, int ch, int i) {
   const auto& g = s_.groups[c.group].ranks;
   const Hop2& h = cp.hops[c.channels[ch].mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
   const Member& mem = c.members[cp.order[i]];
+  if (c.channels[ch].arrivals) {
+    ++c.in_flight;
+    start_exec(Task::StepSlot, false, c.plan.wire_bytes / h.share_Bps, mem.rank_idx, mem.op, match, ch, i);
+  }
   start_flow(Task::Step, g[h.src_pos], g[h.dst_pos], c.plan.wire_bytes, mem.rank_idx, mem.op, match, ch, i);
 }
 
@@ -194,7 +206,7 @@ void Replayer::ring_check_done(CollState& c, int ch, int i) {
   const bool has_pred = !(c.plan.chain && i == 0);
   if (sends && rm.steps_done < c.plan.steps) return;
   const RingMember& pred = cs.m[(i + n - 1) % n];
-  if (has_pred && pred.active && pred.steps_done < c.plan.steps) return;
+  if (has_pred && pred.active && pred.steps_arrived < c.plan.steps) return;
   if (!sends && has_pred && !pred.active) return;  // timed by chain_ends()
   rm.done = true;
   member_channel_done(c, pos);

