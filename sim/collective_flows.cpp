@@ -42,7 +42,9 @@ void Replayer::coll_ready(int ri, int oi) {
                   : cp.even                                               ? ChannelMode::Representatives
                                                                           : ChannelMode::Bottleneck;
         if (!c.plan.chain) {
-          cs.arrivals = cs.mode == ChannelMode::Mirrors && !uniform_ring(cp);
+          const bool uniform = uniform_ring(cp);
+          cs.arrivals = cs.mode == ChannelMode::Mirrors && !uniform;
+          cs.paced = cs.mode != ChannelMode::Mirrors && !uniform;
           cs.ring_s = ring_channel_s(cp, c.plan.wire_bytes, c.plan.steps);
         }
         cs.m.resize(n);
@@ -142,7 +144,7 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
   ChannelState& cs = c.channels[ch];
   const int n = static_cast<int>(cp.order.size());
   RingMember& rm = cs.m[i];
-  const int free_after = cs.arrivals ? rm.slots_done : rm.steps_done;  // own sends that let the next one go
+  const int free_after = cs.arrivals || cs.paced ? rm.slots_done : rm.steps_done;  // sends that let the next go
   if (!rm.active || !present(c, cp, i) || rm.steps_started != free_after || rm.steps_started >= c.plan.steps) return;
   if (c.plan.chain && i == n - 1) return;  // the end of a chain only receives
   if (c.members[cp.order[i]].rank_idx < 0 && c.remaining == 0) return;  // nobody waits for this mirror
@@ -171,8 +173,9 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
     // the protocol's extra step latency): the same end time without contention, and one timer
     // per member instead of one per step.
     delay = c.plan.base_latency_s;
-    if (!cs.arrivals)
-      delay += std::max(0.0, cs.ring_s - c.plan.steps * (own.route_latency_s + c.plan.wire_bytes / own.share_Bps));
+    const double flow_s = own.route_latency_s + c.plan.wire_bytes / own.share_Bps;
+    if (cs.paced) delay += std::max(0.0, cs.ring_s / c.plan.steps - flow_s);
+    else if (!cs.arrivals) delay += std::max(0.0, cs.ring_s - c.plan.steps * flow_s);
   }
   const int ri = c.members[cp.order[i]].rank_idx;
   const int oi = c.members[cp.order[i]].op;
@@ -188,9 +191,11 @@ void Replayer::ring_send(CollState& c, int64_t match, int ch, int i) {
   const auto& g = s_.groups[c.group].ranks;
   const Hop2& h = cp.hops[c.channels[ch].mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
   const Member& mem = c.members[cp.order[i]];
-  if (c.channels[ch].arrivals) {
+  const ChannelState& cs = c.channels[ch];
+  if (cs.arrivals || cs.paced) {
     ++c.in_flight;
-    start_exec(Task::StepSlot, false, c.plan.wire_bytes / h.share_Bps, mem.rank_idx, mem.op, match, ch, i);
+    const double slot = cs.paced ? cs.ring_s / c.plan.steps : c.plan.wire_bytes / h.share_Bps;
+    start_exec(Task::StepSlot, false, slot, mem.rank_idx, mem.op, match, ch, i);
   }
   start_flow(Task::Step, g[h.src_pos], g[h.dst_pos], c.plan.wire_bytes, mem.rank_idx, mem.op, match, ch, i);
 }

@@ -7,17 +7,22 @@
 //    than their launch cost back to back). Concurrent kernels of one GPU share it (max-min).
 //  - Collective, `flow` fidelity: lowered as sim/collective_plan.hpp plans it (NCCL rings over
 //    channels, or a pipelined chain; a protocol). Per channel, step k of a member is a flow of
-//    the step's wire bytes to its successor, preceded by the protocol's extra step latency; it
-//    starts when the member's step k−1 is done and its predecessor's step k−1 has arrived (a
-//    chain: the predecessor's step k); step 0 also waits for the successor to have reached the
-//    collective (NCCL's receive credit). A member completes when its last step is done and its
-//    predecessor's last step has arrived, on every channel. Alone on uniform links of bandwidth B
-//    and latency α (α above the protocol's step latency, base latency aside), a ring AllReduce
-//    takes 2(n−1)/n · S/B + 2(n−1)·α exactly.
-//    Members that are not simulated are mirrors (schedule.hpp, folding). On a channel whose hops
-//    all have one bandwidth, a representative's own flows stand for the ring, with the slowest
-//    hop's latency; on an uneven channel of ≤ 64 members the mirrors' flows are simulated too;
-//    above that, the representative's flows take the channel's bottleneck hop.
+//    the step's wire bytes to its successor; it starts when the member's step k−1 has left and
+//    its predecessor's step k−1 has arrived (a chain: the predecessor's step k); step 0 also
+//    waits for the successor to have reached the collective (NCCL's receive credit). A member
+//    completes when its last flow has ended and its predecessor's last step has arrived, on
+//    every channel. On a uniform ring (every hop alike) a step leaves when its flow ends and
+//    arrives with it, and each member pays the protocol's extra step latency for all its steps
+//    up front: alone on links of bandwidth B and latency α (α above the protocol's step
+//    latency, base latency aside), a ring AllReduce takes 2(n−1)/n · S/B + 2(n−1)·α exactly.
+//    On a ring whose hops differ (NVLink and NIC), a step leaves its wire time after its send
+//    started and arrives its hop's extra step latency after its flow ends: the step DAG whose
+//    longest path is the closed form (collective_plan.hpp), so flow equals it without contention.
+//    Members that are not simulated are mirrors (schedule.hpp, folding). On a uniform channel a
+//    representative's own flows stand for the ring; on an uneven channel of ≤ 64 flows per step
+//    the mirrors' flows are simulated too; above that, the representative's flows take the
+//    channel's bottleneck hop. A representative of a ring whose hops differ sends at the closed
+//    form's mean pace (its flows' own latencies would otherwise pace it).
 //  - Tree AllReduce, `flow` fidelity: every member's flows, mirrors included, slice by slice as
 //    sim/tree_flows.hpp says (a tree has no symmetry for a representative to stand for); a tree
 //    of more than 16,384 flows is timed by its closed form instead, as in `analytic`.

@@ -51,8 +51,8 @@ struct RingMember {
   int steps_started = 0;
   int steps_done = 0;     ///< steps whose flow has ended (its next send may start)
   int steps_arrived = 0;  ///< steps that have arrived at the successor (after the step latency)
-  int slots_done = 0;     ///< with per-step arrivals: steps whose wire time has passed since
-                          ///< their send started (the next send may start; latency overlaps)
+  int slots_done = 0;     ///< per-step arrivals or paced: steps whose slot (wire time, or the
+                          ///< pace) has passed since their send started (the next may start)
   bool done = false;  ///< its part of this channel is over (simulated members only)
 };
 
@@ -64,6 +64,11 @@ struct ChannelState {
   /// collective_plan.hpp). Otherwise each member pays, before
   /// step 0, what its flows do not: the channel's closed form minus steps × its flow's time.
   bool arrivals = false;
+  /// A ring that is not uniform, timed by representatives (stand-ins for mirrors, or every flow
+  /// on the bottleneck hop): each member sends step k at k · ring_s / steps after its first, so
+  /// that its last flow ends at the closed form (its flows' own latencies would otherwise pace
+  /// it, not the ring's).
+  bool paced = false;
   double ring_s = 0;  ///< ring_channel_s of the channel (rings only), seconds
   std::vector<RingMember> m;  ///< by index in the channel's order
 };
