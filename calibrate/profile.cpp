@@ -234,9 +234,11 @@ void load_tuning(const Reader& r, const json& root, Profile& p) {
     for (char& ch : a) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (a == "ring") t.algorithm = CollectiveAlgorithm::Ring;
     else if (a == "tree" && t.kind == CollectiveKind::AllReduce) t.algorithm = CollectiveAlgorithm::Tree;
+    else if (a == "nvls" && t.kind == CollectiveKind::AllReduce) t.algorithm = CollectiveAlgorithm::Nvls;
     else
       r.fail(sec + ".algorithm", std::string("expected \"ring\"") +
-                                     (t.kind == CollectiveKind::AllReduce ? " or \"tree\"" : " (tree is for all_reduce only)") +
+                                     (t.kind == CollectiveKind::AllReduce ? ", \"tree\" or \"nvls\""
+                                                                          : " (tree and nvls are for all_reduce only)") +
                                      ", found \"" + r.string(o, sec, "algorithm") + "\"");
     std::string pr = r.string(o, sec, "protocol");
     for (char& ch : pr) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));

@@ -151,7 +151,7 @@ std::string profile_to_json(const Profile& p) {
       if (t.min_ranks > 1 || t.max_ranks < INT_MAX) o["ranks"] = ojson::array({t.min_ranks, t.max_ranks});
       if (t.min_nodes > 1 || t.max_nodes < INT_MAX) o["nodes"] = ojson::array({t.min_nodes, t.max_nodes});
       o["max_bytes"] = t.max_bytes;
-      o["algorithm"] = t.algorithm == CollectiveAlgorithm::Tree ? "tree" : "ring";
+      o["algorithm"] = to_string(t.algorithm);
       o["protocol"] = t.protocol == Protocol::LL ? "LL" : t.protocol == Protocol::LL128 ? "LL128" : "Simple";
       rules.push_back(o);
     }

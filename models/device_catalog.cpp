@@ -39,6 +39,7 @@ const std::map<std::string, DeviceSpec>& catalog() {
     a100.peak_fp8_flops = 0;
     // "NVIDIA A100 Tensor Core GPU Architecture" whitepaper: the A100 has 108 SMs.
     a100.sm_count = 108;
+    a100.compute_capability = 80;
     // Datasheet: 80GB HBM2e (80 GiB, see above), 2,039 GB/s on the SXM module.
     a100.hbm_bytes = 80 * kGiB;
     a100.hbm_bandwidth_Bps = 2039e9;
@@ -61,6 +62,7 @@ const std::map<std::string, DeviceSpec>& catalog() {
     h100.peak_fp16_flops = 989.4 * kTera;
     h100.peak_fp8_flops = 1978.9 * kTera;
     h100.sm_count = 132;
+    h100.compute_capability = 90;
     // "NVIDIA H100 Tensor Core GPU" datasheet: H100 SXM 80GB (80 GiB, see above), 3.35 TB/s.
     h100.hbm_bytes = 80 * kGiB;
     h100.hbm_bandwidth_Bps = 3.35e12;
@@ -82,6 +84,7 @@ const std::map<std::string, DeviceSpec>& catalog() {
     h200.peak_fp16_flops = 989.4 * kTera;
     h200.peak_fp8_flops = 1978.9 * kTera;
     h200.sm_count = 132;
+    h200.compute_capability = 90;
     h200.hbm_bytes = 141 * kGiB;
     h200.hbm_bandwidth_Bps = 4.8e12;
     h200.source =
@@ -104,6 +107,7 @@ const std::map<std::string, DeviceSpec>& catalog() {
     a6000.peak_fp16_flops = 154.8 * kTera;
     a6000.peak_fp8_flops = 0;
     a6000.sm_count = 84;
+    a6000.compute_capability = 86;
     // RTX A6000 datasheet: 48 GB GDDR6 with ECC (48 GiB, see above), 768 GB/s.
     a6000.hbm_bytes = 48 * kGiB;
     a6000.hbm_bandwidth_Bps = 768e9;

@@ -17,6 +17,10 @@ struct DeviceSpec {
   double peak_fp16_flops = 0;      ///< FLOP/s, dense tensor-core FP16 (= BF16)
   double peak_fp8_flops = 0;       ///< FLOP/s, dense tensor-core FP8; 0 if unsupported
   int sm_count = 0;
+  /// CUDA compute capability × 10 (80: Ampere A100, 86: GA102, 90: Hopper), from NVIDIA's
+  /// "CUDA GPUs — Compute Capability" list (https://developer.nvidia.com/cuda-gpus); NCCL picks
+  /// per-generation constants by it (src/graph/tuning.cc).
+  int compute_capability = 0;
   double hbm_bytes = 0;            ///< bytes of device memory
   double hbm_bandwidth_Bps = 0;    ///< bytes/s
   std::string source;              ///< datasheet title and URL

@@ -146,7 +146,7 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
       if (c.algorithm != CollectiveAlgorithm::Auto) co.algorithm = c.algorithm;
       const CollectivePlan pl = plan_collective(topo, opt.replay.link_efficiency, all, c.collective, c.bytes,
                                                 c.channels, co);
-      row.plan = fmt::format("{}/{}/{}", pl.chain ? "chain" : pl.algorithm == CollectiveAlgorithm::Tree ? "tree" : "ring",
+      row.plan = fmt::format("{}/{}/{}", pl.chain ? "chain" : to_string(pl.algorithm),
                              to_string(pl.protocol), pl.channels);
     }
     rows.push_back(row);

@@ -1,5 +1,6 @@
 #include "sim/collective_plan.hpp"
 
+#include "models/device_catalog.hpp"
 #include "sim/error.hpp"
 #include "sim/platform.hpp"
 
@@ -25,6 +26,9 @@ constexpr double kHwLatTree[3][3] = {
     {1.0e-6, 1.9e-6, 4.0e-6},   // PCIe
     {5.0e-6, 8.5e-6, 14.0e-6},  // network
 };
+// NVLS (src/graph/tuning.cc): hwLat NVLink 25 µs, no base latency; nvlsEfficiency Hopper 0.85,
+// Blackwell 0.74; channels (src/transport/nvls.cc NVLS_NCHANNELS_SM90 16, _SM100_NVL 24).
+constexpr double kNvlsLatency = 25e-6;
 // Payload fraction on the wire (NCCL src/include/device.h: LL lines are 8 B data + 8 B flags;
 // LL128 lines are 120 B data + 8 B flags).
 constexpr double kWireFraction[3] = {0.5, 120.0 / 128.0, 1.0};
@@ -380,6 +384,47 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
                          CollectiveKind kind, double bytes, int channels_forced, const CollectiveOptions& opt,
                          const Protocol* forced_protocol);
 
+/// Whether NCCL can run NVLS over these ranks: two or more GPUs of one node whose routes to
+/// each other cross only NVSwitch links, of compute capability 9.0 or later (NVLink SHARP needs
+/// third-generation NVSwitch: Hopper's).
+bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt) {
+  if (opt.textbook || ranks.size() < 2 || node_count(topo, ranks) != 1) return false;
+  if (device_spec(topo.gpu_model()).compute_capability < 90) return false;
+  for (size_t i = 1; i < ranks.size(); ++i)
+    for (const Hop& hop : topo.route(ranks[0], ranks[i]))
+      if (topo.link(hop.link_id).kind != LinkKind::NvSwitch) return false;
+  return true;
+}
+
+CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
+                         int channels_forced) {
+  const int cc = device_spec(topo.gpu_model()).compute_capability;
+  CollectivePlan p;
+  p.kind = CollectiveKind::AllReduce;
+  p.algorithm = CollectiveAlgorithm::Nvls;
+  p.protocol = Protocol::Simple;
+  p.members = static_cast<int>(ranks.size());
+  p.channels = channels_forced > 0 ? std::max(2, channels_forced) : cc >= 100 ? 24 : 16;
+  p.steps = 1;
+  p.step_bytes = bytes;
+  const double efficiency = (cc >= 100 ? 0.74 : 0.85) * (p.channels - 1) / p.channels;
+  p.wire_bytes = bytes / efficiency;
+  p.base_latency_s = 0;
+  ChannelPlan ch;
+  const int n = p.members;
+  for (int i = 0; i < n; ++i) ch.order.push_back(i);
+  for (int i = 0; i < n; ++i) ch.hops.push_back(measure_hop(topo, eff, ranks, i, (i + 1) % n));
+  std::vector<Hop2*> hops;
+  for (Hop2& h : ch.hops) hops.push_back(&h);
+  set_shares(topo, eff, ranks, hops);
+  for (Hop2& h : ch.hops) {
+    h.step_latency_s = std::max(h.route_latency_s, kNvlsLatency);
+    ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
+  }
+  p.rings.push_back(std::move(ch));
+  return p;
+}
+
 }  // namespace
 
 CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
@@ -396,9 +441,17 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   if (kind != CollectiveKind::AllReduce) alg = CollectiveAlgorithm::Ring;
   // Its protocol, when the op runs the rule's algorithm and does not force a protocol.
   const Protocol* proto = rule && opt.protocol_auto && alg == rule->algorithm ? &rule->protocol : nullptr;
-  if (ranks.size() <= 1 || (alg == CollectiveAlgorithm::Auto && nodes <= 1)) alg = CollectiveAlgorithm::Ring;
+  const bool nvls = kind == CollectiveKind::AllReduce && nvls_supported(topo, ranks, opt);
+  if (alg == CollectiveAlgorithm::Nvls && nvls) return plan_nvls(topo, eff, ranks, bytes, forced);
+  if (alg == CollectiveAlgorithm::Nvls) alg = CollectiveAlgorithm::Ring;  // as NCCL, where NVLS cannot run
+  if (ranks.size() <= 1) alg = CollectiveAlgorithm::Ring;
   if (alg == CollectiveAlgorithm::Tree) return plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
   CollectivePlan ring = plan_ring(topo, eff, ranks, kind, bytes, forced, opt, proto);
+  if (alg == CollectiveAlgorithm::Auto && nodes <= 1) {
+    if (!nvls) return ring;
+    CollectivePlan in_switch = plan_nvls(topo, eff, ranks, bytes, forced);
+    return in_switch.closed_form_s() < ring.closed_form_s() ? in_switch : ring;
+  }
   if (alg == CollectiveAlgorithm::Ring) return ring;
   CollectivePlan tree = plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
   return tree.closed_form_s() < ring.closed_form_s() ? tree : ring;

@@ -30,6 +30,20 @@
 // k down once every child's slice k has arrived; a member forwards slice k down to each child
 // once it has received it and has sent that child slice k−1.
 //
+// NVLS (AllReduce only, NVLink SHARP; NCCL ≥ 2.17 on Hopper NVSwitch systems, src/device/
+// all_reduce.h runNvls): inside one node whose GPUs meet at an NVSwitch of compute capability
+// ≥ 9.0, the switch reduces. Each GPU's reduce-scatter reads its shard of every member's
+// buffer reduced in the switch (multimem.ld_reduce) and its all-gather writes the result to every
+// member (multimem.st) — the issuer's own memory too, through the switch — so S bytes cross
+// each GPU's NVSwitch port in each direction. It is lowered as a one-step ring (member i sends
+// to i+1) of S / η wire bytes, which loads every port by exactly that, with η = NCCL's
+// nvlsEfficiency (0.85 Hopper, 0.74 Blackwell) · (C − 1)/C over its C channels (16 on Hopper,
+// 24 on Blackwell: src/transport/nvls.cc), as NCCL's tuning model (src/graph/tuning.cc) scales
+// NVLS bandwidth, and a step latency of NCCL's NVLS hwLat on NVLink (25 µs, no base latency):
+//   T = 25 µs + (S / η) / B_port.
+// The in-switch pipeline of 128 KiB chunks is not modelled (one flow per GPU). NVLS across nodes
+// (NVLS_TREE), and NVLS for ReduceScatter and AllGather, are not modelled.
+//
 // Protocols (NCCL src/graph/tuning.cc and src/include/device.h): LL moves 8 bytes of data per
 // 16 on the wire, LL128 120 per 128, Simple all of them; each has a base latency per collective
 // and a latency per step that depends on the algorithm and the hop's hardware (NVLink, PCIe,
@@ -79,8 +93,9 @@
 // runs the rule's algorithm); collectives no rule covers are chosen as below.
 //
 // Algorithm (CollectiveAlgorithm::Auto): AllReduce over more than one node takes, of the ring
-// and the tree with each protocol, the plan of least closed form; inside one node, the ring
-// (NCCL's tree there is a chain; forcing Tree still gives it). We compare our own closed forms
+// and the tree with each protocol, the plan of least closed form; inside one node, the ring or,
+// where it can run, NVLS, whichever is faster (NCCL's tree there is a chain; forcing Tree still
+// gives it). Forcing Nvls where it cannot run gives the ring. We compare our own closed forms
 // rather than NCCL's tuner model (baseLat + nsteps·hwLat + bytes/busBw with its per-algorithm
 // bandwidth caps) because the closed form is what the replay then times: the choice is the one
 // that is fastest in the simulation, and it needs no per-GPU-generation bandwidth table. Other
@@ -149,7 +164,7 @@ struct TreePlan {
 
 struct CollectivePlan {
   CollectiveKind kind = CollectiveKind::AllReduce;
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring or Tree (never Auto)
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring, Tree or Nvls (never Auto)
   Protocol protocol = Protocol::Simple;
   bool chain = false;           ///< Broadcast/Reduce: pipelined chain, no closing hop
   int channels = 1;             ///< channels it runs on (the op's, or NCCL's count for the size)

@@ -50,6 +50,16 @@ const char* to_string(CommPurpose p) {
   return "?";
 }
 
+const char* to_string(CollectiveAlgorithm a) {
+  switch (a) {
+    case CollectiveAlgorithm::Auto: return "auto";
+    case CollectiveAlgorithm::Ring: return "ring";
+    case CollectiveAlgorithm::Tree: return "tree";
+    case CollectiveAlgorithm::Nvls: return "nvls";
+  }
+  return "?";
+}
+
 int Schedule::intern_group(const std::vector<int>& ranks, CommPurpose purpose) {
   for (size_t i = 0; i < groups.size(); ++i)
     if (groups[i].purpose == purpose && groups[i].ranks == ranks) return static_cast<int>(i);

@@ -27,7 +27,9 @@ namespace overlapsim {
 enum class OpType : uint8_t { Compute, Collective, Send, Recv };
 enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce };
 /// NCCL algorithm of a collective (NCCL_ALGO): Auto lets the replay pick as NCCL's tuner would.
-enum class CollectiveAlgorithm : uint8_t { Auto, Ring, Tree };
+/// Nvls: NVLink SHARP, the reduction done in a Hopper-or-later NVSwitch (AllReduce inside one
+/// node; collective_plan.hpp).
+enum class CollectiveAlgorithm : uint8_t { Auto, Ring, Tree, Nvls };
 /// Which part of the iteration an op belongs to (for the breakdown in Result).
 enum class Phase : uint8_t { Forward, Backward, Recompute, GradSync, Optimizer };
 /// What a compute kernel does (for the breakdown and for strategies that pick GEMMs).
@@ -39,6 +41,8 @@ const char* to_string(OpType t);
 const char* to_string(CollectiveKind k);
 const char* to_string(Phase p);
 const char* to_string(CommPurpose p);
+/// "auto", "ring", "tree" or "nvls" (NCCL_ALGO's names, lower case).
+const char* to_string(CollectiveAlgorithm a);
 
 struct Op {
   OpType type = OpType::Compute;

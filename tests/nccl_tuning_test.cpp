@@ -235,7 +235,7 @@ TEST_CASE("malformed tuning rules are errors naming the file and the key") {
       {"collective", "alltoall", "tuning.rules[0].collective"},
       {"protocol", "LL256", "tuning.rules[0].protocol"},
       {"protocol", nullptr, "tuning.rules[0].protocol"},
-      {"algorithm", "nvls", "tuning.rules[0].algorithm"},
+      {"algorithm", "nvls_tree", "tuning.rules[0].algorithm"},
       {"max_bytes", -1, "tuning.rules[0].max_bytes"},
       {"ranks", json::array({8, 4}), "tuning.rules[0].ranks"},
       {"nodes", 0, "tuning.rules[0].nodes"},
@@ -256,12 +256,14 @@ TEST_CASE("malformed tuning rules are errors naming the file and the key") {
       CHECK(what.find(c.where) != std::string::npos);
     }
   }
-  // Tree is for AllReduce only.
+  // Tree and NVLS are for AllReduce only.
   json rule = good;
   rule["collective"] = "all_gather";
-  rule["algorithm"] = "tree";
-  CHECK_THROWS_WITH_AS(load_profile(profile_with_tuning({{"source", "t"}, {"rules", {rule}}})),
-                       doctest::Contains("tuning.rules[0].algorithm"), InputError);
+  for (const char* a : {"tree", "nvls"}) {
+    rule["algorithm"] = a;
+    CHECK_THROWS_WITH_AS(load_profile(profile_with_tuning({{"source", "t"}, {"rules", {rule}}})),
+                         doctest::Contains("tuning.rules[0].algorithm"), InputError);
+  }
   // A good rule loads with its defaults (any ranks, any nodes) and survives a write and a load.
   const Profile p = load_profile(profile_with_tuning({{"source", "t"}, {"rules", {good}}}));
   REQUIRE(p.tuning.size() == 1);
@@ -286,6 +288,7 @@ TEST_CASE("import-nccl-tests fills the tuning table from NCCL's TUNING lines") {
       "node-a:1:1 [0] NCCL INFO AllReduce: 2097152 Bytes -> Algo 1 proto 1 time 30.000000\n"
       "node-a:1:1 [0] NCCL INFO AllReduce: 4194304 Bytes -> Algo 1 proto 1 time 40.000000\n"
       "node-a:1:1 [0] NCCL INFO AllReduce: 8388608 Bytes -> Algo 4 proto 2 time 50.000000\n"
+      "node-a:1:1 [0] NCCL INFO AllReduce: 16777216 Bytes -> Algo 5 proto 2 time 90.000000\n"
       "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
       "#wrong\n"
       "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
@@ -295,8 +298,8 @@ TEST_CASE("import-nccl-tests fills the tuning table from NCCL's TUNING lines") {
       "     8388608       2097152     float     sum      -1   600.00   13.98   24.47      0   600.00   13.98   24.47      0\n";
   const std::string path = write_temp(log, "_all_reduce_perf.log");
   const ImportResult r = import_nccl_tests({path}, {});
-  REQUIRE(r.logs.at(0).tuning.size() == 6);  // the Broadcast line is not this log's collective
-  REQUIRE(r.profile.tuning.size() == 2);
+  REQUIRE(r.logs.at(0).tuning.size() == 7);  // the Broadcast line is not this log's collective
+  REQUIRE(r.profile.tuning.size() == 3);
   const TuningRule& a = r.profile.tuning[0];
   CHECK(a.kind == CollectiveKind::AllReduce);
   CHECK(a.max_bytes == 1048576);
@@ -306,16 +309,19 @@ TEST_CASE("import-nccl-tests fills the tuning table from NCCL's TUNING lines") {
   const TuningRule& b = r.profile.tuning[1];
   CHECK(b.max_bytes == 4194304);  // 2 and 4 MiB: one run of ring LL128
   CHECK(b.protocol == Protocol::LL128);
-  // 8 MiB ran NVLS: no rule, a warning.
+  // 8 MiB ran NVLS in one node: a rule; 16 MiB NVLS_TREE, which is not modelled: no rule, a warning.
+  CHECK(r.profile.tuning[2].algorithm == CollectiveAlgorithm::Nvls);
+  CHECK(r.profile.tuning[2].max_bytes == 8388608);
   bool warned = false;
-  for (const auto& w : r.warnings) warned |= w.find("nvls") != std::string::npos;
+  for (const auto& w : r.warnings) warned |= w.find("nvls_tree") != std::string::npos;
   CHECK(warned);
   CHECK(r.profile.tuning_source.find("TUNING") != std::string::npos);
   // Written and read back, the table is the same.
   const std::string out = temp_path(".json");
   write_profile(r.profile, out);
   const Profile back = load_profile(out);
-  REQUIRE(back.tuning.size() == 2);
+  REQUIRE(back.tuning.size() == 3);
+  CHECK(back.tuning[2].algorithm == CollectiveAlgorithm::Nvls);
   CHECK(back.tuning[1].max_bytes == 4194304);
   CHECK(back.tuning[1].protocol == Protocol::LL128);
   CHECK(back.tuning[0].max_ranks == 8);

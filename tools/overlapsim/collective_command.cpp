@@ -34,7 +34,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--factor,-f", a.factor, "size multiplication factor (nccl-tests -f)")->check(CLI::Range(2, 1 << 20));
   c->add_option("--fidelity", a.fidelity, "flow | analytic");
   c->add_option("--protocol", a.protocol, "auto | ll | ll128 | simple (NCCL_PROTO)");
-  c->add_option("--algo", a.algo, "auto | ring | tree (NCCL_ALGO; tree applies to allreduce only)");
+  c->add_option("--algo", a.algo, "auto | ring | tree | nvls (NCCL_ALGO; tree and nvls apply to allreduce only; nvls inside one Hopper NVSwitch node, else the ring)");
   c->add_option("--channels", a.channels, "rings per collective (default 8; NCCL_MIN/MAX_NCHANNELS)")
       ->check(CLI::Range(1, 64));
   c->add_option("--calibration", a.calibration, "profile JSON (default: the GPU's datasheet profile)");
@@ -105,7 +105,8 @@ int collective_command(const CollectiveArgs& a) {
   }
   if (a.algo == "ring") opt.algorithm = CollectiveAlgorithm::Ring;
   else if (a.algo == "tree") opt.algorithm = CollectiveAlgorithm::Tree;
-  else if (a.algo != "auto") throw InputError(cli, "--algo", "expected auto, ring or tree, found '" + a.algo + "'");
+  else if (a.algo == "nvls") opt.algorithm = CollectiveAlgorithm::Nvls;
+  else if (a.algo != "auto") throw InputError(cli, "--algo", "expected auto, ring, tree or nvls, found '" + a.algo + "'");
   opt.replay.link_efficiency.nvlink = profile.nvlink_efficiency;
   opt.replay.link_efficiency.network = profile.network_efficiency;
   opt.replay.link_efficiency.pcie = profile.pcie_efficiency;

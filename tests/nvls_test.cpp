@@ -1,0 +1,103 @@
+// NVLS (NVLink SHARP) AllReduce inside a Hopper NVSwitch node (collective_plan.hpp): its closed
+// form, flow == analytic, where Auto takes it, where it cannot run, and the bytes each port carries
+// (issue: collective communication as NCCL does it).
+#include "sim/collective_bench.hpp"
+#include "sim/collective_plan.hpp"
+#include "sim/replay.hpp"
+#include "sim/topology.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace overlapsim;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::vector<int> first(int n) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+Topology h100_node() { return load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}}); }
+
+}  // namespace
+
+TEST_CASE("NVLS closed form: 25 µs + S / (NCCL's NVLS efficiency · 15/16) over the GPU's NVSwitch port") {
+  const Topology topo = h100_node();
+  LinkEfficiency eff;
+  eff.nvlink = 0.8;
+  CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::Nvls;
+  const double S = 256 * kMiB;
+  const CollectivePlan p = plan_collective(topo, eff, first(8), CollectiveKind::AllReduce, S, 0, o);
+  REQUIRE(p.algorithm == CollectiveAlgorithm::Nvls);
+  CHECK(p.channels == 16);  // NVLS_NCHANNELS_SM90
+  CHECK(p.base_latency_s == 0);
+  // The DGX H100 node: 450 GB/s per GPU per direction into the NVSwitch fabric (topology file).
+  const double port = 450e9 * 0.8;
+  CHECK(p.closed_form_s() == doctest::Approx(25e-6 + S / (0.85 * 15.0 / 16.0) / port).epsilon(1e-9));
+  // Every member receives S: the switch's reduced shard and every other member's result.
+  CHECK(received_bytes_per_rank(p) == doctest::Approx(S));
+}
+
+TEST_CASE("NVLS: flow == analytic, folded and unfolded") {
+  const Topology topo = h100_node();
+  for (bool unfold : {true, false})
+    for (double size : {8.0, 1 * kMiB, 64 * kMiB, 1024 * kMiB}) {
+      BenchOptions b;
+      b.unfold = unfold;
+      b.algorithm = CollectiveAlgorithm::Nvls;
+      const BenchRow flow = run_collective_bench(topo, BenchOp::AllReduce, 8, {size}, b).at(0);
+      b.replay.fidelity = Fidelity::Analytic;
+      const BenchRow analytic = run_collective_bench(topo, BenchOp::AllReduce, 8, {size}, b).at(0);
+      INFO("size " << size << ", unfold " << unfold);
+      CHECK(flow.plan.rfind("nvls/", 0) == 0);
+      CHECK(flow.time_s == doctest::Approx(analytic.time_s).epsilon(1e-9));
+    }
+}
+
+TEST_CASE("NVLS: Auto takes it where it beats the ring, and never where it cannot run") {
+  CollectiveOptions o;  // Auto
+  const Topology h100 = h100_node();
+  // Tiny messages: ring LL's ~15 µs beats NVLS's 25 µs latency; large ones: NVLS moves S per
+  // port where the ring moves 2(n−1)/n · S.
+  CHECK(plan_collective(h100, {}, first(8), CollectiveKind::AllReduce, 8, 0, o).algorithm == CollectiveAlgorithm::Ring);
+  CHECK(plan_collective(h100, {}, first(8), CollectiveKind::AllReduce, 256 * kMiB, 0, o).algorithm ==
+        CollectiveAlgorithm::Nvls);
+  // Other collectives: the ring (NVLS ReduceScatter/AllGather are not modelled).
+  CHECK(plan_collective(h100, {}, first(8), CollectiveKind::AllGather, 256 * kMiB, 0, o).algorithm ==
+        CollectiveAlgorithm::Ring);
+  // Across nodes (NVLS_TREE is not modelled), on A100 (NVSwitch gen 2 has no SHARP), or forced
+  // where it cannot run: the ring.
+  const Topology two = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "2"}});
+  CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, 256 * kMiB, 0, o).algorithm !=
+        CollectiveAlgorithm::Nvls);
+  const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  CHECK(plan_collective(a100, {}, first(8), CollectiveKind::AllReduce, 256 * kMiB, 0, o).algorithm ==
+        CollectiveAlgorithm::Ring);
+  o.algorithm = CollectiveAlgorithm::Nvls;
+  CHECK(plan_collective(a100, {}, first(8), CollectiveKind::AllReduce, 256 * kMiB, 0, o).algorithm ==
+        CollectiveAlgorithm::Ring);
+  CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, 256 * kMiB, 0, o).algorithm ==
+        CollectiveAlgorithm::Ring);
+  // A textbook model has no NVLS.
+  o.textbook = true;
+  CHECK(plan_collective(h100, {}, first(8), CollectiveKind::AllReduce, 256 * kMiB, 0, o).algorithm ==
+        CollectiveAlgorithm::Ring);
+}
+
+TEST_CASE("NVLS: the time does not depend on the group size (S crosses each port either way)") {
+  // Unlike the ring's 2(n−1)/n · S per port: 4 GPUs take as long as 8 for the same buffer.
+  const Topology topo = h100_node();
+  BenchOptions b;
+  b.algorithm = CollectiveAlgorithm::Nvls;
+  const double eight = run_collective_bench(topo, BenchOp::AllReduce, 8, {512 * kMiB}, b).at(0).time_s;
+  const double four = run_collective_bench(topo, BenchOp::AllReduce, 4, {512 * kMiB}, b).at(0).time_s;
+  CHECK(four == doctest::Approx(eight).epsilon(1e-9));
+}
