@@ -62,8 +62,9 @@ class ProgramBuilder {
     op.phase = phase;
     op.layer = layer;
     op.micro_batch = mb;
-    op.deps = std::move(deps);
-    op.deps.erase(std::remove(op.deps.begin(), op.deps.end(), -1), op.deps.end());
+    op.deps.clear();
+    for (int32_t d : deps)
+      if (d != -1) op.deps.push_back(d);
     p_.ops.push_back(std::move(op));
     return static_cast<int>(p_.ops.size()) - 1;
   }

@@ -18,6 +18,8 @@
 // The same Schedule is read by the replay (sim/replay.hpp) and, later, by the executor.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +45,10 @@ const char* to_string(Phase p);
 const char* to_string(CommPurpose p);
 /// "auto", "ring", "tree" or "nvls" (NCCL_ALGO's names, lower case).
 const char* to_string(CollectiveAlgorithm a);
+
+/// An op's dependencies: most ops have at most two, kept inline (no heap allocation per op, so
+/// copying a schedule of 10^5–10^6 ops is a few memcpy-like moves).
+using OpDeps = boost::container::small_vector<int32_t, 2>;
 
 struct Op {
   OpType type = OpType::Compute;
@@ -71,7 +77,7 @@ struct Op {
                              ///< AllGather: the gathered output; ReduceScatter: the input), bytes.
                              ///< Send/Recv: bytes transferred.
   std::string name;          ///< e.g. "fc1.fwd"; short, for traces and explanations
-  std::vector<int32_t> deps; ///< indices of ops of the same rank that must complete first
+  OpDeps deps;               ///< indices of ops of the same rank that must complete first
 };
 
 struct RankProgram {

@@ -42,7 +42,7 @@ Op kernel(const std::string& name, double seconds, std::vector<int32_t> deps) {
   op.duration_s = seconds;
   op.flops = 1e9;
   op.name = name;
-  op.deps = std::move(deps);
+  op.deps.assign(deps.begin(), deps.end());
   return op;
 }
 

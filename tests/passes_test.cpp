@@ -120,10 +120,10 @@ TEST_CASE("ProgramRewriter replaces ops by pieces and resolves dependencies to t
   rw.keep(2);
   const RankProgram q = rw.finish();
   REQUIRE(q.ops.size() == 4);
-  CHECK(q.ops[1].deps == std::vector<int32_t>{0});
-  CHECK(q.ops[2].deps == std::vector<int32_t>{0});
+  CHECK(q.ops[1].deps == OpDeps{0});
+  CHECK(q.ops[2].deps == OpDeps{0});
   CHECK(q.ops[3].name == "op2");
-  CHECK(q.ops[3].deps == std::vector<int32_t>{1, 2});
+  CHECK(q.ops[3].deps == OpDeps{1, 2});
 }
 
 TEST_CASE("every registered pass keeps FLOPs, received bytes, an acyclic graph and consistent ids") {

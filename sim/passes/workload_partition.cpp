@@ -34,7 +34,7 @@ const char* to_string(PartitionMode m) {
 
 namespace {
 
-std::vector<int> without(const std::vector<int32_t>& v, int x) {
+std::vector<int> without(const OpDeps& v, int x) {
   std::vector<int> out;
   for (int d : v)
     if (d != x) out.push_back(d);
