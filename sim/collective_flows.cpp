@@ -46,6 +46,10 @@ void Replayer::coll_ready(int ri, int oi) {
           cs.arrivals = cs.mode == ChannelMode::Mirrors && !uniform;
           cs.paced = cs.mode != ChannelMode::Mirrors && !uniform;
           cs.ring_s = ring_channel_s(cp, c.plan.wire_bytes, c.plan.steps);
+        } else if (cs.mode != ChannelMode::Mirrors) {
+          // A chain timed by representatives: each sends at the closed form's wave pace.
+          cs.paced = true;
+          cs.ring_s = c.plan.steps * chain_wave_s(cp, c.plan.wire_bytes);
         }
         cs.m.resize(n);
         for (int i = 0; i < n; ++i)
@@ -164,9 +168,17 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
     // slowest hop's. NCCL's base latency is paid once per collective, by the head (regression:
     // every member paid it on its first step, and along a chain they add up — 8 B Broadcast
     // over 8 GPUs took 51 µs in flow against 11.5 µs in its closed form).
+    // A paced chain (timed by representatives): a member without a simulated predecessor sends
+    // slice k so that it ends (i + k + 1) waves after the base latency, as the closed form has it.
     const bool stand_in = has_pred && !cs.m[pred].active;
-    delay = std::max(0.0, (stand_in ? cp.max_step_latency_s : own.step_latency_s) - own.route_latency_s) +
-            (k == 0 && i == 0 ? c.plan.base_latency_s : 0.0);
+    if (cs.paced && (!has_pred || stand_in)) {
+      const double wave = cs.ring_s / c.plan.steps;
+      const double flow_s = own.route_latency_s + c.plan.wire_bytes / own.share_Bps;
+      if (k == 0) delay = c.plan.base_latency_s + i * wave + std::max(0.0, wave - flow_s);
+    } else {
+      delay = std::max(0.0, (stand_in ? cp.max_step_latency_s : own.step_latency_s) - own.route_latency_s) +
+              (k == 0 && i == 0 ? c.plan.base_latency_s : 0.0);
+    }
   } else if (k == 0) {
     // A ring pays NCCL's base latency up front; with per-step arrivals that is all, otherwise
     // also what its flows leave out of the channel's closed form (on a uniform ring steps ×

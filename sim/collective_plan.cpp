@@ -98,13 +98,6 @@ std::vector<int> ring_order(const Topology& topo, const std::vector<int>& ranks,
   return order;
 }
 
-/// A chain's wave time: the slowest hop's step latency plus transfer, seconds.
-double chain_step_s(const ChannelPlan& ch, double wire_bytes) {
-  double t = 0;
-  for (const Hop2& h : ch.hops) t = std::max(t, h.step_latency_s + wire_bytes / h.share_Bps);
-  return t;
-}
-
 /// Smallest p dividing n with v[i] == v[(i + p) mod n] for every i.
 template <class Eq>
 int cyclic_period(int n, Eq same) {
@@ -118,6 +111,12 @@ int cyclic_period(int n, Eq same) {
 }
 
 }  // namespace
+
+double chain_wave_s(const ChannelPlan& ch, double wire_bytes) {
+  double t = 0;
+  for (const Hop2& h : ch.hops) t = std::max(t, h.step_latency_s + wire_bytes / h.share_Bps);
+  return t;
+}
 
 bool uniform_ring(const ChannelPlan& ch) {
   for (const Hop2& h : ch.hops) {
@@ -183,7 +182,7 @@ double CollectivePlan::closed_form_s() const {
   }
   double t = 0;
   for (const auto& ch : rings)
-    t = std::max(t, chain ? ((members - 1) + (steps - 1)) * chain_step_s(ch, wire_bytes)
+    t = std::max(t, chain ? ((members - 1) + (steps - 1)) * chain_wave_s(ch, wire_bytes)
                           : ring_channel_s(ch, wire_bytes, steps));
   return base_latency_s + t;
 }
@@ -198,6 +197,16 @@ long long CollectivePlan::tree_flows() const {
 std::vector<double> CollectivePlan::member_ends_s() const {
   std::vector<double> e(members, 0.0);
   if (members <= 1 || steps == 0) return e;
+  if (chain) {
+    // Member at chain position p (per channel) ends when its last slice has left, (p + K)
+    // waves in; the tail when its last slice has arrived, (n − 2 + K) waves in (the closed form).
+    for (const ChannelPlan& ch : rings) {
+      const double wave = chain_wave_s(ch, wire_bytes);
+      for (int p = 0; p < members; ++p)
+        e[ch.order[p]] = std::max(e[ch.order[p]], base_latency_s + (std::min(p, members - 2) + steps) * wave);
+    }
+    return e;
+  }
   if (algorithm != CollectiveAlgorithm::Tree) return std::vector<double>(members, closed_form_s());
   for (const TreePlan& tp : trees) {
     const std::vector<double> t = tp.end_times(steps, wire_bytes);
@@ -555,10 +564,21 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
       CollectivePlan q = model(proto);
       if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
     }
-  // Even channels load the same links alike: simulate them as one ring carrying all of them,
-  // at the full bandwidth of its hops (the closed form is unchanged: C times the bytes at C
-  // times the share).
-  if (rings_for(best.channels).all_even && best.rings.size() > 1) {
+  // Even channels over the same hops load the same links alike: simulate them as one ring
+  // carrying all of them, at the full bandwidth of its hops (the closed form is unchanged: C
+  // times the bytes at C times the share). Channels over other hops (a chain's rotations each
+  // leave out another closing hop) stay apart (regression: a Broadcast chain's 8 channels were
+  // merged onto channel 0's hops at 8 times their 1/7 share, beyond the link: flow 14% slow).
+  auto hop_set = [](const ChannelPlan& ch) {
+    std::vector<std::pair<int, int>> v;
+    for (const Hop2& h : ch.hops) v.emplace_back(h.src_pos, h.dst_pos);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  bool same_hops = true;
+  for (size_t c = 1; c < best.rings.size() && same_hops; ++c)
+    same_hops = hop_set(best.rings[c]) == hop_set(best.rings[0]);
+  if (rings_for(best.channels).all_even && best.rings.size() > 1 && same_hops) {
     best.rings.resize(1);
     best.step_bytes *= best.channels;
     best.wire_bytes *= best.channels;

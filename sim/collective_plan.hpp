@@ -135,6 +135,8 @@ struct ChannelPlan {
   double max_step_latency_s = 0;
 };
 
+/// A chain's wave time: the slowest hop's step latency plus wire / share, seconds (header).
+double chain_wave_s(const ChannelPlan& ch, double wire_bytes);
 /// Whether every hop of the channel has the same route latency, step latency and share.
 bool uniform_ring(const ChannelPlan& ch);
 /// Contention-free time of channel `ch` as a ring of `steps` steps of `wire_bytes` each, base
@@ -179,7 +181,8 @@ struct CollectivePlan {
   /// Contention-free time of the collective, seconds (the formulas in the header).
   double closed_form_s() const;
   /// Contention-free end of each member's part, seconds, by position: the closed form for every
-  /// member of a ring; for a tree, when that member has received and sent its last slices (the
+  /// member of a ring; for a chain, (min(p, n − 2) + K) waves after the base latency for the
+  /// member at position p (the latest over channels); for a tree, when that member has received and sent its last slices (the
   /// root and shallow members end before the deepest leaves).
   std::vector<double> member_ends_s() const;
   /// Flows the tree's replay issues (2 per non-root member per slice per tree), 0 for a ring.
