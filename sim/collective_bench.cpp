@@ -2,6 +2,7 @@
 
 #include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
+#include "sim/measured_collectives.hpp"
 
 #include <fmt/format.h>
 
@@ -140,7 +141,17 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
     row.algbw_Bps = row.time_s > 0 ? sizes[i] / row.time_s : 0;
     row.busbw_Bps = row.algbw_Bps * busbw_factor(op, ranks);
     row.plan = "p2p";
-    if (op != BenchOp::SendRecv && op != BenchOp::AllToAll) {
+    const CollectiveFit* fit = nullptr;
+    if (op != BenchOp::SendRecv && opt.replay.fidelity == Fidelity::Analytic) {
+      const Op& c = s.programs[0].ops[i];
+      const CollectiveOptions& co = opt.replay.collectives;
+      fit = find_measured(opt.replay.measured, c.collective, ranks, node_count(topo, all),
+                          c.algorithm != CollectiveAlgorithm::Auto ? c.algorithm : co.algorithm,
+                          co.protocol_auto ? "" : to_string(co.protocol));
+    }
+    if (fit) {
+      row.plan = "measured";
+    } else if (op != BenchOp::SendRecv && op != BenchOp::AllToAll) {
       const Op& c = s.programs[0].ops[i];
       CollectiveOptions co = opt.replay.collectives;
       if (c.algorithm != CollectiveAlgorithm::Auto) co.algorithm = c.algorithm;

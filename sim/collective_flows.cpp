@@ -4,6 +4,7 @@
 #include "sim/replay_engine_state.hpp"
 
 #include "sim/error.hpp"
+#include "sim/measured_collectives.hpp"
 
 namespace overlapsim::detail {
 
@@ -29,6 +30,15 @@ void Replayer::coll_ready(int ri, int oi) {
         if (mem.rank_idx >= 0) mem.a2a_left = 2 * (n - 1);  // n−1 flows out, n−1 in
     c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic ||
                                 (c.plan.algorithm == CollectiveAlgorithm::Tree && c.plan.tree_flows() > kMaxTreeFlows));
+    if (opt_.fidelity == Fidelity::Analytic && !opt_.measured.empty() && n > 1) {
+      const CollectiveOptions& co = opt_.collectives;
+      const CollectiveAlgorithm alg = op.algorithm != CollectiveAlgorithm::Auto ? op.algorithm : co.algorithm;
+      if (const CollectiveFit* f = find_measured(opt_.measured, op.collective, n, node_count(topo_, g), alg,
+                                                 co.protocol_auto ? "" : to_string(co.protocol))) {
+        c.measured_s = measured_time_s(*f, op.bytes);
+        c.timed = true;
+      }
+    }
     if (!c.timed && c.plan.algorithm == CollectiveAlgorithm::Tree && n > 1 && c.plan.steps > 0)
       c.tree = std::make_unique<TreeRun>(c.plan);
     if (!c.all_to_all && !c.timed && !c.tree) {
@@ -72,7 +82,7 @@ void Replayer::coll_ready(int ri, int oi) {
     coll_maybe_erase(match);
     return;
   }
-  if (c.all_to_all) {
+  if (c.all_to_all && !c.timed) {
     // One kernel of grouped sends: its latency first (every piece pays the same, concurrently;
     // the slowest hop's), then the flows.
     double lat = 0;
@@ -88,7 +98,8 @@ void Replayer::coll_ready(int ri, int oi) {
   }
   if (c.timed) {
     if (c.ready_count < c.simulated) return;
-    const std::vector<double> t = c.plan.member_ends_s();
+    const std::vector<double> t =
+        c.measured_s >= 0 ? std::vector<double>(n, c.measured_s) : c.plan.member_ends_s();
     for (int p = 0; p < n; ++p)
       if (c.members[p].rank_idx >= 0) {
         ++c.in_flight;

@@ -382,13 +382,6 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
   return best;
 }
 
-int node_count(const Topology& topo, const std::vector<int>& ranks) {
-  std::vector<int> nodes;
-  for (int r : ranks) nodes.push_back(topo.node_of(r));
-  std::sort(nodes.begin(), nodes.end());
-  return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
-}
-
 CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                          CollectiveKind kind, double bytes, int channels_forced, const CollectiveOptions& opt,
                          const Protocol* forced_protocol);
@@ -435,6 +428,13 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
 }
 
 }  // namespace
+
+int node_count(const Topology& topo, const std::vector<int>& ranks) {
+  std::vector<int> nodes;
+  for (int r : ranks) nodes.push_back(topo.node_of(r));
+  std::sort(nodes.begin(), nodes.end());
+  return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+}
 
 CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                                CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt) {

@@ -215,6 +215,9 @@ struct CollectiveOptions {
   std::vector<TuningRule> tuning;
 };
 
+/// Number of distinct nodes the ranks are on.
+int node_count(const Topology& topo, const std::vector<int>& ranks);
+
 /// Plans a collective of `bytes` (NCCL buffer size per rank, schedule.hpp) over `ranks`, with
 /// opt.algorithm (Auto: the header's choice; Tree for a collective other than AllReduce: the
 /// ring, as NCCL does). AllToAll is not planned here (it is point-to-point; see replay.hpp).

@@ -29,8 +29,10 @@
 //  - AllToAll: every member sends S/n to every other one at once (NCCL's grouped send/recv);
 //    a representative also receives its mirrors' flows.
 //  - Collective, `analytic` fidelity: the plan's contention-free closed form as one timed
-//    activity per member (a tree: that member's own end, CollectivePlan::member_ends_s), started
-//    when every simulated member has reached the collective.
+//    activity per member (a tree or a chain: that member's own end, CollectivePlan::
+//    member_ends_s), started when every simulated member has reached the collective; where
+//    ReplayOptions::measured covers the collective (an AllToAll too), its measured time
+//    (sim/measured_collectives.hpp) for every member instead.
 //    Analytic replays run without SimGrid, on an event queue (sim/activity_backend.hpp): GPUs
 //    still share their speed among concurrent kernels; flows take latency + bytes / bandwidth.
 //  - SM interference: while a communication op runs (from the moment it can start until it
@@ -43,6 +45,7 @@
 // process), so a program can replay many schedules. Deterministic: the same inputs give the same times.
 #pragma once
 
+#include "calibrate/profile_tables.hpp"
 #include "sim/collective_plan.hpp"
 #include "sim/platform.hpp"
 #include "sim/schedule.hpp"
@@ -71,6 +74,10 @@ struct ReplayOptions {
   /// Record every flow in ReplayTimes::flows (for the trace's link tracks, sim/link_trace.hpp).
   /// Off, the replay records nothing and pays nothing for it.
   bool record_flows = false;
+  /// `analytic` only: measured collective times (a profile's `collectives` section); a
+  /// collective one of them covers is timed by it (sim/measured_collectives.hpp) instead of by
+  /// its plan's closed form.
+  std::vector<CollectiveFit> measured;
 };
 
 /// One flow the replay issued: a ring or chain step, an AllToAll piece or a send.

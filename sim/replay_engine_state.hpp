@@ -90,6 +90,7 @@ struct CollState {
   std::vector<ChannelState> channels;
   std::unique_ptr<TreeRun> tree;  ///< flow fidelity, tree plan of at most kMaxTreeFlows flows
   bool timed = false;             ///< timed by the plan's member_ends_s() (analytic, or a tree too big)
+  double measured_s = -1;         ///< analytic: the measured time that times it (-1: none)
   int simulated = 0, remaining = 0, ready_count = 0, in_flight = 0;
 };
 

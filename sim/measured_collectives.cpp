@@ -1,0 +1,66 @@
+#include "sim/measured_collectives.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace overlapsim {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+const char* nccl_tests_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce: return "all_reduce";
+    case CollectiveKind::AllGather: return "all_gather";
+    case CollectiveKind::ReduceScatter: return "reduce_scatter";
+    case CollectiveKind::AllToAll: return "alltoall";
+    case CollectiveKind::Broadcast: return "broadcast";
+    case CollectiveKind::Reduce: return "reduce";
+  }
+  return "?";
+}
+
+const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, CollectiveKind kind, int ranks, int nodes,
+                                   CollectiveAlgorithm algorithm, const std::string& protocol) {
+  const std::string name = nccl_tests_name(kind);
+  const std::string alg = algorithm == CollectiveAlgorithm::Auto ? "auto" : to_string(algorithm);
+  const std::string proto = protocol.empty() ? "auto" : lower(protocol);
+  for (const CollectiveFit& f : fits)
+    if (f.collective == name && f.ranks == ranks && f.nodes == nodes && lower(f.algorithm) == alg &&
+        lower(f.protocol) == proto && f.busbw_Bps > 0)
+      return &f;
+  return nullptr;
+}
+
+double measured_time_s(const CollectiveFit& f, double bytes) {
+  OVERLAPSIM_CHECK(f.busbw_Bps > 0, "measured collective without bus bandwidth");
+  // (size, mean time) per measured size: nccl-tests logs give out-of-place and in-place rows.
+  std::vector<std::pair<double, double>> pts;
+  for (const CollectivePoint& p : f.points)
+    if (p.size_bytes > 0 && p.time_s > 0) pts.emplace_back(p.size_bytes, p.time_s);
+  std::sort(pts.begin(), pts.end());
+  std::vector<std::pair<double, double>> mean;
+  for (size_t i = 0; i < pts.size();) {
+    size_t j = i;
+    double sum = 0;
+    for (; j < pts.size() && pts[j].first == pts[i].first; ++j) sum += pts[j].second;
+    mean.emplace_back(pts[i].first, sum / static_cast<double>(j - i));
+    i = j;
+  }
+  if (mean.empty() || bytes < mean.front().first || bytes > mean.back().first) return f.time_s(bytes);
+  const auto hi = std::lower_bound(mean.begin(), mean.end(), std::make_pair(bytes, 0.0));
+  if (hi->first == bytes || hi == mean.begin()) return hi->second;
+  const auto& [s1, t1] = *hi;
+  const auto& [s0, t0] = *(hi - 1);
+  return t0 + (bytes - s0) / (s1 - s0) * (t1 - t0);
+}
+
+}  // namespace overlapsim

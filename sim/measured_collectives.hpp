@@ -1,0 +1,36 @@
+// Measured collective times for the analytic fidelity: a calibration profile's `collectives`
+// section (calibrate/profile_tables.hpp CollectiveFit: nccl-tests points and their α / busbw fit
+// per collective and group shape, from `overlapsim calibrate import-nccl-tests` or the harness).
+//
+// Rule. A collective of S bytes (nccl-tests' size: the AllReduce buffer, the AllGather output,
+// the ReduceScatter input) over a group of n GPUs on m nodes is timed by the fit of the same
+// collective, n and m — and, where the op or the options force an algorithm or a protocol, the
+// same one (a fit records NCCL_ALGO / NCCL_PROTO, "auto" when NCCL chose) —:
+//   - between two measured sizes, the time interpolated linearly in S between them (exact at
+//     every measured point);
+//   - outside the measured sizes, the fit: t = α + S · f(n) / busbw (nccl-tests' bus factor f).
+// Only `analytic` uses it (sim/replay.hpp); `flow` always lowers to NCCL's algorithms.
+#pragma once
+
+#include "calibrate/profile_tables.hpp"
+#include "sim/schedule.hpp"
+
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+/// nccl-tests' name of a collective ("all_reduce", "all_gather", "reduce_scatter", "alltoall",
+/// "broadcast", "reduce"), as profiles record it.
+const char* nccl_tests_name(CollectiveKind k);
+
+/// The fit that times `kind` over `ranks` GPUs on `nodes` nodes (rule above), or nullptr.
+/// `algorithm`: the op's (Auto: a fit of NCCL's own choice, "auto"); `protocol`: "" for NCCL's
+/// choice, else "LL", "LL128" or "Simple".
+const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, CollectiveKind kind, int ranks, int nodes,
+                                   CollectiveAlgorithm algorithm, const std::string& protocol);
+
+/// Time of `bytes` under fit `f` (rule above), seconds. REQUIRES: f.busbw_Bps > 0.
+double measured_time_s(const CollectiveFit& f, double bytes);
+
+}  // namespace overlapsim

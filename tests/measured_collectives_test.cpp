@@ -1,0 +1,121 @@
+// Measured collective times in the analytic fidelity (sim/measured_collectives.hpp; issue:
+// collective communication as NCCL does it, "analytic: α and bus bandwidth per (collective,
+// group shape, size) from the profile"): interpolation rule, matching, the replay and `run`.
+#include "calibrate/nccl_tests.hpp"
+#include "calibrate/profile.hpp"
+#include "sim/collective_bench.hpp"
+#include "sim/measured_collectives.hpp"
+#include "sim/simulate.hpp"
+#include "sim/topology.hpp"
+
+#include "tests/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+using namespace overlapsim;
+using namespace overlapsim::testing;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+
+CollectiveFit fit_8() {
+  CollectiveFit f;
+  f.collective = "all_reduce";
+  f.ranks = 8;
+  f.nodes = 1;
+  f.alpha_s = 20e-6;
+  f.busbw_Bps = 200e9;
+  // Two rows per size (out-of-place, in-place), unsorted.
+  f.points = {{1048576, 60e-6, 0}, {1048576, 62e-6, 0}, {65536, 25e-6, 0}, {16777216, 200e-6, 0}};
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("measured collective time: mean at a measured size, linear between, the fit outside") {
+  const CollectiveFit f = fit_8();
+  CHECK(measured_time_s(f, 1048576) == doctest::Approx(61e-6).epsilon(1e-12));
+  CHECK(measured_time_s(f, 65536) == doctest::Approx(25e-6).epsilon(1e-12));
+  // Halfway between 1 MiB and 16 MiB in size.
+  CHECK(measured_time_s(f, (1048576 + 16777216) / 2.0) == doctest::Approx((61e-6 + 200e-6) / 2).epsilon(1e-12));
+  // Outside: α + S · 2(n−1)/n / busbw.
+  CHECK(measured_time_s(f, 8) == doctest::Approx(20e-6 + 8 * 1.75 / 200e9).epsilon(1e-12));
+  CHECK(measured_time_s(f, 1e9) == doctest::Approx(20e-6 + 1e9 * 1.75 / 200e9).epsilon(1e-12));
+}
+
+TEST_CASE("measured collective: the fit of the same collective, group shape, algorithm and protocol") {
+  std::vector<CollectiveFit> fits{fit_8()};
+  const auto A = CollectiveAlgorithm::Auto;
+  CHECK(find_measured(fits, CollectiveKind::AllReduce, 8, 1, A, "") == &fits[0]);
+  CHECK(find_measured(fits, CollectiveKind::AllGather, 8, 1, A, "") == nullptr);
+  CHECK(find_measured(fits, CollectiveKind::AllReduce, 4, 1, A, "") == nullptr);
+  CHECK(find_measured(fits, CollectiveKind::AllReduce, 8, 2, A, "") == nullptr);
+  // A forced algorithm or protocol needs a fit measured with it.
+  CHECK(find_measured(fits, CollectiveKind::AllReduce, 8, 1, CollectiveAlgorithm::Ring, "") == nullptr);
+  CHECK(find_measured(fits, CollectiveKind::AllReduce, 8, 1, A, "LL") == nullptr);
+  fits[0].algorithm = "RING";
+  fits[0].protocol = "Simple";
+  CHECK(find_measured(fits, CollectiveKind::AllReduce, 8, 1, CollectiveAlgorithm::Ring, "simple") == &fits[0]);
+}
+
+TEST_CASE("analytic replay times a measured collective by its measurement; flow keeps NCCL's algorithms") {
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  BenchOptions b;
+  b.replay.fidelity = Fidelity::Analytic;
+  b.replay.measured = {fit_8()};
+  for (bool unfold : {false, true}) {
+    b.unfold = unfold;
+    const auto rows = run_collective_bench(topo, BenchOp::AllReduce, 8, {65536, 1048576, 4194304}, b);
+    CHECK(rows[0].time_s == doctest::Approx(25e-6).epsilon(1e-9));
+    CHECK(rows[1].time_s == doctest::Approx(61e-6).epsilon(1e-9));
+    CHECK(rows[2].time_s == doctest::Approx(measured_time_s(fit_8(), 4194304)).epsilon(1e-9));
+    CHECK(rows[1].plan == "measured");
+  }
+  // Another group shape: the model.
+  const auto four = run_collective_bench(topo, BenchOp::AllReduce, 4, {1048576}, b).at(0);
+  CHECK(four.plan != "measured");
+  // Flow ignores the measurement.
+  b.replay.fidelity = Fidelity::Flow;
+  b.unfold = false;
+  const auto flow = run_collective_bench(topo, BenchOp::AllReduce, 8, {1048576}, b).at(0);
+  CHECK(flow.plan != "measured");
+  CHECK(std::abs(flow.time_s - 61e-6) > 1e-6);
+}
+
+TEST_CASE("run --fidelity analytic with an imported nccl-tests profile times TP AllReduces by the log") {
+  // The 8-GPU all_reduce log imported into a profile; the default scenario's TP groups are 8
+  // GPUs of a node, so their AllReduces take the log's times in analytic. Slower measured
+  // collectives must show as more exposed communication than the datasheet model gives.
+  const std::string profile = temp_path(".json");
+  {
+    ImportOptions io;
+    ImportResult r = import_nccl_tests({kSrc + "/tests/data/nccl-tests/all_reduce_perf_8xa100.log"}, io);
+    REQUIRE(r.profile.collectives.size() == 1);
+    // Every measured time doubled: a machine twice as slow as the log's.
+    for (auto& f : r.profile.collectives) {
+      f.alpha_s *= 2;
+      f.busbw_Bps /= 2;
+      for (auto& p : f.points) p.time_s *= 2;
+    }
+    write_profile(r.profile, profile);
+  }
+  std::string yaml = slurp(kSrc + "/scenarios/default.yaml");
+  yaml.replace(yaml.find("topology: ../topologies"), std::string("topology: ../topologies").size(),
+               "topology: " + kSrc + "/topologies");
+  yaml += "calibration: " + profile + "\n";
+  const std::string scen = temp_path(".yaml");
+  std::ofstream(scen) << yaml;
+  SimulateOptions ro;
+  ro.fidelity = Fidelity::Analytic;
+  ro.strategies = {"megatron"};
+  const RunResult measured = simulate(load_scenario(scen), ro);
+  const RunResult model = simulate(load_scenario(kSrc + "/scenarios/default.yaml"), ro);
+  REQUIRE(measured.strategies.size() == 1);
+  CHECK(measured.strategies[0].exposed_comm_s > 1.2 * model.strategies[0].exposed_comm_s);
+  CHECK(measured.strategies[0].compute_s == doctest::Approx(model.strategies[0].compute_s).epsilon(0.02));
+}
