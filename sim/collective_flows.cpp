@@ -54,8 +54,18 @@ void Replayer::coll_ready(int ri, int oi) {
         if (!c.plan.chain) {
           const bool uniform = uniform_ring(cp);
           cs.arrivals = cs.mode == ChannelMode::Mirrors && !uniform;
-          cs.paced = cs.mode != ChannelMode::Mirrors && !uniform;
           cs.ring_s = ring_channel_s(cp, c.plan.wire_bytes, c.plan.steps);
+          // Representatives of a ring whose hops differ pay the closed form's time up front
+          // like a uniform ring's, unless one of their flows outlasts its mean step (then they
+          // are paced, a timer per step, so that their flows may overlap).
+          if (cs.mode != ChannelMode::Mirrors && !uniform) {
+            double longest = 0;
+            for (int i = 0; i < static_cast<int>(cp.hops.size()); ++i) {
+              const Hop2& h = cp.hops[cs.mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
+              longest = std::max(longest, h.route_latency_s + c.plan.wire_bytes / h.share_Bps);
+            }
+            cs.paced = longest * c.plan.steps > cs.ring_s;
+          }
         } else if (cs.mode != ChannelMode::Mirrors) {
           // A chain timed by representatives: each sends at the closed form's wave pace.
           cs.paced = true;

@@ -65,9 +65,10 @@ struct ChannelState {
   /// step 0, what its flows do not: the channel's closed form minus steps × its flow's time.
   bool arrivals = false;
   /// A ring that is not uniform, timed by representatives (stand-ins for mirrors, or every flow
-  /// on the bottleneck hop): each member sends step k at k · ring_s / steps after its first, so
-  /// that its last flow ends at the closed form (its flows' own latencies would otherwise pace
-  /// it, not the ring's).
+  /// on the bottleneck hop), whose flows outlast the closed form's mean step: each member sends
+  /// step k at k · ring_s / steps after its first, so that its last flow ends at the closed
+  /// form (its flows' own latencies would otherwise pace it, not the ring's). A chain timed by
+  /// representatives is always paced.
   bool paced = false;
   double ring_s = 0;  ///< ring_channel_s of the channel (rings only), seconds
   std::vector<RingMember> m;  ///< by index in the channel's order
