@@ -246,6 +246,9 @@ void load_tuning(const Reader& r, const json& root, Profile& p) {
     else if (pr == "ll128") t.protocol = Protocol::LL128;
     else if (pr == "simple") t.protocol = Protocol::Simple;
     else r.fail(sec + ".protocol", "expected \"LL\", \"LL128\" or \"Simple\", found \"" + r.string(o, sec, "protocol") + "\"");
+    if (t.algorithm == CollectiveAlgorithm::Nvls && t.protocol != Protocol::Simple)
+      r.fail(sec + ".protocol", "expected \"Simple\" for nvls (NCCL runs NVLS with Simple only), found \"" +
+                                    r.string(o, sec, "protocol") + "\"");
     p.tuning.push_back(t);
   }
 }

@@ -72,9 +72,34 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
   std::vector<int> all;
   for (int r = 0; r < ranks; ++r) all.push_back(r);
   const int g = s.intern_group(all, CommPurpose::DataParallel);
-  // A rooted collective ends at different times on different ranks (the root first): time it
-  // on every rank, as nccl-tests reports the slowest.
+  // A rooted collective, or an AllReduce run as a tree, ends at different times on different
+  // ranks (the root first): time it on every rank, so that the slowest is seen whether or not
+  // --unfold is given (a tree simulates every member's flows anyway).
   const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
+  if (op == BenchOp::AllReduce && !opt.unfold) {
+    // The sizes run as trees are benchmarked apart, every rank simulated; the others folded.
+    CollectiveOptions co = opt.replay.collectives;
+    if (opt.algorithm != CollectiveAlgorithm::Auto) co.algorithm = opt.algorithm;
+    std::vector<double> trees, rings;
+    for (double size : sizes)
+      (plan_collective(topo, opt.replay.link_efficiency, all, CollectiveKind::AllReduce, size, opt.channels, co)
+                   .algorithm == CollectiveAlgorithm::Tree
+           ? trees
+           : rings)
+          .push_back(size);
+    if (!trees.empty()) {
+      BenchOptions unfolded = opt;
+      unfolded.unfold = true;
+      const std::vector<BenchRow> t = run_collective_bench(topo, op, ranks, trees, unfolded);
+      if (rings.empty()) return t;
+      const std::vector<BenchRow> r = run_collective_bench(topo, op, ranks, rings, opt);
+      std::vector<BenchRow> out;
+      // Back in the order of `sizes`.
+      size_t ti = 0, ri = 0;
+      for (double size : sizes) out.push_back(ti < trees.size() && trees[ti] == size ? t[ti++] : r[ri++]);
+      return out;
+    }
+  }
   const int simulated = (opt.unfold || rooted) ? ranks : 1;
   for (int r = 0; r < simulated; ++r) {
     RankProgram p{r, 1, {}};
@@ -129,10 +154,11 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
   const ReplayTimes t = replay(s, topo, opt.replay);
   const int per_size = op == BenchOp::SendRecv ? 2 : 1;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    // The slowest simulated rank's time for this size.
-    double begin = 1e300, end = 0;
+    // From the last rank's arrival to the last rank's end: the collective's own time, without
+    // the ranks' skew left by the previous size.
+    double begin = 0, end = 0;
     for (size_t r = 0; r < t.start_s.size(); ++r) {
-      begin = std::min(begin, t.start_s[r][i * per_size]);
+      begin = std::max(begin, t.start_s[r][i * per_size]);
       end = std::max(end, t.end_s[r][i * per_size + per_size - 1]);
     }
     BenchRow row;

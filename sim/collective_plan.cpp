@@ -389,8 +389,12 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
 /// Whether NCCL can run NVLS over these ranks: two or more GPUs of one node whose routes to
 /// each other cross only NVSwitch links, of compute capability 9.0 or later (NVLink SHARP needs
 /// third-generation NVSwitch: Hopper's).
-bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt) {
-  if (opt.textbook || ranks.size() < 2 || node_count(topo, ranks) != 1) return false;
+bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                    int channels_forced) {
+  // NCCL leaves NVLS out for 2 GPUs or fewer (src/transport/nvls.cc ncclNvlsInit), below 2
+  // channels (src/graph/tuning.cc) and for any protocol but Simple.
+  if (opt.textbook || ranks.size() <= 2 || node_count(topo, ranks) != 1 || channels_forced == 1) return false;
+  if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
   if (device_spec(topo.gpu_model()).compute_capability < 90) return false;
   for (size_t i = 1; i < ranks.size(); ++i)
     for (const Hop& hop : topo.route(ranks[0], ranks[i]))
@@ -450,9 +454,13 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   if (kind != CollectiveKind::AllReduce) alg = CollectiveAlgorithm::Ring;
   // Its protocol, when the op runs the rule's algorithm and does not force a protocol.
   const Protocol* proto = rule && opt.protocol_auto && alg == rule->algorithm ? &rule->protocol : nullptr;
-  const bool nvls = kind == CollectiveKind::AllReduce && nvls_supported(topo, ranks, opt);
+  const bool nvls = kind == CollectiveKind::AllReduce && nvls_supported(topo, ranks, opt, forced);
   if (alg == CollectiveAlgorithm::Nvls && nvls) return plan_nvls(topo, eff, ranks, bytes, forced);
-  if (alg == CollectiveAlgorithm::Nvls) alg = CollectiveAlgorithm::Ring;  // as NCCL, where NVLS cannot run
+  if (alg == CollectiveAlgorithm::Nvls) {
+    // As NCCL where NVLS cannot run: the ring, its protocol chosen as usual (not the rule's).
+    alg = CollectiveAlgorithm::Ring;
+    proto = nullptr;
+  }
   if (ranks.size() <= 1) alg = CollectiveAlgorithm::Ring;
   if (alg == CollectiveAlgorithm::Tree) return plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
   CollectivePlan ring = plan_ring(topo, eff, ranks, kind, bytes, forced, opt, proto);

@@ -213,6 +213,17 @@ TEST_CASE("bad command-line values name the flag") {
     CHECK(run_cli("collective --op allreduce -t " + topo + " -n 1").status == 2);
     CHECK(run_cli("collective --op allreduce -t " + topo + " -n 0").status == 2);
     CHECK(run_cli("collective --op allreduce -t " + topo + " --sizes 1.5B:7B").status == 2);
+    CHECK(run_cli("collective --op allreduce -t " + topo + " -n -1").status == 2);  // not "all"
+    // A profile for another GPU is refused, naming the profile and its device.
+    const Run other = run_cli("collective --op allreduce -t " + topo + " --sizes 1MiB:1MiB --calibration " + kSrc +
+                              "/calibrate/profiles/h100-sxm5-80gb.json");
+    CHECK(other.status == 2);
+    CHECK(other.output.find("h100-sxm5-80gb.json: device") != std::string::npos);
+    // Names in any case, as in profiles; a node of one GPU is named for what it is.
+    CHECK(run_cli("collective --op allreduce -t " + topo + " --sizes 1MiB:1MiB --algo RING --protocol LL").status == 0);
+    const Run one = run_cli("collective --op allreduce -t " + topo + " --override node.gpus.count=1");
+    CHECK(one.status == 2);
+    CHECK(one.output.find("a collective needs at least 2") != std::string::npos);
     const Run r = run_cli("collective --op allreduce -t " + kSrc +
                           "/topologies/dgx-a100-superpod.yaml --override node.count=256 --unfold --sizes 1MiB:1MiB");
     CHECK(r.status == 2);

@@ -264,6 +264,12 @@ TEST_CASE("malformed tuning rules are errors naming the file and the key") {
     CHECK_THROWS_WITH_AS(load_profile(profile_with_tuning({{"source", "t"}, {"rules", {rule}}})),
                          doctest::Contains("tuning.rules[0].algorithm"), InputError);
   }
+  // NVLS runs with Simple only.
+  rule = good;
+  rule["algorithm"] = "nvls";
+  rule["protocol"] = "LL";
+  CHECK_THROWS_WITH_AS(load_profile(profile_with_tuning({{"source", "t"}, {"rules", {rule}}})),
+                       doctest::Contains("tuning.rules[0].protocol"), InputError);
   // A good rule loads with its defaults (any ranks, any nodes) and survives a write and a load.
   const Profile p = load_profile(profile_with_tuning({{"source", "t"}, {"rules", {good}}}));
   REQUIRE(p.tuning.size() == 1);

@@ -101,3 +101,33 @@ TEST_CASE("NVLS: the time does not depend on the group size (S crosses each port
   const double four = run_collective_bench(topo, BenchOp::AllReduce, 4, {512 * kMiB}, b).at(0).time_s;
   CHECK(four == doctest::Approx(eight).epsilon(1e-9));
 }
+
+TEST_CASE("NVLS cannot run on 2 GPUs, below 2 channels or with a protocol other than Simple: the ring") {
+  // NCCL src/transport/nvls.cc (gpuCount <= 2), src/graph/tuning.cc (nChannels < 2, Simple only).
+  const Topology topo = h100_node();
+  CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::Nvls;
+  const double S = 256 * kMiB;
+  CHECK(plan_collective(topo, {}, first(2), CollectiveKind::AllReduce, S, 0, o).algorithm == CollectiveAlgorithm::Ring);
+  CHECK(plan_collective(topo, {}, first(3), CollectiveKind::AllReduce, S, 0, o).algorithm == CollectiveAlgorithm::Nvls);
+  CHECK(plan_collective(topo, {}, first(8), CollectiveKind::AllReduce, S, 1, o).algorithm == CollectiveAlgorithm::Ring);
+  o.protocol_auto = false;
+  o.protocol = Protocol::LL;
+  CHECK(plan_collective(topo, {}, first(8), CollectiveKind::AllReduce, S, 0, o).algorithm == CollectiveAlgorithm::Ring);
+}
+
+TEST_CASE("an nvls tuning rule where NVLS cannot run gives the ring with its own protocol choice") {
+  // Regression: the rule's protocol (Simple) was kept for the fallback ring: 8 B took 56 µs
+  // (ring Simple) instead of 16.4 µs (ring LL).
+  const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  CollectiveOptions o;
+  TuningRule r;
+  r.kind = CollectiveKind::AllReduce;
+  r.max_bytes = 1e12;
+  r.algorithm = CollectiveAlgorithm::Nvls;
+  r.protocol = Protocol::Simple;
+  o.tuning = {r};
+  const CollectivePlan p = plan_collective(a100, {}, first(8), CollectiveKind::AllReduce, 8, 0, o);
+  CHECK(p.algorithm == CollectiveAlgorithm::Ring);
+  CHECK(p.protocol == Protocol::LL);
+}

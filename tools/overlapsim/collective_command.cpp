@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <iostream>
 
@@ -56,7 +57,10 @@ int collective_command(const CollectiveArgs& a) {
     ov[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   const Topology topo = load_topology(a.topology, ov);
-  const int ranks = a.ranks == -1 ? topo.num_gpus() : a.ranks;
+  if (topo.num_gpus() < 2)
+    throw InputError(SourceLocation{a.topology, 0, 0}, "node.gpus",
+                     fmt::format("the topology has {} GPU; a collective needs at least 2", topo.num_gpus()));
+  const int ranks = a.ranks == kAllRanks ? topo.num_gpus() : a.ranks;
   // One rank has nothing to communicate (nccl-tests would time a local copy, which this does
   // not model): refuse it rather than print zeros.
   if (ranks < 2 || ranks > topo.num_gpus())
@@ -80,12 +84,15 @@ int collective_command(const CollectiveArgs& a) {
     sizes = size_range(from, to, a.factor);
     for (double& s : sizes) s = std::floor(s);
   } catch (const std::invalid_argument& e) {
-    throw InputError(cli, "--sizes", std::string(e.what()) + ", found '" + a.sizes + "'");
+    throw InputError(cli, "--sizes", std::string(e.what()) + " (in '" + a.sizes + "')");
   }
 
   const DeviceSpec& dev = device_spec(topo.gpu_model());
   const std::string profile_path = a.calibration.empty() ? default_profile_path(dev.model) : a.calibration;
   const Profile profile = load_profile(profile_path);
+  if (profile.device != dev.model)
+    throw InputError(SourceLocation{profile_path, 0, 0}, "device",
+                     fmt::format("profile is for '{}' but the topology's GPUs are '{}'", profile.device, dev.model));
   BenchOptions opt;
   opt.unfold = a.unfold;
   opt.channels = a.channels;
@@ -96,17 +103,22 @@ int collective_command(const CollectiveArgs& a) {
       throw InputError(cli, "--fidelity", e.what());
     }
   }
-  if (a.protocol != "auto") {
+  auto lower = [](std::string t) {
+    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return t;
+  };
+  const std::string protocol = lower(a.protocol), algo = lower(a.algo);
+  if (protocol != "auto") {
     opt.replay.collectives.protocol_auto = false;
-    if (a.protocol == "ll") opt.replay.collectives.protocol = Protocol::LL;
-    else if (a.protocol == "ll128") opt.replay.collectives.protocol = Protocol::LL128;
-    else if (a.protocol == "simple") opt.replay.collectives.protocol = Protocol::Simple;
+    if (protocol == "ll") opt.replay.collectives.protocol = Protocol::LL;
+    else if (protocol == "ll128") opt.replay.collectives.protocol = Protocol::LL128;
+    else if (protocol == "simple") opt.replay.collectives.protocol = Protocol::Simple;
     else throw InputError(cli, "--protocol", "expected auto, ll, ll128 or simple, found '" + a.protocol + "'");
   }
-  if (a.algo == "ring") opt.algorithm = CollectiveAlgorithm::Ring;
-  else if (a.algo == "tree") opt.algorithm = CollectiveAlgorithm::Tree;
-  else if (a.algo == "nvls") opt.algorithm = CollectiveAlgorithm::Nvls;
-  else if (a.algo != "auto") throw InputError(cli, "--algo", "expected auto, ring, tree or nvls, found '" + a.algo + "'");
+  if (algo == "ring") opt.algorithm = CollectiveAlgorithm::Ring;
+  else if (algo == "tree") opt.algorithm = CollectiveAlgorithm::Tree;
+  else if (algo == "nvls") opt.algorithm = CollectiveAlgorithm::Nvls;
+  else if (algo != "auto") throw InputError(cli, "--algo", "expected auto, ring, tree or nvls, found '" + a.algo + "'");
   opt.replay.link_efficiency.nvlink = profile.nvlink_efficiency;
   opt.replay.link_efficiency.network = profile.network_efficiency;
   opt.replay.link_efficiency.pcie = profile.pcie_efficiency;
@@ -126,7 +138,7 @@ int collective_command(const CollectiveArgs& a) {
   double sum_busbw = 0;
   for (const auto& r : rows) {
     std::cout << fmt::format("  {:>12.0f} {:>12.0f} {:>6} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}  {}\n", r.size_bytes,
-                             r.size_bytes / 4, "float", reduces ? "sum" : "none", rooted ? "0" : "-1", r.time_s * 1e6,
+                             std::floor(r.size_bytes / 4), "float", reduces ? "sum" : "none", rooted ? "0" : "-1", r.time_s * 1e6,
                              r.algbw_Bps / 1e9, r.busbw_Bps / 1e9, r.plan);
     sum_busbw += r.busbw_Bps;
   }

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,12 @@ struct TopoArgs {
 void add_topo_command(CLI::App& app, TopoArgs& args);
 int topo_command(const TopoArgs& args);
 
+/// CollectiveArgs::ranks when --ranks is not given.
+inline constexpr int kAllRanks = std::numeric_limits<int>::min();
+
 struct CollectiveArgs {
   std::string op;
-  int ranks = -1;  ///< -1 (flag not given): every GPU of the topology
+  int ranks = kAllRanks;  ///< kAllRanks (flag not given): every GPU of the topology
   std::string topology;
   std::vector<std::string> overrides;
   std::string sizes = "8B:8GiB";
