@@ -63,8 +63,27 @@ std::vector<double> size_range(double from, double to, double factor) {
   return out;
 }
 
+namespace {
+
+std::vector<BenchRow> bench_sizes(const Topology& topo, BenchOp op, int ranks, const std::vector<double>& sizes,
+                                  const BenchOptions& opt);
+
+}  // namespace
+
 std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int ranks,
                                            const std::vector<double>& sizes, const BenchOptions& opt) {
+  // Each size alone from time 0 (regression: run one after the other, a size started on some
+  // ranks while others finished the previous one, so a Broadcast of 256 B "took" less than one
+  // of 8 B): the time of one collective, whatever came before it.
+  std::vector<BenchRow> rows;
+  for (double size : sizes) rows.push_back(bench_sizes(topo, op, ranks, {size}, opt).at(0));
+  return rows;
+}
+
+namespace {
+
+std::vector<BenchRow> bench_sizes(const Topology& topo, BenchOp op, int ranks, const std::vector<double>& sizes,
+                                  const BenchOptions& opt) {
   OVERLAPSIM_CHECK(ranks >= 1 && ranks <= topo.num_gpus(), "rank count out of range");
   Schedule s;
   s.world_size = ranks;
@@ -90,9 +109,9 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
     if (!trees.empty()) {
       BenchOptions unfolded = opt;
       unfolded.unfold = true;
-      const std::vector<BenchRow> t = run_collective_bench(topo, op, ranks, trees, unfolded);
+      const std::vector<BenchRow> t = bench_sizes(topo, op, ranks, trees, unfolded);
       if (rings.empty()) return t;
-      const std::vector<BenchRow> r = run_collective_bench(topo, op, ranks, rings, opt);
+      const std::vector<BenchRow> r = bench_sizes(topo, op, ranks, rings, opt);
       std::vector<BenchRow> out;
       // Back in the order of `sizes`.
       size_t ti = 0, ri = 0;
@@ -190,5 +209,7 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
   }
   return rows;
 }
+
+}  // namespace
 
 }  // namespace overlapsim

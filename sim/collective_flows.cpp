@@ -67,9 +67,7 @@ void Replayer::coll_ready(int ri, int oi) {
             cs.paced = longest * c.plan.steps > cs.ring_s;
           }
         } else if (cs.mode != ChannelMode::Mirrors) {
-          // A chain timed by representatives: each sends at the closed form's wave pace.
-          cs.paced = true;
-          cs.ring_s = c.plan.steps * chain_wave_s(cp, c.plan.wire_bytes);
+          cs.chain_paced = true;  // a chain timed by representatives: at the closed form's waves
         }
         cs.m.resize(n);
         for (int i = 0; i < n; ++i)
@@ -192,10 +190,12 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
     // A paced chain (timed by representatives): a member without a simulated predecessor sends
     // slice k so that it ends (i + k + 1) waves after the base latency, as the closed form has it.
     const bool stand_in = has_pred && !cs.m[pred].active;
-    if (cs.paced && (!has_pred || stand_in)) {
-      const double wave = cs.ring_s / c.plan.steps;
+    if (cs.chain_paced && (!has_pred || stand_in)) {
+      // Slice k's flow ends with wave i + k (ChainWaves), its previous one with wave i + k − 1.
+      const ChainWaves& cw = c.plan.chain_waves;
       const double flow_s = own.route_latency_s + c.plan.wire_bytes / own.share_Bps;
-      if (k == 0) delay = c.plan.base_latency_s + i * wave + std::max(0.0, wave - flow_s);
+      const double wave = cw.end_of(i + k) - cw.end_of(i + k - 1);
+      delay = std::max(0.0, wave - flow_s) + (k == 0 ? c.plan.base_latency_s + cw.end_of(i - 1) : 0.0);
     } else {
       delay = std::max(0.0, (stand_in ? cp.max_step_latency_s : own.step_latency_s) - own.route_latency_s) +
               (k == 0 && i == 0 ? c.plan.base_latency_s : 0.0);

@@ -112,9 +112,14 @@ int cyclic_period(int n, Eq same) {
 
 }  // namespace
 
-double chain_wave_s(const ChannelPlan& ch, double wire_bytes) {
+double ChainWaves::end_of(long long w) const {
+  if (w < 0) return 0;
+  const long long nf = static_cast<long long>(fill.size());
   double t = 0;
-  for (const Hop2& h : ch.hops) t = std::max(t, h.step_latency_s + wire_bytes / h.share_Bps);
+  for (long long i = 0; i < std::min(w + 1, nf); ++i) t += fill[i];
+  if (w < nf) return t;
+  t += std::min(w - nf + 1, steady) * steady_s;
+  for (long long i = 0; i < std::min(w - nf - steady + 1, static_cast<long long>(drain.size())); ++i) t += drain[i];
   return t;
 }
 
@@ -182,8 +187,7 @@ double CollectivePlan::closed_form_s() const {
   }
   double t = 0;
   for (const auto& ch : rings)
-    t = std::max(t, chain ? ((members - 1) + (steps - 1)) * chain_wave_s(ch, wire_bytes)
-                          : ring_channel_s(ch, wire_bytes, steps));
+    t = std::max(t, chain ? chain_waves.total_s() : ring_channel_s(ch, wire_bytes, steps));
   return base_latency_s + t;
 }
 
@@ -200,11 +204,10 @@ std::vector<double> CollectivePlan::member_ends_s() const {
   if (chain) {
     // Member at chain position p (per channel) ends when its last slice has left, (p + K)
     // waves in; the tail when its last slice has arrived, (n − 2 + K) waves in (the closed form).
-    for (const ChannelPlan& ch : rings) {
-      const double wave = chain_wave_s(ch, wire_bytes);
+    for (const ChannelPlan& ch : rings)
       for (int p = 0; p < members; ++p)
-        e[ch.order[p]] = std::max(e[ch.order[p]], base_latency_s + (std::min(p, members - 2) + steps) * wave);
-    }
+        e[ch.order[p]] =
+            std::max(e[ch.order[p]], base_latency_s + chain_waves.end_of(std::min(p, members - 2) + steps - 1));
     return e;
   }
   if (algorithm != CollectiveAlgorithm::Tree) return std::vector<double>(members, closed_form_s());
@@ -476,6 +479,45 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
 
 namespace {
 
+/// The waves of a chain of n members and K slices over `rings` (header).
+ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const std::vector<ChannelPlan>& rings,
+                       double wire, int n, int K) {
+  // One wave: positions lo..hi of every channel send at once.
+  auto wave = [&](int lo, int hi) {
+    std::map<int, int> users;
+    for (const ChannelPlan& ch : rings)
+      for (int p = lo; p <= hi; ++p)
+        for (int l : ch.hops[p].links) ++users[l];
+    double t = 0;
+    for (const ChannelPlan& ch : rings)
+      for (int p = lo; p <= hi; ++p) {
+        const Hop2& h = ch.hops[p];
+        double share = std::numeric_limits<double>::infinity();
+        for (int l : h.links) {
+          const Link& link = topo.link(l / 2);
+          share = std::min(share, link.bandwidth_Bps * eff.of(link.kind) / users[l]);
+        }
+        t = std::max(t, h.step_latency_s + wire / share);
+      }
+    return t;
+  };
+  ChainWaves cw;
+  const long long W = static_cast<long long>(n - 1) + K - 1;
+  const int last = n - 2;  // the last sending position
+  const long long steady_from = last, steady_to = K - 1;  // every position busy
+  for (long long w = 0; w < W; ++w) {
+    if (w >= steady_from && w <= steady_to) {
+      if (cw.steady == 0) cw.steady_s = wave(0, last);
+      cw.steady = steady_to - steady_from + 1;
+      w = steady_to;
+      continue;
+    }
+    const int lo = static_cast<int>(std::max(0LL, w - K + 1)), hi = static_cast<int>(std::min<long long>(w, last));
+    (cw.steady == 0 ? cw.fill : cw.drain).push_back(wave(lo, hi));
+  }
+  return cw;
+}
+
 /// Channel rings of a plan with `channels` channels (hops measured, shares set); `all_even`: every
 /// channel's hops have one bandwidth.
 std::vector<ChannelPlan> build_rings(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
@@ -563,6 +605,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
         ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
       }
     }
+    if (q.chain) q.chain_waves = chain_waves(topo, eff, q.rings, q.wire_bytes, n, q.steps);
     return q;
   };
   const bool choose = !forced_protocol && opt.protocol_auto && !opt.textbook;

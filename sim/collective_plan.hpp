@@ -67,7 +67,11 @@
 //          on (e), the last one a move. Long rings pace at max(max d_i, mean e_i): the slowest
 //          hop's bandwidth, or NCCL's tuning model's sum of per-step latencies (intra- and
 //          inter-node steps each at their own hwLat), whichever is larger.
-//   chain: T = baseLat + (n − 1 + K − 1) · max over hops (lat_i + wire/bw_i), K slices,
+//   chain: T = baseLat + Σ over its n − 1 + K − 1 waves (K slices) of the wave's time: in wave w
+//          every position p with p ≤ w < p + K sends slice w − p; the wave takes its slowest
+//          such hop's step latency + wire / (that hop's share of its links among the hops of
+//          the wave, all channels). Latency-bound (K = 1) that is the sum of the hops' times
+//          along the chain; in the steady state (every position busy) each hop's steady share.
 //   tree:  T = baseLat + max over channels, over hops h of the channel's tree
 //                  [ L(h) + (K − 1) · t_h ],   t_h = lat_h + wire/bw_h,
 //          L(h) the longest leaf → root → leaf path through h (sum of its hops' t): the
@@ -135,8 +139,6 @@ struct ChannelPlan {
   double max_step_latency_s = 0;
 };
 
-/// A chain's wave time: the slowest hop's step latency plus wire / share, seconds (header).
-double chain_wave_s(const ChannelPlan& ch, double wire_bytes);
 /// Whether every hop of the channel has the same route latency, step latency and share.
 bool uniform_ring(const ChannelPlan& ch);
 /// Contention-free time of channel `ch` as a ring of `steps` steps of `wire_bytes` each, base
@@ -164,6 +166,19 @@ struct TreePlan {
   double pipeline_s(int slices, double wire_bytes) const;
 };
 
+/// A chain's waves (collective_plan.hpp header): wave w is when position p sends slice w − p;
+/// its time is its slowest active hop's step latency plus wire over that hop's share of its
+/// links among the hops active in that wave. Waves n−2 … K−1 (every position active) are alike.
+struct ChainWaves {
+  std::vector<double> fill;   ///< waves 0 … before the alike ones, seconds each
+  double steady_s = 0;        ///< each alike wave, seconds
+  long long steady = 0;       ///< how many alike waves
+  std::vector<double> drain;  ///< the waves after them, seconds each
+  /// Time from the start of wave 0 to the end of wave w, seconds (w < 0: 0).
+  double end_of(long long w) const;
+  double total_s() const { return end_of(static_cast<long long>(fill.size()) + steady + drain.size() - 1); }
+};
+
 struct CollectivePlan {
   CollectiveKind kind = CollectiveKind::AllReduce;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring, Tree or Nvls (never Auto)
@@ -177,12 +192,13 @@ struct CollectivePlan {
   double base_latency_s = 0;
   std::vector<ChannelPlan> rings;  ///< Ring
   std::vector<TreePlan> trees;     ///< Tree (distinct channels; see TreePlan::multiplicity)
+  ChainWaves chain_waves;          ///< chain: its waves
 
   /// Contention-free time of the collective, seconds (the formulas in the header).
   double closed_form_s() const;
   /// Contention-free end of each member's part, seconds, by position: the closed form for every
-  /// member of a ring; for a chain, (min(p, n − 2) + K) waves after the base latency for the
-  /// member at position p (the latest over channels); for a tree, when that member has received and sent its last slices (the
+  /// member of a ring; for a chain, the end of wave min(p, n − 2) + K − 1 after the base latency
+  /// for the member at position p (the latest over channels); for a tree, when that member has received and sent its last slices (the
   /// root and shallow members end before the deepest leaves).
   std::vector<double> member_ends_s() const;
   /// Flows the tree's replay issues (2 per non-root member per slice per tree), 0 for a ring.

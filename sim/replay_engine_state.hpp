@@ -67,9 +67,11 @@ struct ChannelState {
   /// A ring that is not uniform, timed by representatives (stand-ins for mirrors, or every flow
   /// on the bottleneck hop), whose flows outlast the closed form's mean step: each member sends
   /// step k at k · ring_s / steps after its first, so that its last flow ends at the closed
-  /// form (its flows' own latencies would otherwise pace it, not the ring's). A chain timed by
-  /// representatives is always paced.
+  /// form (its flows' own latencies would otherwise pace it, not the ring's).
   bool paced = false;
+  /// A chain timed by representatives: a member behind a mirror (or the head) sends slice k so
+  /// that it ends with the closed form's wave i + k (CollectivePlan::chain_waves).
+  bool chain_paced = false;
   double ring_s = 0;  ///< ring_channel_s of the channel (rings only), seconds
   std::vector<RingMember> m;  ///< by index in the channel's order
 };
