@@ -323,6 +323,20 @@ void set_tree_shares(const Topology& topo, const LinkEfficiency& eff, const std:
   }
 }
 
+/// The plan `model(protocol)` of least closed form over NCCL's protocols — or of the forced
+/// protocol (the rule's, else the options'); a textbook model takes Simple.
+template <class Model>
+CollectivePlan least_protocol(const Model& model, const Protocol* forced_protocol, const CollectiveOptions& opt) {
+  const bool choose = !forced_protocol && opt.protocol_auto && !opt.textbook;
+  CollectivePlan best = model(forced_protocol ? *forced_protocol : choose || opt.textbook ? Protocol::Simple : opt.protocol);
+  if (choose)
+    for (Protocol proto : {Protocol::LL, Protocol::LL128}) {
+      CollectivePlan q = model(proto);
+      if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
+    }
+  return best;
+}
+
 CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
                          int channels_forced, const CollectiveOptions& opt, const Protocol* forced_protocol) {
   const int n = static_cast<int>(ranks.size());
@@ -375,13 +389,7 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
     set_tree_shares(topo, eff, ranks, q);
     return q;
   };
-  const bool choose = !forced_protocol && opt.protocol_auto && !opt.textbook;
-  CollectivePlan best = model(forced_protocol ? *forced_protocol : choose || opt.textbook ? Protocol::Simple : opt.protocol);
-  if (choose)
-    for (Protocol proto : {Protocol::LL, Protocol::LL128}) {
-      CollectivePlan q = model(proto);
-      if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
-    }
+  CollectivePlan best = least_protocol(model, forced_protocol, opt);
   return best;
 }
 
@@ -608,13 +616,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     if (q.chain) q.chain_waves = chain_waves(topo, eff, q.rings, q.wire_bytes, n, q.steps);
     return q;
   };
-  const bool choose = !forced_protocol && opt.protocol_auto && !opt.textbook;
-  CollectivePlan best = model(forced_protocol ? *forced_protocol : choose || opt.textbook ? Protocol::Simple : opt.protocol);
-  if (choose)
-    for (Protocol proto : {Protocol::LL, Protocol::LL128}) {
-      CollectivePlan q = model(proto);
-      if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
-    }
+  CollectivePlan best = least_protocol(model, forced_protocol, opt);
   // Even channels over the same hops load the same links alike: simulate them as one ring
   // carrying all of them, at the full bandwidth of its hops (the closed form is unchanged: C
   // times the bytes at C times the share). Channels over other hops (a chain's rotations each
