@@ -66,6 +66,11 @@ void Replayer::coll_ready(int ri, int oi) {
             }
             cs.paced = longest * c.plan.steps > cs.ring_s;
           }
+          // Every flow of a representative on the bottleneck hop: one flow of all its steps.
+          if (cs.mode == ChannelMode::Bottleneck) {
+            cs.coalesced = true;
+            cs.paced = false;
+          }
         } else if (cs.mode != ChannelMode::Mirrors) {
           cs.chain_paced = true;  // a chain timed by representatives: at the closed form's waves
         }
@@ -178,6 +183,7 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
   const int need = c.plan.chain ? k + 1 : k;  // predecessor steps that must have arrived
   if (has_pred && cs.m[pred].active && cs.m[pred].steps_arrived < need) return;
   ++rm.steps_started;
+  if (cs.coalesced) rm.steps_started = c.plan.steps;
   ++c.in_flight;
   const Hop2& own = cp.hops[cs.mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
   double delay = 0;
@@ -207,7 +213,8 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
     // per member instead of one per step.
     delay = c.plan.base_latency_s;
     const double flow_s = own.route_latency_s + c.plan.wire_bytes / own.share_Bps;
-    if (cs.paced) delay += std::max(0.0, cs.ring_s / c.plan.steps - flow_s);
+    if (cs.coalesced) delay += std::max(0.0, cs.ring_s - own.route_latency_s - c.plan.steps * c.plan.wire_bytes / own.share_Bps);
+    else if (cs.paced) delay += std::max(0.0, cs.ring_s / c.plan.steps - flow_s);
     else if (!cs.arrivals) delay += std::max(0.0, cs.ring_s - c.plan.steps * flow_s);
   }
   const int ri = c.members[cp.order[i]].rank_idx;
@@ -230,7 +237,8 @@ void Replayer::ring_send(CollState& c, int64_t match, int ch, int i) {
     const double slot = cs.paced ? cs.ring_s / c.plan.steps : c.plan.wire_bytes / h.share_Bps;
     start_exec(Task::StepSlot, false, slot, mem.rank_idx, mem.op, match, ch, i);
   }
-  start_flow(Task::Step, g[h.src_pos], g[h.dst_pos], c.plan.wire_bytes, mem.rank_idx, mem.op, match, ch, i);
+  const double bytes = cs.coalesced ? c.plan.wire_bytes * c.plan.steps : c.plan.wire_bytes;
+  start_flow(Task::Step, g[h.src_pos], g[h.dst_pos], bytes, mem.rank_idx, mem.op, match, ch, i);
 }
 
 void Replayer::ring_check_done(CollState& c, int ch, int i) {

@@ -283,6 +283,7 @@ void Replayer::on_activity_done(Task& t) {
       ChannelState& cs = c.channels[t.channel];
       const int n = static_cast<int>(cp.order.size());
       ++cs.m[t.idx].steps_done;
+      if (cs.coalesced) cs.m[t.idx].steps_done = c.plan.steps;  // its one flow carried them all
       --c.in_flight;
       const int succ = (t.idx + 1) % n;
       // The step arrives at the successor its protocol step latency after the flow (beyond the
@@ -294,7 +295,7 @@ void Replayer::on_activity_done(Task& t) {
         ++c.in_flight;
         start_exec(Task::StepArrival, false, after, t.rank_idx, t.op, t.match, t.channel, t.idx);
       } else {
-        ++cs.m[t.idx].steps_arrived;
+        cs.m[t.idx].steps_arrived = cs.m[t.idx].steps_done;
       }
       ring_check_done(c, t.channel, t.idx);
       if (!delayed) ring_check_done(c, t.channel, succ);

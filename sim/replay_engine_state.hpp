@@ -69,6 +69,10 @@ struct ChannelState {
   /// step k at k · ring_s / steps after its first, so that its last flow ends at the closed
   /// form (its flows' own latencies would otherwise pace it, not the ring's).
   bool paced = false;
+  /// A ring timed by representatives on its bottleneck hop (sim/replay.hpp): each sends all its
+  /// steps as one flow after paying what the closed form has beyond it (the same end alone;
+  /// against other traffic it shares the hop for the collective's whole time at its mean rate).
+  bool coalesced = false;
   /// A chain timed by representatives: a member behind a mirror (or the head) sends slice k so
   /// that it ends with the closed form's wave i + k (CollectivePlan::chain_waves).
   bool chain_paced = false;
