@@ -21,8 +21,11 @@
 //    Members that are not simulated are mirrors (schedule.hpp, folding). On a uniform channel a
 //    representative's own flows stand for the ring; on an uneven channel of ≤ 64 flows per step
 //    the mirrors' flows are simulated too; above that, the representative's flows take the
-//    channel's bottleneck hop. A representative of a ring whose hops differ sends at the closed
-//    form's mean pace (its flows' own latencies would otherwise pace it).
+//    channel's bottleneck hop, all its steps as one flow after paying what the closed form has
+//    beyond it (alone it ends at the closed form; against other traffic it shares the hop for
+//    the collective's whole time at its mean rate). A representative of a ring whose hops
+//    differ in latency only pays the closed form up front, or sends at its mean pace where a
+//    flow outlasts it.
 //  - Tree AllReduce, `flow` fidelity: every member's flows, mirrors included, slice by slice as
 //    sim/tree_flows.hpp says (a tree has no symmetry for a representative to stand for); a tree
 //    of more than 16,384 flows is timed by its closed form instead, as in `analytic`.
