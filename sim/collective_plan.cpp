@@ -187,7 +187,7 @@ double CollectivePlan::closed_form_s() const {
   }
   double t = 0;
   for (const auto& ch : rings)
-    t = std::max(t, chain ? chain_waves.total_s() : ring_channel_s(ch, wire_bytes, steps));
+    t = std::max(t, chain ? chain_waves.chain_s() : ring_channel_s(ch, wire_bytes, steps));
   return base_latency_s + t;
 }
 
@@ -204,10 +204,12 @@ std::vector<double> CollectivePlan::member_ends_s() const {
   if (chain) {
     // Member at chain position p (per channel) ends when its last slice has left, (p + K)
     // waves in; the tail when its last slice has arrived, (n − 2 + K) waves in (the closed form).
-    for (const ChannelPlan& ch : rings)
+    for (size_t c = 0; c < rings.size(); ++c)
       for (int p = 0; p < members; ++p)
-        e[ch.order[p]] =
-            std::max(e[ch.order[p]], base_latency_s + chain_waves.end_of(std::min(p, members - 2) + steps - 1));
+        e[rings[c].order[p]] = std::max(e[rings[c].order[p]],
+                                        base_latency_s + (chain_waves.ends.empty()
+                                                              ? chain_waves.end_of(std::min(p, members - 2) + steps - 1)
+                                                              : chain_waves.ends[c][p]));
     return e;
   }
   if (algorithm != CollectiveAlgorithm::Tree) return std::vector<double>(members, closed_form_s());
@@ -522,6 +524,60 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
     }
     const int lo = static_cast<int>(std::max(0LL, w - K + 1)), hi = static_cast<int>(std::min<long long>(w, last));
     (cw.steady == 0 ? cw.fill : cw.drain).push_back(wave(lo, hi));
+  }
+  // Each channel's own pipeline: slice k leaves position p in wave p + k at that hop's time in
+  // that wave; it waits for slice k at p − 1 and slice k − 1 at p (longest path over the grid).
+  // On hops alike every wave's hops take its time, so this is the waves' sum; where they differ
+  // (NVLink and NIC) a slice pays each hop's own time, not the wave's slowest. Skipped (the
+  // waves' sum stands) above 2,048 hops or 4 M grid cells per channel.
+  const int C = static_cast<int>(rings.size());
+  if (n < 2 || static_cast<long long>(C) * (n - 1) > 2048 || static_cast<long long>(n - 1) * K > (1LL << 22)) return cw;
+  // Hop times per distinct wave: the alike waves share one.
+  auto hop_times = [&](int lo, int hi) {
+    std::map<int, int> users;
+    for (const ChannelPlan& ch : rings)
+      for (int p = lo; p <= hi; ++p)
+        for (int l : ch.hops[p].links) ++users[l];
+    std::vector<double> t(static_cast<size_t>(C) * (n - 1), 0.0);
+    for (int c = 0; c < C; ++c)
+      for (int p = lo; p <= hi; ++p) {
+        const Hop2& h = rings[c].hops[p];
+        double share = std::numeric_limits<double>::infinity();
+        for (int l : h.links) {
+          const Link& link = topo.link(l / 2);
+          share = std::min(share, link.bandwidth_Bps * eff.of(link.kind) / users[l]);
+        }
+        t[static_cast<size_t>(c) * (n - 1) + p] = h.step_latency_s + wire / share;
+      }
+    return t;
+  };
+  std::vector<std::vector<double>> times;  // by distinct wave
+  std::vector<int> id(static_cast<size_t>(W));
+  int steady_id = -1;
+  for (long long w = 0; w < W; ++w) {
+    if (w >= steady_from && w <= steady_to) {
+      if (steady_id < 0) {
+        steady_id = static_cast<int>(times.size());
+        times.push_back(hop_times(0, last));
+      }
+      id[w] = steady_id;
+      continue;
+    }
+    id[w] = static_cast<int>(times.size());
+    times.push_back(hop_times(static_cast<int>(std::max(0LL, w - K + 1)), static_cast<int>(std::min<long long>(w, last))));
+  }
+  cw.ends.assign(C, std::vector<double>(n, 0.0));
+  std::vector<double> row(K, 0.0);
+  for (int c = 0; c < C; ++c) {
+    std::fill(row.begin(), row.end(), 0.0);
+    for (int p = 0; p <= last; ++p) {
+      for (int k = 0; k < K; ++k) {
+        const double before = std::max(p > 0 ? row[k] : 0.0, k > 0 ? row[k - 1] : 0.0);
+        row[k] = before + times[id[p + k]][static_cast<size_t>(c) * (n - 1) + p];
+      }
+      cw.ends[c][p] = row[K - 1];
+    }
+    cw.ends[c][n - 1] = row[K - 1];
   }
   return cw;
 }

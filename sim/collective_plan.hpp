@@ -67,11 +67,12 @@
 //          on (e), the last one a move. Long rings pace at max(max d_i, mean e_i): the slowest
 //          hop's bandwidth, or NCCL's tuning model's sum of per-step latencies (intra- and
 //          inter-node steps each at their own hwLat), whichever is larger.
-//   chain: T = baseLat + Σ over its n − 1 + K − 1 waves (K slices) of the wave's time: in wave w
-//          every position p with p ≤ w < p + K sends slice w − p; the wave takes its slowest
-//          such hop's step latency + wire / (that hop's share of its links among the hops of
-//          the wave, all channels). Latency-bound (K = 1) that is the sum of the hops' times
-//          along the chain; in the steady state (every position busy) each hop's steady share.
+//   chain: in wave w (0 … n − 1 + K − 2, K slices) every position p with p ≤ w < p + K sends
+//          slice w − p; a hop's time in a wave is its step latency + wire / (its share of its
+//          links among the hops of that wave, all channels). Per channel, slice k leaves
+//          position p once it has left p − 1 and slice k − 1 has left p: T = baseLat + the
+//          slowest channel's longest path through that grid. On hops alike it is the sum of the
+//          waves' times; latency-bound (K = 1), the sum of the hops' times along the chain.
 //   tree:  T = baseLat + max over channels, over hops h of the channel's tree
 //                  [ L(h) + (K − 1) · t_h ],   t_h = lat_h + wire/bw_h,
 //          L(h) the longest leaf → root → leaf path through h (sum of its hops' t): the
@@ -174,9 +175,19 @@ struct ChainWaves {
   double steady_s = 0;        ///< each alike wave, seconds
   long long steady = 0;       ///< how many alike waves
   std::vector<double> drain;  ///< the waves after them, seconds each
+  /// ends[c][p]: when position p of channel c is done (its last slice has left; the tail: has
+  /// arrived), seconds, from each channel's own pipeline over the waves' hop times; empty
+  /// for a chain too large (the waves' sum stands for it).
+  std::vector<std::vector<double>> ends;
   /// Time from the start of wave 0 to the end of wave w, seconds (w < 0: 0).
   double end_of(long long w) const;
   double total_s() const { return end_of(static_cast<long long>(fill.size()) + steady + drain.size() - 1); }
+  /// The chain's time, seconds: its slowest channel's tail, or the waves' sum.
+  double chain_s() const {
+    double t = 0;
+    for (const auto& e : ends) t = std::max(t, e.back());
+    return ends.empty() ? total_s() : t;
+  }
 };
 
 struct CollectivePlan {

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -248,4 +249,33 @@ TEST_CASE("the collective bench times each size alone: a Broadcast never gets fa
   for (double s = 8; s <= 65536; s *= 2) sizes.push_back(s);
   const auto rows = run_collective_bench(topo, BenchOp::Broadcast, 8, sizes, b);
   for (size_t i = 1; i < rows.size(); ++i) CHECK(rows[i].time_s >= rows[i - 1].time_s);
+}
+
+TEST_CASE("a chain across nodes: each slice pays each hop's own time, the slowest hop paces the rest") {
+  // One channel over 2 DGX A100 nodes, Simple, 4 MiB = 8 slices: no two hops of a wave share a
+  // link, so T = baseLat + Σ_p t_p + (K − 1) · max_p t_p (t_p: step latency + slice / hop
+  // bandwidth), and flow equals it (regression: the closed form charged every wave its slowest,
+  // NIC, hop: 2.3× flow at 16 nodes and 16 MiB).
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CollectiveOptions o;
+  o.protocol_auto = false;
+  o.protocol = Protocol::Simple;
+  const double S = 4.0 * 1024 * 1024;
+  const CollectivePlan p = plan_collective(topo, {}, first(16), CollectiveKind::Broadcast, S, 1, o);
+  REQUIRE(p.chain);
+  REQUIRE(p.steps == 8);
+  double sum = 0, slowest = 0;
+  for (const Hop2& h : p.rings[0].hops) {
+    const double t = h.step_latency_s + p.wire_bytes / h.bandwidth_Bps;
+    sum += t;
+    slowest = std::max(slowest, t);
+  }
+  CHECK(p.closed_form_s() == doctest::Approx(p.base_latency_s + sum + 7 * slowest).epsilon(1e-9));
+  ReplayOptions flow, analytic;
+  flow.collectives = analytic.collectives = o;
+  flow.collectives.channels = analytic.collectives.channels = 1;
+  analytic.fidelity = Fidelity::Analytic;
+  const double f = bench_time(topo, BenchOp::Broadcast, 16, S, flow, true);
+  CHECK(f == doctest::Approx(p.closed_form_s()).epsilon(1e-9));
+  CHECK(bench_time(topo, BenchOp::Broadcast, 16, S, analytic, true) == doctest::Approx(f).epsilon(1e-9));
 }
