@@ -492,53 +492,16 @@ namespace {
 /// The waves of a chain of n members and K slices over `rings` (header).
 ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const std::vector<ChannelPlan>& rings,
                        double wire, int n, int K) {
-  // One wave: positions lo..hi of every channel send at once.
-  auto wave = [&](int lo, int hi) {
-    std::map<int, int> users;
-    for (const ChannelPlan& ch : rings)
-      for (int p = lo; p <= hi; ++p)
-        for (int l : ch.hops[p].links) ++users[l];
-    double t = 0;
-    for (const ChannelPlan& ch : rings)
-      for (int p = lo; p <= hi; ++p) {
-        const Hop2& h = ch.hops[p];
-        double share = std::numeric_limits<double>::infinity();
-        for (int l : h.links) {
-          const Link& link = topo.link(l / 2);
-          share = std::min(share, link.bandwidth_Bps * eff.of(link.kind) / users[l]);
-        }
-        t = std::max(t, h.step_latency_s + wire / share);
-      }
-    return t;
-  };
-  ChainWaves cw;
-  const long long W = static_cast<long long>(n - 1) + K - 1;
-  const int last = n - 2;  // the last sending position
-  const long long steady_from = last, steady_to = K - 1;  // every position busy
-  for (long long w = 0; w < W; ++w) {
-    if (w >= steady_from && w <= steady_to) {
-      if (cw.steady == 0) cw.steady_s = wave(0, last);
-      cw.steady = steady_to - steady_from + 1;
-      w = steady_to;
-      continue;
-    }
-    const int lo = static_cast<int>(std::max(0LL, w - K + 1)), hi = static_cast<int>(std::min<long long>(w, last));
-    (cw.steady == 0 ? cw.fill : cw.drain).push_back(wave(lo, hi));
-  }
-  // Each channel's own pipeline: slice k leaves position p in wave p + k at that hop's time in
-  // that wave; it waits for slice k at p − 1 and slice k − 1 at p (longest path over the grid).
-  // On hops alike every wave's hops take its time, so this is the waves' sum; where they differ
-  // (NVLink and NIC) a slice pays each hop's own time, not the wave's slowest. Skipped (the
-  // waves' sum stands) above 2,048 hops or 4 M grid cells per channel.
   const int C = static_cast<int>(rings.size());
-  if (n < 2 || static_cast<long long>(C) * (n - 1) > 2048 || static_cast<long long>(n - 1) * K > (1LL << 22)) return cw;
-  // Hop times per distinct wave: the alike waves share one.
+  const size_t hops = static_cast<size_t>(C) * (n - 1);
+  // Each hop's time in a wave where positions lo..hi of every channel send at once (0 for the
+  // others): step latency + wire over its share of its links among them.
   auto hop_times = [&](int lo, int hi) {
     std::map<int, int> users;
     for (const ChannelPlan& ch : rings)
       for (int p = lo; p <= hi; ++p)
         for (int l : ch.hops[p].links) ++users[l];
-    std::vector<double> t(static_cast<size_t>(C) * (n - 1), 0.0);
+    std::vector<double> t(hops, 0.0);
     for (int c = 0; c < C; ++c)
       for (int p = lo; p <= hi; ++p) {
         const Hop2& h = rings[c].hops[p];
@@ -551,21 +514,38 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
       }
     return t;
   };
-  std::vector<std::vector<double>> times;  // by distinct wave
-  std::vector<int> id(static_cast<size_t>(W));
-  int steady_id = -1;
+  // Each channel's own pipeline below needs every distinct wave's hop times; skipped (the waves'
+  // sum stands) above 2,048 hops or 4 M grid cells per channel.
+  const bool pipelines = n >= 2 && hops <= 2048 && static_cast<long long>(n - 1) * K <= (1LL << 22);
+  ChainWaves cw;
+  std::vector<std::vector<double>> times;  // by distinct wave (pipelines only)
+  const long long W = static_cast<long long>(n - 1) + K - 1;
+  std::vector<int> id(pipelines ? static_cast<size_t>(W) : 0);
+  const int last = n - 2;  // the last sending position
+  const long long steady_from = last, steady_to = K - 1;  // every position busy
+  auto wave = [&](int lo, int hi) {
+    std::vector<double> t = hop_times(lo, hi);
+    const double slowest = *std::max_element(t.begin(), t.end());
+    if (pipelines) times.push_back(std::move(t));
+    return slowest;
+  };
   for (long long w = 0; w < W; ++w) {
     if (w >= steady_from && w <= steady_to) {
-      if (steady_id < 0) {
-        steady_id = static_cast<int>(times.size());
-        times.push_back(hop_times(0, last));
-      }
-      id[w] = steady_id;
+      if (cw.steady == 0) cw.steady_s = wave(0, last);
+      cw.steady = steady_to - steady_from + 1;
+      if (pipelines) std::fill(id.begin() + w, id.begin() + steady_to + 1, static_cast<int>(times.size()) - 1);
+      w = steady_to;
       continue;
     }
-    id[w] = static_cast<int>(times.size());
-    times.push_back(hop_times(static_cast<int>(std::max(0LL, w - K + 1)), static_cast<int>(std::min<long long>(w, last))));
+    const int lo = static_cast<int>(std::max(0LL, w - K + 1)), hi = static_cast<int>(std::min<long long>(w, last));
+    (cw.steady == 0 ? cw.fill : cw.drain).push_back(wave(lo, hi));
+    if (pipelines) id[w] = static_cast<int>(times.size()) - 1;
   }
+  if (!pipelines) return cw;
+  // Each channel's own pipeline: slice k leaves position p in wave p + k at that hop's time in
+  // that wave; it waits for slice k at p − 1 and slice k − 1 at p (longest path over the grid).
+  // On hops alike every wave's hops take its time, so this is the waves' sum; where they differ
+  // (NVLink and NIC) a slice pays each hop's own time, not the wave's slowest.
   cw.ends.assign(C, std::vector<double>(n, 0.0));
   std::vector<double> row(K, 0.0);
   for (int c = 0; c < C; ++c) {
