@@ -188,11 +188,7 @@ std::vector<BenchRow> bench_sizes(const Topology& topo, BenchOp op, int ranks, c
     row.plan = "p2p";
     const CollectiveFit* fit = nullptr;
     if (op != BenchOp::SendRecv && opt.replay.fidelity == Fidelity::Analytic) {
-      const Op& c = s.programs[0].ops[i];
-      const CollectiveOptions& co = opt.replay.collectives;
-      fit = find_measured(opt.replay.measured, c.collective, ranks, node_count(topo, all),
-                          c.algorithm != CollectiveAlgorithm::Auto ? c.algorithm : co.algorithm,
-                          co.protocol_auto ? "" : to_string(co.protocol));
+      fit = find_measured(opt.replay.measured, s.programs[0].ops[i], topo, all, opt.replay.collectives);
     }
     if (fit) {
       row.plan = "measured";

@@ -31,10 +31,7 @@ void Replayer::coll_ready(int ri, int oi) {
     c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic ||
                                 (c.plan.algorithm == CollectiveAlgorithm::Tree && c.plan.tree_flows() > kMaxTreeFlows));
     if (opt_.fidelity == Fidelity::Analytic && !opt_.measured.empty() && n > 1) {
-      const CollectiveOptions& co = opt_.collectives;
-      const CollectiveAlgorithm alg = op.algorithm != CollectiveAlgorithm::Auto ? op.algorithm : co.algorithm;
-      if (const CollectiveFit* f = find_measured(opt_.measured, op.collective, n, node_count(topo_, g), alg,
-                                                 co.protocol_auto ? "" : to_string(co.protocol))) {
+      if (const CollectiveFit* f = find_measured(opt_.measured, op, topo_, g, opt_.collectives)) {
         c.measured_s = measured_time_s(*f, op.bytes);
         c.timed = true;
       }

@@ -40,6 +40,13 @@ const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, Colle
   return nullptr;
 }
 
+const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, const Op& op, const Topology& topo,
+                                   const std::vector<int>& group, const CollectiveOptions& options) {
+  return find_measured(fits, op.collective, static_cast<int>(group.size()), node_count(topo, group),
+                       op.algorithm != CollectiveAlgorithm::Auto ? op.algorithm : options.algorithm,
+                       options.protocol_auto ? "" : to_string(options.protocol));
+}
+
 double measured_time_s(const CollectiveFit& f, double bytes) {
   OVERLAPSIM_CHECK(f.busbw_Bps > 0, "measured collective without bus bandwidth");
   // (size, mean time) per measured size: nccl-tests logs give out-of-place and in-place rows.

@@ -13,7 +13,9 @@
 #pragma once
 
 #include "calibrate/profile_tables.hpp"
+#include "sim/collective_plan.hpp"
 #include "sim/schedule.hpp"
+#include "sim/topology.hpp"
 
 #include <string>
 #include <vector>
@@ -29,6 +31,11 @@ const char* nccl_tests_name(CollectiveKind k);
 /// choice, else "LL", "LL128" or "Simple".
 const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, CollectiveKind kind, int ranks, int nodes,
                                    CollectiveAlgorithm algorithm, const std::string& protocol);
+
+/// The fit that times collective op `op` over `group` (global ranks) of `topo` in the replay:
+/// find_measured with the op's algorithm (else the options') and the options' forced protocol.
+const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, const Op& op, const Topology& topo,
+                                   const std::vector<int>& group, const CollectiveOptions& options);
 
 /// Time of `bytes` under fit `f` (rule above), seconds. REQUIRES: f.busbw_Bps > 0.
 double measured_time_s(const CollectiveFit& f, double bytes);
