@@ -5,6 +5,8 @@
 #include "sim/replay.hpp"
 #include "sim/topology.hpp"
 
+#include "tests/test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <string>
 
 using namespace overlapsim;
+using namespace overlapsim::testing;
 
 namespace {
 
@@ -33,12 +36,6 @@ double bench_time(const Topology& t, BenchOp op, int n, double size, const Repla
   b.replay = ro;
   b.unfold = unfold;
   return run_collective_bench(t, op, n, {size}, b).at(0).time_s;
-}
-
-std::vector<int> first(int n) {
-  std::vector<int> v;
-  for (int i = 0; i < n; ++i) v.push_back(i);
-  return v;
 }
 
 }  // namespace

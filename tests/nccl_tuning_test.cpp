@@ -33,12 +33,6 @@ const std::string kStar8 = kSrc + "/tests/data/replay/star8.yaml";
 const std::string kSuperpod = kSrc + "/topologies/dgx-a100-superpod.yaml";
 constexpr double kMiB = 1024.0 * 1024.0;
 
-std::vector<int> first(int n) {
-  std::vector<int> v;
-  for (int i = 0; i < n; ++i) v.push_back(i);
-  return v;
-}
-
 double bench_time(const Topology& t, int n, double size, const ReplayOptions& ro) {
   BenchOptions b;
   b.replay = ro;

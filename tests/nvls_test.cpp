@@ -6,23 +6,20 @@
 #include "sim/replay.hpp"
 #include "sim/topology.hpp"
 
+#include "tests/test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
 using namespace overlapsim;
+using namespace overlapsim::testing;
 
 namespace {
 
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 constexpr double kMiB = 1024.0 * 1024.0;
-
-std::vector<int> first(int n) {
-  std::vector<int> v;
-  for (int i = 0; i < n; ++i) v.push_back(i);
-  return v;
-}
 
 Topology h100_node() { return load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}}); }
 

@@ -5,12 +5,15 @@
 #include "sim/pass.hpp"
 #include "sim/topology.hpp"
 
+#include "tests/test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
 
 using namespace overlapsim;
+using namespace overlapsim::testing;
 
 namespace {
 
@@ -46,12 +49,6 @@ ReplayOptions textbook() {
   o.collectives.textbook = true;
   o.collectives.channels = 1;
   return o;
-}
-
-std::vector<int> first(int n) {
-  std::vector<int> v;
-  for (int i = 0; i < n; ++i) v.push_back(i);
-  return v;
 }
 
 }  // namespace

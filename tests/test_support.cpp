@@ -21,6 +21,12 @@ std::string temp_path(const char* suffix) {
   return std::string(name) + suffix;
 }
 
+std::vector<int> first(int n) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;

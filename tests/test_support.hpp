@@ -2,11 +2,15 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace overlapsim::testing {
 
 /// A fresh, unused path in /tmp ending in `suffix` (nothing exists there).
 std::string temp_path(const char* suffix);
+
+/// Ranks 0 … n−1 (a collective group of the first n GPUs).
+std::vector<int> first(int n);
 
 /// The whole content of a file ("" when it cannot be read).
 std::string slurp(const std::string& path);

@@ -25,12 +25,6 @@ constexpr double kB = 100e9;     // bytes/s of every star8 route
 constexpr double kAlpha = 1e-6;  // seconds of every star8 route
 constexpr double kSlice = 512.0 * 1024;
 
-std::vector<int> first(int n) {
-  std::vector<int> v;
-  for (int i = 0; i < n; ++i) v.push_back(i);
-  return v;
-}
-
 double bench_time(const Topology& t, int n, double size, const ReplayOptions& ro, bool unfold,
                   CollectiveAlgorithm algo) {
   BenchOptions b;
