@@ -65,8 +65,7 @@ std::vector<double> size_range(double from, double to, double factor) {
 
 namespace {
 
-std::vector<BenchRow> bench_sizes(const Topology& topo, BenchOp op, int ranks, const std::vector<double>& sizes,
-                                  const BenchOptions& opt);
+BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, BenchOptions opt);
 
 }  // namespace
 
@@ -76,14 +75,13 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
   // ranks while others finished the previous one, so a Broadcast of 256 B "took" less than one
   // of 8 B): the time of one collective, whatever came before it.
   std::vector<BenchRow> rows;
-  for (double size : sizes) rows.push_back(bench_sizes(topo, op, ranks, {size}, opt).at(0));
+  for (double size : sizes) rows.push_back(bench_size(topo, op, ranks, size, opt));
   return rows;
 }
 
 namespace {
 
-std::vector<BenchRow> bench_sizes(const Topology& topo, BenchOp op, int ranks, const std::vector<double>& sizes,
-                                  const BenchOptions& opt) {
+BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, BenchOptions opt) {
   OVERLAPSIM_CHECK(ranks >= 1 && ranks <= topo.num_gpus(), "rank count out of range");
   Schedule s;
   s.world_size = ranks;
@@ -96,58 +94,37 @@ std::vector<BenchRow> bench_sizes(const Topology& topo, BenchOp op, int ranks, c
   // --unfold is given (a tree simulates every member's flows anyway).
   const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
   if (op == BenchOp::AllReduce && !opt.unfold) {
-    // The sizes run as trees are benchmarked apart, every rank simulated; the others folded.
     CollectiveOptions co = opt.replay.collectives;
     if (opt.algorithm != CollectiveAlgorithm::Auto) co.algorithm = opt.algorithm;
-    std::vector<double> trees, rings;
-    for (double size : sizes)
-      (plan_collective(topo, opt.replay.link_efficiency, all, CollectiveKind::AllReduce, size, opt.channels, co)
-                   .algorithm == CollectiveAlgorithm::Tree
-           ? trees
-           : rings)
-          .push_back(size);
-    if (!trees.empty()) {
-      BenchOptions unfolded = opt;
-      unfolded.unfold = true;
-      const std::vector<BenchRow> t = bench_sizes(topo, op, ranks, trees, unfolded);
-      if (rings.empty()) return t;
-      const std::vector<BenchRow> r = bench_sizes(topo, op, ranks, rings, opt);
-      std::vector<BenchRow> out;
-      // Back in the order of `sizes`.
-      size_t ti = 0, ri = 0;
-      for (double size : sizes) out.push_back(ti < trees.size() && trees[ti] == size ? t[ti++] : r[ri++]);
-      return out;
-    }
+    opt.unfold = plan_collective(topo, opt.replay.link_efficiency, all, CollectiveKind::AllReduce, size, opt.channels,
+                                 co)
+                     .algorithm == CollectiveAlgorithm::Tree;
   }
   const int simulated = (opt.unfold || rooted) ? ranks : 1;
   for (int r = 0; r < simulated; ++r) {
     RankProgram p{r, 1, {}};
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      if (op == BenchOp::SendRecv) {
-        if (ranks < 2) break;
-        // nccl-tests sendrecv_perf: every rank sends to the next and receives from the previous.
-        Op send;
-        send.type = OpType::Send;
-        send.peer = (r + 1) % ranks;
-        send.bytes = sizes[i];
-        send.match = -2 - static_cast<int64_t>(i * ranks + r);
-        send.name = "send";
-        Op recv = send;
-        recv.type = OpType::Recv;
-        recv.peer = (r + ranks - 1) % ranks;
-        recv.match = -2 - static_cast<int64_t>(i * ranks + recv.peer);
-        recv.name = "recv";
-        p.ops.push_back(send);
-        p.ops.push_back(recv);
-        // The next size starts when both are done (the send is ordered by the stream).
-        p.ops.back().deps = {static_cast<int32_t>(p.ops.size()) - 2};
-        continue;
-      }
+    if (op == BenchOp::SendRecv && ranks >= 2) {
+      // nccl-tests sendrecv_perf: every rank sends to the next and receives from the previous.
+      Op send;
+      send.type = OpType::Send;
+      send.peer = (r + 1) % ranks;
+      send.bytes = size;
+      send.match = -2 - static_cast<int64_t>(r);
+      send.name = "send";
+      Op recv = send;
+      recv.type = OpType::Recv;
+      recv.peer = (r + ranks - 1) % ranks;
+      recv.match = -2 - static_cast<int64_t>(recv.peer);
+      recv.name = "recv";
+      p.ops.push_back(send);
+      p.ops.push_back(recv);
+      p.ops.back().deps = {0};  // the receive ends the pair, after the send
+    } else if (op != BenchOp::SendRecv) {
       Op c;
       c.type = OpType::Collective;
       c.group = g;
-      c.bytes = sizes[i];
-      c.match = static_cast<int64_t>(i);
+      c.bytes = size;
+      c.match = 0;
       c.channels = static_cast<int16_t>(opt.channels);
       c.algorithm = opt.algorithm;
       c.purpose = CommPurpose::DataParallel;
@@ -165,45 +142,34 @@ std::vector<BenchRow> bench_sizes(const Topology& topo, BenchOp op, int ranks, c
     }
     s.programs.push_back(std::move(p));
   }
-  std::vector<BenchRow> rows;
-  if (s.programs[0].ops.empty()) {
-    for (double size : sizes) rows.push_back(BenchRow{size, 0, 0, 0, "-"});
-    return rows;
-  }
+  BenchRow row;
+  row.size_bytes = size;
+  row.plan = "-";
+  if (s.programs[0].ops.empty()) return row;
   const ReplayTimes t = replay(s, topo, opt.replay);
-  const int per_size = op == BenchOp::SendRecv ? 2 : 1;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    // From the last rank's arrival to the last rank's end: the collective's own time, without
-    // the ranks' skew left by the previous size.
-    double begin = 0, end = 0;
-    for (size_t r = 0; r < t.start_s.size(); ++r) {
-      begin = std::max(begin, t.start_s[r][i * per_size]);
-      end = std::max(end, t.end_s[r][i * per_size + per_size - 1]);
-    }
-    BenchRow row;
-    row.size_bytes = sizes[i];
-    row.time_s = end - begin;
-    row.algbw_Bps = row.time_s > 0 ? sizes[i] / row.time_s : 0;
-    row.busbw_Bps = row.algbw_Bps * busbw_factor(op, ranks);
-    row.plan = "p2p";
-    const CollectiveFit* fit = nullptr;
-    if (op != BenchOp::SendRecv && opt.replay.fidelity == Fidelity::Analytic) {
-      fit = find_measured(opt.replay.measured, s.programs[0].ops[i], topo, all, opt.replay.collectives);
-    }
-    if (fit) {
-      row.plan = "measured";
-    } else if (op != BenchOp::SendRecv && op != BenchOp::AllToAll) {
-      const Op& c = s.programs[0].ops[i];
-      CollectiveOptions co = opt.replay.collectives;
-      if (c.algorithm != CollectiveAlgorithm::Auto) co.algorithm = c.algorithm;
-      const CollectivePlan pl = plan_collective(topo, opt.replay.link_efficiency, all, c.collective, c.bytes,
-                                                c.channels, co);
-      row.plan = fmt::format("{}/{}/{}", pl.chain ? "chain" : to_string(pl.algorithm),
-                             to_string(pl.protocol), pl.channels);
-    }
-    rows.push_back(row);
+  // The last rank's end (a send/recv pair: its receive), from the last rank's start.
+  double begin = 0, end = 0;
+  for (size_t r = 0; r < t.start_s.size(); ++r) {
+    begin = std::max(begin, t.start_s[r].front());
+    end = std::max(end, t.end_s[r].back());
   }
-  return rows;
+  row.time_s = end - begin;
+  row.algbw_Bps = row.time_s > 0 ? size / row.time_s : 0;
+  row.busbw_Bps = row.algbw_Bps * busbw_factor(op, ranks);
+  row.plan = "p2p";
+  const Op& c = s.programs[0].ops.front();
+  if (op != BenchOp::SendRecv && opt.replay.fidelity == Fidelity::Analytic &&
+      find_measured(opt.replay.measured, c, topo, all, opt.replay.collectives)) {
+    row.plan = "measured";
+  } else if (op != BenchOp::SendRecv && op != BenchOp::AllToAll) {
+    CollectiveOptions co = opt.replay.collectives;
+    if (c.algorithm != CollectiveAlgorithm::Auto) co.algorithm = c.algorithm;
+    const CollectivePlan pl = plan_collective(topo, opt.replay.link_efficiency, all, c.collective, c.bytes,
+                                              c.channels, co);
+    row.plan = fmt::format("{}/{}/{}", pl.chain ? "chain" : to_string(pl.algorithm), to_string(pl.protocol),
+                           pl.channels);
+  }
+  return row;
 }
 
 }  // namespace
