@@ -18,7 +18,10 @@ void Replayer::coll_ready(int ri, int oi) {
   if (fresh) {
     c.group = op.group;
     c.all_to_all = op.collective == CollectiveKind::AllToAll;
-    if (!c.all_to_all) c.plan = plan_of(op);
+    if (!c.all_to_all) {
+      c.planned = &plan_of(op);
+      c.plan = &c.planned->plan;
+    }
     c.members.resize(n);
     for (int pos = 0; pos < n; ++pos) {
       c.members[pos].rank_idx = rank_idx(g[pos]);
@@ -29,29 +32,29 @@ void Replayer::coll_ready(int ri, int oi) {
       for (auto& mem : c.members)
         if (mem.rank_idx >= 0) mem.a2a_left = 2 * (n - 1);  // n−1 flows out, n−1 in
     c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic ||
-                                (c.plan.algorithm == CollectiveAlgorithm::Tree && c.plan.tree_flows() > kMaxTreeFlows));
+                                (c.plan->algorithm == CollectiveAlgorithm::Tree && c.plan->tree_flows() > kMaxTreeFlows));
     if (opt_.fidelity == Fidelity::Analytic && !opt_.measured.empty() && n > 1) {
       if (const CollectiveFit* f = find_measured(opt_.measured, op, topo_, g, opt_.collectives)) {
         c.measured_s = measured_time_s(*f, op.bytes);
         c.timed = true;
       }
     }
-    if (!c.timed && c.plan.algorithm == CollectiveAlgorithm::Tree && n > 1 && c.plan.steps > 0)
-      c.tree = std::make_unique<TreeRun>(c.plan);
+    if (!c.all_to_all && !c.timed && c.plan->algorithm == CollectiveAlgorithm::Tree && n > 1 && c.plan->steps > 0)
+      c.tree = std::make_unique<TreeRun>(*c.plan);
     if (!c.all_to_all && !c.timed && !c.tree) {
       const bool all_simulated = c.simulated == n;
-      c.channels.resize(c.plan.rings.size());
-      for (size_t ch = 0; ch < c.plan.rings.size(); ++ch) {
-        const ChannelPlan& cp = c.plan.rings[ch];
+      c.channels.resize(c.plan->rings.size());
+      for (size_t ch = 0; ch < c.plan->rings.size(); ++ch) {
+        const ChannelPlan& cp = c.plan->rings[ch];
         ChannelState& cs = c.channels[ch];
-        const bool small = n * static_cast<int>(c.plan.rings.size()) <= kMaxMirroredFlowsPerStep;
+        const bool small = n * static_cast<int>(c.plan->rings.size()) <= kMaxMirroredFlowsPerStep;
         cs.mode = (all_simulated || (!cp.even && small)) ? ChannelMode::Mirrors
                   : cp.even                                               ? ChannelMode::Representatives
                                                                           : ChannelMode::Bottleneck;
-        if (!c.plan.chain) {
-          const bool uniform = uniform_ring(cp);
+        if (!c.plan->chain) {
+          const bool uniform = c.planned->uniform[ch];
           cs.arrivals = cs.mode == ChannelMode::Mirrors && !uniform;
-          cs.ring_s = ring_channel_s(cp, c.plan.wire_bytes, c.plan.steps);
+          cs.ring_s = c.planned->ring_s[ch];
           // Representatives of a ring whose hops differ pay the closed form's time up front
           // like a uniform ring's, unless one of their flows outlasts its mean step (then they
           // are paced, a timer per step, so that their flows may overlap).
@@ -59,9 +62,9 @@ void Replayer::coll_ready(int ri, int oi) {
             double longest = 0;
             for (int i = 0; i < static_cast<int>(cp.hops.size()); ++i) {
               const Hop2& h = cp.hops[cs.mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
-              longest = std::max(longest, h.route_latency_s + c.plan.wire_bytes / h.share_Bps);
+              longest = std::max(longest, h.route_latency_s + c.plan->wire_bytes / h.share_Bps);
             }
-            cs.paced = longest * c.plan.steps > cs.ring_s;
+            cs.paced = longest * c.plan->steps > cs.ring_s;
           }
           // Every flow of a representative on the bottleneck hop: one flow of all its steps.
           if (cs.mode == ChannelMode::Bottleneck) {
@@ -84,10 +87,10 @@ void Replayer::coll_ready(int ri, int oi) {
   m.op = oi;
   m.ready = true;
   ++c.ready_count;
-  const int num_sm = op.num_sm >= 0 ? op.num_sm : (c.all_to_all ? 1 : c.plan.channels);
+  const int num_sm = op.num_sm >= 0 ? op.num_sm : (c.all_to_all ? 1 : c.plan->channels);
   m.sm_held = hold_sms(ri, num_sm);
 
-  if (n <= 1 || (!c.all_to_all && c.plan.steps == 0)) {
+  if (n <= 1 || (!c.all_to_all && c.plan->steps == 0)) {
     member_finish(c, pos);
     coll_maybe_erase(match);
     return;
@@ -108,12 +111,11 @@ void Replayer::coll_ready(int ri, int oi) {
   }
   if (c.timed) {
     if (c.ready_count < c.simulated) return;
-    const std::vector<double> t =
-        c.measured_s >= 0 ? std::vector<double>(n, c.measured_s) : c.plan.member_ends_s();
+    const std::vector<double>& ends = c.planned->member_ends;
     for (int p = 0; p < n; ++p)
       if (c.members[p].rank_idx >= 0) {
         ++c.in_flight;
-        start_exec(Task::CollTimer, false, t[p], c.members[p].rank_idx, c.members[p].op, match, -1, p);
+        start_exec(Task::CollTimer, false, c.measured_s >= 0 ? c.measured_s : ends[p], c.members[p].rank_idx, c.members[p].op, match, -1, p);
       }
     return;
   }
@@ -135,7 +137,7 @@ void Replayer::coll_ready(int ri, int oi) {
     return;
   }
   for (size_t ch = 0; ch < c.channels.size(); ++ch) {
-    const auto& order = c.plan.rings[ch].order;
+    const auto& order = c.plan->rings[ch].order;
     for (int i = 0; i < n; ++i)
       if (order[i] == pos) {
         ring_advance(c, match, static_cast<int>(ch), i);
@@ -149,9 +151,9 @@ void Replayer::chain_ends(CollState& c, int64_t match, int pos) {
   const int n = static_cast<int>(c.members.size());
   for (size_t ch = 0; ch < c.channels.size(); ++ch) {
     const ChannelState& cs = c.channels[ch];
-    if (c.plan.chain && c.plan.rings[ch].order[n - 1] == pos && !cs.m[n - 2].active) {
+    if (c.plan->chain && c.plan->rings[ch].order[n - 1] == pos && !cs.m[n - 2].active) {
       ++c.in_flight;
-      start_exec(Task::ChannelTimer, false, c.plan.closed_form_s(), c.members[pos].rank_idx, c.members[pos].op,
+      start_exec(Task::ChannelTimer, false, c.plan->closed_form_s(), c.members[pos].rank_idx, c.members[pos].op,
                  match, static_cast<int>(ch), n - 1);
     }
   }
@@ -165,26 +167,26 @@ static bool present(const CollState& c, const ChannelPlan& cp, int i) {
 }
 
 void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
-  const ChannelPlan& cp = c.plan.rings[ch];
+  const ChannelPlan& cp = c.plan->rings[ch];
   ChannelState& cs = c.channels[ch];
   const int n = static_cast<int>(cp.order.size());
   RingMember& rm = cs.m[i];
   const int free_after = cs.arrivals || cs.paced ? rm.slots_done : rm.steps_done;  // sends that let the next go
-  if (!rm.active || !present(c, cp, i) || rm.steps_started != free_after || rm.steps_started >= c.plan.steps) return;
-  if (c.plan.chain && i == n - 1) return;  // the end of a chain only receives
+  if (!rm.active || !present(c, cp, i) || rm.steps_started != free_after || rm.steps_started >= c.plan->steps) return;
+  if (c.plan->chain && i == n - 1) return;  // the end of a chain only receives
   if (c.members[cp.order[i]].rank_idx < 0 && c.remaining == 0) return;  // nobody waits for this mirror
   const int k = rm.steps_started;
   const int succ = (i + 1) % n, pred = (i + n - 1) % n;
   if (k == 0 && cs.m[succ].active && !present(c, cp, succ)) return;
-  const bool has_pred = !(c.plan.chain && i == 0);
-  const int need = c.plan.chain ? k + 1 : k;  // predecessor steps that must have arrived
+  const bool has_pred = !(c.plan->chain && i == 0);
+  const int need = c.plan->chain ? k + 1 : k;  // predecessor steps that must have arrived
   if (has_pred && cs.m[pred].active && cs.m[pred].steps_arrived < need) return;
   ++rm.steps_started;
-  if (cs.coalesced) rm.steps_started = c.plan.steps;
+  if (cs.coalesced) rm.steps_started = c.plan->steps;
   ++c.in_flight;
   const Hop2& own = cp.hops[cs.mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
   double delay = 0;
-  if (c.plan.chain) {
+  if (c.plan->chain) {
     // A chain's latencies add up along it, so it pays them step by step: the protocol's step
     // latency beyond the route's own, or — behind a mirror whose hop is not simulated — the
     // slowest hop's. NCCL's base latency is paid once per collective, by the head (regression:
@@ -195,24 +197,24 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
     const bool stand_in = has_pred && !cs.m[pred].active;
     if (cs.chain_paced && (!has_pred || stand_in)) {
       // Slice k's flow ends with wave i + k (ChainWaves), its previous one with wave i + k − 1.
-      const ChainWaves& cw = c.plan.chain_waves;
-      const double flow_s = own.route_latency_s + c.plan.wire_bytes / own.share_Bps;
+      const ChainWaves& cw = c.plan->chain_waves;
+      const double flow_s = own.route_latency_s + c.plan->wire_bytes / own.share_Bps;
       const double wave = cw.end_of(i + k) - cw.end_of(i + k - 1);
-      delay = std::max(0.0, wave - flow_s) + (k == 0 ? c.plan.base_latency_s + cw.end_of(i - 1) : 0.0);
+      delay = std::max(0.0, wave - flow_s) + (k == 0 ? c.plan->base_latency_s + cw.end_of(i - 1) : 0.0);
     } else {
       delay = std::max(0.0, (stand_in ? cp.max_step_latency_s : own.step_latency_s) - own.route_latency_s) +
-              (k == 0 && i == 0 ? c.plan.base_latency_s : 0.0);
+              (k == 0 && i == 0 ? c.plan->base_latency_s : 0.0);
     }
   } else if (k == 0) {
     // A ring pays NCCL's base latency up front; with per-step arrivals that is all, otherwise
     // also what its flows leave out of the channel's closed form (on a uniform ring steps ×
     // the protocol's extra step latency): the same end time without contention, and one timer
     // per member instead of one per step.
-    delay = c.plan.base_latency_s;
-    const double flow_s = own.route_latency_s + c.plan.wire_bytes / own.share_Bps;
-    if (cs.coalesced) delay += std::max(0.0, cs.ring_s - own.route_latency_s - c.plan.steps * c.plan.wire_bytes / own.share_Bps);
-    else if (cs.paced) delay += std::max(0.0, cs.ring_s / c.plan.steps - flow_s);
-    else if (!cs.arrivals) delay += std::max(0.0, cs.ring_s - c.plan.steps * flow_s);
+    delay = c.plan->base_latency_s;
+    const double flow_s = own.route_latency_s + c.plan->wire_bytes / own.share_Bps;
+    if (cs.coalesced) delay += std::max(0.0, cs.ring_s - own.route_latency_s - c.plan->steps * c.plan->wire_bytes / own.share_Bps);
+    else if (cs.paced) delay += std::max(0.0, cs.ring_s / c.plan->steps - flow_s);
+    else if (!cs.arrivals) delay += std::max(0.0, cs.ring_s - c.plan->steps * flow_s);
   }
   const int ri = c.members[cp.order[i]].rank_idx;
   const int oi = c.members[cp.order[i]].op;
@@ -224,32 +226,32 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
 }
 
 void Replayer::ring_send(CollState& c, int64_t match, int ch, int i) {
-  const ChannelPlan& cp = c.plan.rings[ch];
+  const ChannelPlan& cp = c.plan->rings[ch];
   const auto& g = s_.groups[c.group].ranks;
   const Hop2& h = cp.hops[c.channels[ch].mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
   const Member& mem = c.members[cp.order[i]];
   const ChannelState& cs = c.channels[ch];
   if (cs.arrivals || cs.paced) {
     ++c.in_flight;
-    const double slot = cs.paced ? cs.ring_s / c.plan.steps : c.plan.wire_bytes / h.share_Bps;
+    const double slot = cs.paced ? cs.ring_s / c.plan->steps : c.plan->wire_bytes / h.share_Bps;
     start_exec(Task::StepSlot, false, slot, mem.rank_idx, mem.op, match, ch, i);
   }
-  const double bytes = cs.coalesced ? c.plan.wire_bytes * c.plan.steps : c.plan.wire_bytes;
+  const double bytes = cs.coalesced ? c.plan->wire_bytes * c.plan->steps : c.plan->wire_bytes;
   start_flow(Task::Step, g[h.src_pos], g[h.dst_pos], bytes, mem.rank_idx, mem.op, match, ch, i);
 }
 
 void Replayer::ring_check_done(CollState& c, int ch, int i) {
-  const ChannelPlan& cp = c.plan.rings[ch];
+  const ChannelPlan& cp = c.plan->rings[ch];
   ChannelState& cs = c.channels[ch];
   const int n = static_cast<int>(cp.order.size());
   RingMember& rm = cs.m[i];
   const int pos = cp.order[i];
   if (c.members[pos].rank_idx < 0 || rm.done) return;
-  const bool sends = !(c.plan.chain && i == n - 1);
-  const bool has_pred = !(c.plan.chain && i == 0);
-  if (sends && rm.steps_done < c.plan.steps) return;
+  const bool sends = !(c.plan->chain && i == n - 1);
+  const bool has_pred = !(c.plan->chain && i == 0);
+  if (sends && rm.steps_done < c.plan->steps) return;
   const RingMember& pred = cs.m[(i + n - 1) % n];
-  if (has_pred && pred.active && pred.steps_arrived < c.plan.steps) return;
+  if (has_pred && pred.active && pred.steps_arrived < c.plan->steps) return;
   if (!sends && has_pred && !pred.active) return;  // timed by chain_ends()
   rm.done = true;
   member_channel_done(c, pos);

@@ -15,15 +15,23 @@ namespace overlapsim {
 
 namespace detail {
 
-const CollectivePlan& Replayer::plan_of(const Op& op) {
+const PlannedCollective& Replayer::plan_of(const Op& op) {
   const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes, static_cast<int>(op.channels),
                                    static_cast<int>(op.algorithm));
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   CollectiveOptions o = opt_.collectives;
   if (op.algorithm != CollectiveAlgorithm::Auto) o.algorithm = op.algorithm;
-  return plans_[key] = plan_collective(topo_, opt_.link_efficiency, s_.groups[op.group].ranks, op.collective, op.bytes,
-                                       op.channels, o);
+  PlannedCollective& pc = plans_[key];
+  pc.plan = plan_collective(topo_, opt_.link_efficiency, s_.groups[op.group].ranks, op.collective, op.bytes,
+                            op.channels, o);
+  pc.member_ends = pc.plan.member_ends_s();
+  for (const ChannelPlan& cp : pc.plan.rings) {
+    const bool ring = !pc.plan.chain && pc.plan.steps > 0 && cp.hops.size() > 1;
+    pc.ring_s.push_back(ring ? ring_channel_s(cp, pc.plan.wire_bytes, pc.plan.steps) : 0.0);
+    pc.uniform.push_back(ring && uniform_ring(cp));
+  }
+  return pc;
 }
 
 void Replayer::build() {
@@ -50,7 +58,7 @@ void Replayer::build() {
           continue;
         }
         if (opt_.fidelity == Fidelity::Analytic) continue;
-        const CollectivePlan& plan = plan_of(op);
+        const CollectivePlan& plan = plan_of(op).plan;
         for (const auto& ch : plan.rings)
           for (const Hop2& h : ch.hops) pairs.emplace_back(g[h.src_pos], g[h.dst_pos]);
         for (const auto& tp : plan.trees)
@@ -266,7 +274,7 @@ void Replayer::on_activity_done(Task& t) {
       CollState& c = colls_.at(t.match);
       --c.in_flight;
       c.channels[t.channel].m[t.idx].done = true;
-      member_channel_done(c, c.plan.rings[t.channel].order[t.idx]);
+      member_channel_done(c, c.plan->rings[t.channel].order[t.idx]);
       coll_maybe_erase(t.match);
       break;
     }
@@ -279,11 +287,11 @@ void Replayer::on_activity_done(Task& t) {
       break;
     case Task::Step: {
       CollState& c = colls_.at(t.match);
-      const ChannelPlan& cp = c.plan.rings[t.channel];
+      const ChannelPlan& cp = c.plan->rings[t.channel];
       ChannelState& cs = c.channels[t.channel];
       const int n = static_cast<int>(cp.order.size());
       ++cs.m[t.idx].steps_done;
-      if (cs.coalesced) cs.m[t.idx].steps_done = c.plan.steps;  // its one flow carried them all
+      if (cs.coalesced) cs.m[t.idx].steps_done = c.plan->steps;  // its one flow carried them all
       --c.in_flight;
       const int succ = (t.idx + 1) % n;
       // The step arrives at the successor its protocol step latency after the flow (beyond the
@@ -314,7 +322,7 @@ void Replayer::on_activity_done(Task& t) {
     }
     case Task::StepArrival: {
       CollState& c = colls_.at(t.match);
-      const int n = static_cast<int>(c.plan.rings[t.channel].order.size());
+      const int n = static_cast<int>(c.plan->rings[t.channel].order.size());
       ++c.channels[t.channel].m[t.idx].steps_arrived;
       --c.in_flight;
       const int succ = (t.idx + 1) % n;

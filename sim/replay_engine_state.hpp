@@ -89,8 +89,19 @@ struct Member {
   int sm_held = 0;    ///< SMs its communication kernel holds
 };
 
-struct CollState {
+/// A plan and what every instance of it derives from it, computed once per distinct collective
+/// (group, kind, bytes, channels, algorithm): instances repeat by the thousand (one per layer and
+/// micro-batch), so none copies or recomputes them.
+struct PlannedCollective {
   CollectivePlan plan;
+  std::vector<double> member_ends;  ///< plan.member_ends_s(): the analytic end of each member, s
+  std::vector<double> ring_s;       ///< per channel: ring_channel_s (0 for a chain), seconds
+  std::vector<char> uniform;        ///< per channel: uniform_ring
+};
+
+struct CollState {
+  const CollectivePlan* plan = nullptr;        ///< &planned->plan
+  const PlannedCollective* planned = nullptr;  ///< owned by Replayer::plans_
   int group = -1;
   bool all_to_all = false;
   std::vector<Member> members;  ///< by group position
@@ -116,7 +127,7 @@ class Replayer {
 
  private:
   void build();
-  const CollectivePlan& plan_of(const Op& op);
+  const PlannedCollective& plan_of(const Op& op);
   void on_ready(int ri, int oi);
   void complete(int ri, int oi);
   void drain();
@@ -166,7 +177,7 @@ class Replayer {
   std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
   std::unordered_map<int64_t, double> p2p_latency_;  // (src·W + dst)·4 + LL·2 + copy engine → seconds
   std::vector<int> held_sms_;                     // per simulated rank: SMs communication holds
-  std::map<std::tuple<int, int, double, int, int>, CollectivePlan> plans_;  // (group, kind, bytes, channels, algorithm)
+  std::map<std::tuple<int, int, double, int, int>, PlannedCollective> plans_;  // (group, kind, bytes, channels, algorithm)
   FlowRecorder flows_;  // used only when opt_.record_flows (the trace's link tracks)
   ReplayTimes times_;
   long long completed_ = 0, total_ops_ = 0;
