@@ -14,6 +14,7 @@ packages=(
   libyaml-cpp-dev     # topology and scenario files
   nlohmann-json3-dev  # profiles and JSON results
   libcli11-dev        # the command line
+  libjemalloc-dev     # the overlapsim binary's allocator (a flow replay allocates millions of activities)
   pkg-config
   cmake
   ninja-build
