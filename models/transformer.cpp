@@ -299,6 +299,12 @@ void IterationBuilder::build_rank(int rank) {
   ProgramBuilder pb(s_, prog);
   const auto& d = d_;
   const int M = par_.num_micro_batches();
+  // Room for the ops up front (growing a vector of 10^5 ops copies it ~twice over): as many as
+  // the program built before this one, or for the first about 70 per layer and micro-batch
+  // (pages not written are never touched).
+  const size_t nprog = s_.programs.size();
+  prog.ops.reserve(nprog > 1 ? s_.programs[nprog - 2].ops.size() + 64
+                             : static_cast<size_t>(M) * static_cast<size_t>(c.layers_per_stage) * 70 + 64);
   const int layer0 = c.pp_i * c.layers_per_stage;
   const double p2p_bytes = static_cast<double>(d.T) * d.h * d.e / (par_.sp ? 1 : d.t);  // scatter-gather: /t
   const int prev = c.first ? -1 : par_.rank_of(c.tp_i, c.dp_i, c.pp_i - 1);
