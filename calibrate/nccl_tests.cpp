@@ -5,6 +5,7 @@
 #include "calibrate/gpu_names.hpp"
 #include "models/device_catalog.hpp"
 #include "sim/error.hpp"
+#include "sim/nccl_tuning.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -39,11 +40,6 @@ bool parse_double(const std::string& s, double* out) {
   if (end != s.c_str() + s.size() || !std::isfinite(v)) return false;
   *out = v;
   return true;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 /// "2.28.9" from an NCCL version code (major·10000 + minor·100 + patch since 2.9, major·1000 + ... before).
@@ -130,7 +126,7 @@ NcclTestsHalf parse_half(const std::string& path, int line, const std::vector<st
 
 /// The collective named in a file name, or "".
 std::string collective_from_file_name(const std::string& path) {
-  const std::string base = lower(std::filesystem::path(path).filename().string());
+  const std::string base = ascii_lower(std::filesystem::path(path).filename().string());
   auto has = [&](const char* s) { return base.find(s) != std::string::npos; };
   if (has("alltoallv") || has("hypercube") || (has("scatter_perf") && !has("reduce_scatter"))) return "";
   if (has("reduce_scatter") || has("reducescatter") || has("reduce-scatter")) return "reduce_scatter";
@@ -164,14 +160,14 @@ bool parse_tuning_words(const std::vector<std::string>& w, NcclTuningLine* out, 
     if (k < 0 || k > 6) return false;
     out->algorithm = algos[k];
   } else {
-    out->algorithm = lower(a);
+    out->algorithm = ascii_lower(a);
   }
   if (is_unsigned(p)) {
     const int k = std::atoi(p.c_str());
     if (k < 0 || k > 2) return false;
     out->protocol = protos[k];
   } else {
-    const std::string lp = lower(p);
+    const std::string lp = ascii_lower(p);
     if (lp == "ll") out->protocol = "LL";
     else if (lp == "ll128") out->protocol = "LL128";
     else if (lp == "simple") out->protocol = "Simple";
@@ -213,7 +209,7 @@ bool parse_rank_line(const std::vector<std::string>& t, const std::string& raw, 
 }  // namespace
 
 std::string nccl_tests_collective(const std::string& name) {
-  std::string n = lower(name);
+  std::string n = ascii_lower(name);
   const auto perf = n.find("_perf");
   if (perf != std::string::npos) n = n.substr(0, perf);
   static const std::map<std::string, std::string> names = {

@@ -13,7 +13,6 @@
 #include "models/device_catalog.hpp"
 #include "sim/error.hpp"
 
-#include <cctype>
 #include <filesystem>
 #include <limits>
 
@@ -230,22 +229,17 @@ void load_tuning(const Reader& r, const json& root, Profile& p) {
     load_range(r, o, sec, "ranks", &t.min_ranks, &t.max_ranks);
     load_range(r, o, sec, "nodes", &t.min_nodes, &t.max_nodes);
     t.max_bytes = r.positive(o, sec, "max_bytes", "a size in bytes");
-    std::string a = r.string(o, sec, "algorithm");
-    for (char& ch : a) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (a == "ring") t.algorithm = CollectiveAlgorithm::Ring;
-    else if (a == "tree" && t.kind == CollectiveKind::AllReduce) t.algorithm = CollectiveAlgorithm::Tree;
-    else if (a == "nvls" && t.kind == CollectiveKind::AllReduce) t.algorithm = CollectiveAlgorithm::Nvls;
+    CollectiveAlgorithm a = CollectiveAlgorithm::Auto;
+    if (parse_algorithm(r.string(o, sec, "algorithm"), &a) && a != CollectiveAlgorithm::Auto &&
+        (a == CollectiveAlgorithm::Ring || t.kind == CollectiveKind::AllReduce))
+      t.algorithm = a;
     else
       r.fail(sec + ".algorithm", std::string("expected \"ring\"") +
                                      (t.kind == CollectiveKind::AllReduce ? ", \"tree\" or \"nvls\""
                                                                           : " (tree and nvls are for all_reduce only)") +
                                      ", found \"" + r.string(o, sec, "algorithm") + "\"");
-    std::string pr = r.string(o, sec, "protocol");
-    for (char& ch : pr) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (pr == "ll") t.protocol = Protocol::LL;
-    else if (pr == "ll128") t.protocol = Protocol::LL128;
-    else if (pr == "simple") t.protocol = Protocol::Simple;
-    else r.fail(sec + ".protocol", "expected \"LL\", \"LL128\" or \"Simple\", found \"" + r.string(o, sec, "protocol") + "\"");
+    if (!parse_protocol(r.string(o, sec, "protocol"), &t.protocol))
+      r.fail(sec + ".protocol", "expected \"LL\", \"LL128\" or \"Simple\", found \"" + r.string(o, sec, "protocol") + "\"");
     if (t.algorithm == CollectiveAlgorithm::Nvls && t.protocol != Protocol::Simple)
       r.fail(sec + ".protocol", "expected \"Simple\" for nvls (NCCL runs NVLS with Simple only), found \"" +
                                     r.string(o, sec, "protocol") + "\"");

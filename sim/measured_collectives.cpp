@@ -1,20 +1,11 @@
 #include "sim/measured_collectives.hpp"
 
 #include "sim/error.hpp"
+#include "sim/nccl_tuning.hpp"
 
 #include <algorithm>
-#include <cctype>
 
 namespace overlapsim {
-
-namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-}  // namespace
 
 const char* nccl_tests_name(CollectiveKind k) {
   switch (k) {
@@ -32,10 +23,10 @@ const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, Colle
                                    CollectiveAlgorithm algorithm, const std::string& protocol) {
   const std::string name = nccl_tests_name(kind);
   const std::string alg = algorithm == CollectiveAlgorithm::Auto ? "auto" : to_string(algorithm);
-  const std::string proto = protocol.empty() ? "auto" : lower(protocol);
+  const std::string proto = protocol.empty() ? "auto" : ascii_lower(protocol);
   for (const CollectiveFit& f : fits)
-    if (f.collective == name && f.ranks == ranks && f.nodes == nodes && lower(f.algorithm) == alg &&
-        lower(f.protocol) == proto && f.busbw_Bps > 0)
+    if (f.collective == name && f.ranks == ranks && f.nodes == nodes && ascii_lower(f.algorithm) == alg &&
+        ascii_lower(f.protocol) == proto && f.busbw_Bps > 0)
       return &f;
   return nullptr;
 }

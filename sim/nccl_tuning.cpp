@@ -4,6 +4,31 @@
 
 namespace overlapsim {
 
+std::string ascii_lower(std::string text) {
+  for (char& c : text)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return text;
+}
+
+bool parse_protocol(const std::string& text, Protocol* out) {
+  const std::string t = ascii_lower(text);
+  if (t == "ll") *out = Protocol::LL;
+  else if (t == "ll128") *out = Protocol::LL128;
+  else if (t == "simple") *out = Protocol::Simple;
+  else return false;
+  return true;
+}
+
+bool parse_algorithm(const std::string& text, CollectiveAlgorithm* out) {
+  const std::string t = ascii_lower(text);
+  if (t == "auto") *out = CollectiveAlgorithm::Auto;
+  else if (t == "ring") *out = CollectiveAlgorithm::Ring;
+  else if (t == "tree") *out = CollectiveAlgorithm::Tree;
+  else if (t == "nvls") *out = CollectiveAlgorithm::Nvls;
+  else return false;
+  return true;
+}
+
 namespace {
 
 // src/include/device.h.

@@ -30,11 +30,22 @@
 #include "sim/schedule.hpp"
 
 #include <climits>
+#include <string>
 #include <vector>
 
 namespace overlapsim {
 
 enum class Protocol : uint8_t { LL, LL128, Simple };
+
+/// `text` with ASCII letters in lower case (NCCL's names are matched case-insensitively, as
+/// NCCL_ALGO and NCCL_PROTO are).
+std::string ascii_lower(std::string text);
+/// NCCL_PROTO's names in any case: "LL", "LL128", "Simple". Returns false (and leaves *out) for
+/// any other text.
+bool parse_protocol(const std::string& text, Protocol* out);
+/// NCCL_ALGO's names in any case: "ring", "tree", "nvls", and "auto" (the tuner's choice).
+/// Returns false (and leaves *out) for any other text.
+bool parse_algorithm(const std::string& text, CollectiveAlgorithm* out);
 
 /// NCCL's channel and thread count for one collective call.
 struct NcclLaunch {

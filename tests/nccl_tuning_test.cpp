@@ -341,3 +341,26 @@ TEST_CASE("import-nccl-tests fills the tuning table from NCCL's TUNING lines") {
   CHECK(l.tuning[0].algorithm == "ring");
   CHECK(l.tuning[0].protocol == "Simple");
 }
+
+TEST_CASE("NCCL_ALGO and NCCL_PROTO names parse in any case, and nothing else does") {
+  Protocol p = Protocol::LL;
+  CHECK(parse_protocol("Simple", &p));
+  CHECK(p == Protocol::Simple);
+  CHECK(parse_protocol("ll128", &p));
+  CHECK(p == Protocol::LL128);
+  CHECK(parse_protocol("LL", &p));
+  CHECK(p == Protocol::LL);
+  CHECK_FALSE(parse_protocol("ll129", &p));
+  CHECK_FALSE(parse_protocol("", &p));
+  CHECK(p == Protocol::LL);  // left as it was
+  CollectiveAlgorithm a = CollectiveAlgorithm::Ring;
+  CHECK(parse_algorithm("NVLS", &a));
+  CHECK(a == CollectiveAlgorithm::Nvls);
+  CHECK(parse_algorithm("Tree", &a));
+  CHECK(a == CollectiveAlgorithm::Tree);
+  CHECK(parse_algorithm("auto", &a));
+  CHECK(a == CollectiveAlgorithm::Auto);
+  CHECK_FALSE(parse_algorithm("collnet", &a));
+  CHECK(a == CollectiveAlgorithm::Auto);
+  CHECK(ascii_lower("AllReduce_PERF") == "allreduce_perf");
+}

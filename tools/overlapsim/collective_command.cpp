@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <cmath>
 #include <iostream>
 
@@ -103,22 +102,13 @@ int collective_command(const CollectiveArgs& a) {
       throw InputError(cli, "--fidelity", e.what());
     }
   }
-  auto lower = [](std::string t) {
-    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return t;
-  };
-  const std::string protocol = lower(a.protocol), algo = lower(a.algo);
-  if (protocol != "auto") {
+  if (ascii_lower(a.protocol) != "auto") {
     opt.replay.collectives.protocol_auto = false;
-    if (protocol == "ll") opt.replay.collectives.protocol = Protocol::LL;
-    else if (protocol == "ll128") opt.replay.collectives.protocol = Protocol::LL128;
-    else if (protocol == "simple") opt.replay.collectives.protocol = Protocol::Simple;
-    else throw InputError(cli, "--protocol", "expected auto, ll, ll128 or simple, found '" + a.protocol + "'");
+    if (!parse_protocol(a.protocol, &opt.replay.collectives.protocol))
+      throw InputError(cli, "--protocol", "expected auto, ll, ll128 or simple, found '" + a.protocol + "'");
   }
-  if (algo == "ring") opt.algorithm = CollectiveAlgorithm::Ring;
-  else if (algo == "tree") opt.algorithm = CollectiveAlgorithm::Tree;
-  else if (algo == "nvls") opt.algorithm = CollectiveAlgorithm::Nvls;
-  else if (algo != "auto") throw InputError(cli, "--algo", "expected auto, ring, tree or nvls, found '" + a.algo + "'");
+  if (!parse_algorithm(a.algo, &opt.algorithm))
+    throw InputError(cli, "--algo", "expected auto, ring, tree or nvls, found '" + a.algo + "'");
   opt.replay.link_efficiency.nvlink = profile.nvlink_efficiency;
   opt.replay.link_efficiency.network = profile.network_efficiency;
   opt.replay.link_efficiency.pcie = profile.pcie_efficiency;
