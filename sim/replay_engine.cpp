@@ -295,9 +295,14 @@ void Replayer::on_activity_done(Task& t) {
       --c.in_flight;
       const int succ = (t.idx + 1) % n;
       // The step arrives at the successor its protocol step latency after the flow (beyond the
-      // route's own, which the flow paid).
+      // route's own, which the flow paid), and not before the channel could have moved it: a
+      // channel is one thread block, which copies at its share of the hop's links (NCCL gives
+      // each channel its part of a link's bandwidth, src/graph/search.cc), however fast the flow
+      // went while the other channels' hops on those links waited out their step latency.
       const Hop2& h = cp.hops[t.idx];
-      const double after = cs.arrivals ? h.step_latency_s - h.route_latency_s : 0.0;
+      const double floor_s = t.started_s + h.route_latency_s + c.plan->wire_bytes / h.share_Bps;
+      const double after =
+          cs.arrivals ? h.step_latency_s - h.route_latency_s + std::max(0.0, floor_s - be_.now()) : 0.0;
       const bool delayed = after > 1e-15;
       if (delayed) {
         ++c.in_flight;
