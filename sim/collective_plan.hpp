@@ -190,6 +190,14 @@ struct ChainWaves {
   }
 };
 
+/// The waves of a chain of n members sending K slices of `wire` bytes each over the channels
+/// `rings` (hops measured; each channel's order is its chain): per wave, the slowest active hop's
+/// step latency plus wire over that hop's share of its links among the hops active in that wave,
+/// and, for chains of at most 2,048 hops and 4 M (hop, slice) cells per channel, each channel's own
+/// pipeline over them (ChainWaves::ends). REQUIRES: n >= 2, K >= 1, every ring has at least n − 1 hops.
+ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const std::vector<ChannelPlan>& rings,
+                       double wire, int n, int K);
+
 struct CollectivePlan {
   CollectiveKind kind = CollectiveKind::AllReduce;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring, Tree or Nvls (never Auto)
