@@ -54,7 +54,7 @@ class OpLabels {
     if (by_match_.empty())
       for (const auto& p : s_.programs)
         for (const auto& op : p.ops)
-          if (op.type != OpType::Compute) by_match_.try_emplace(op.match, &op.name);
+          if (op.type != OpType::Compute) by_match_.try_emplace(op.match, &op.name.str());
     auto m = by_match_.find(f.match);
     return m != by_match_.end() ? *m->second : "flow";
   }

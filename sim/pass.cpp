@@ -262,7 +262,7 @@ GemmDim token_dim(const Op& g, const PassContext& ctx, bool output_side) {
   if (g.type != OpType::Compute || g.compute != ComputeKind::Gemm || g.gemm_m <= 0) return GemmDim::None;
   const int64_t t = tokens_per_micro_batch(ctx);
   if (t == 0) return GemmDim::M;
-  const bool wgrad = g.name.size() >= 5 && g.name.compare(g.name.size() - 5, 5, "wgrad") == 0;
+  const bool wgrad = g.name.size() >= 5 && g.name.str().compare(g.name.size() - 5, 5, "wgrad") == 0;
   if (!output_side && g.gemm_k == t && (g.gemm_m != t || wgrad)) return GemmDim::K;
   if (g.gemm_m == t) return GemmDim::M;
   if (g.gemm_n == t) return GemmDim::N;

@@ -4,8 +4,15 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_set>
 
 namespace overlapsim {
+
+const std::string& OpName::intern(const std::string& text) {
+  // Nodes of an unordered_set never move, so the addresses handed out stay valid.
+  static std::unordered_set<std::string> names;
+  return *names.insert(text).first;
+}
 
 const char* to_string(OpType t) {
   switch (t) {

@@ -25,6 +25,8 @@
 #include <boost/container/small_vector.hpp>
 #pragma GCC diagnostic pop
 
+#include <fmt/core.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,6 +52,43 @@ const char* to_string(Phase p);
 const char* to_string(CommPurpose p);
 /// "auto", "ring", "tree" or "nvls" (NCCL_ALGO's names, lower case).
 const char* to_string(CollectiveAlgorithm a);
+
+/// An op's name, interned: one copy of each distinct name for the whole process (a schedule has
+/// 10^5–10^7 ops and a few hundred distinct names), so an op holds a pointer, not a string.
+/// Converts to and from std::string; compares and concatenates like one.
+class OpName {
+ public:
+  OpName() : s_(&empty_name()) {}
+  OpName(const std::string& text) : s_(&intern(text)) {}  // NOLINT: implicit, like a string
+  OpName(const char* text) : s_(&intern(text)) {}         // NOLINT
+  operator const std::string&() const { return *s_; }     // NOLINT
+  const std::string& str() const { return *s_; }
+  const char* c_str() const { return s_->c_str(); }
+  size_t size() const { return s_->size(); }
+  bool empty() const { return s_->empty(); }
+  size_t find(const std::string& t, size_t pos = 0) const { return s_->find(t, pos); }
+  size_t rfind(const std::string& t, size_t pos = std::string::npos) const { return s_->rfind(t, pos); }
+  friend bool operator==(const OpName& a, const OpName& b) { return a.s_ == b.s_; }
+  friend bool operator==(const OpName& a, const std::string& b) { return *a.s_ == b; }
+  friend bool operator==(const OpName& a, const char* b) { return *a.s_ == b; }
+  friend bool operator!=(const OpName& a, const OpName& b) { return a.s_ != b.s_; }
+  friend bool operator!=(const OpName& a, const std::string& b) { return *a.s_ != b; }
+  friend bool operator!=(const OpName& a, const char* b) { return *a.s_ != b; }
+  friend bool operator<(const OpName& a, const OpName& b) { return *a.s_ < *b.s_; }
+  friend std::string operator+(const OpName& a, const std::string& b) { return *a.s_ + b; }
+  friend std::string operator+(const OpName& a, const char* b) { return *a.s_ + b; }
+  friend std::string operator+(const std::string& a, const OpName& b) { return a + *b.s_; }
+  friend std::string operator+(const char* a, const OpName& b) { return a + *b.s_; }
+
+ private:
+  /// The process-wide copy of `text` (never freed; stable address).
+  static const std::string& intern(const std::string& text);
+  static const std::string& empty_name() {
+    static const std::string& e = intern({});
+    return e;
+  }
+  const std::string* s_;
+};
 
 /// An op's dependencies: most ops have at most two, kept inline (no heap allocation per op, so
 /// copying a schedule of 10^5–10^6 ops is a few memcpy-like moves).
@@ -81,7 +120,7 @@ struct Op {
   double bytes = 0;          ///< Collective: NCCL buffer size per rank (AllReduce: the buffer;
                              ///< AllGather: the gathered output; ReduceScatter: the input), bytes.
                              ///< Send/Recv: bytes transferred.
-  std::string name;          ///< e.g. "fc1.fwd"; short, for traces and explanations
+  OpName name;               ///< e.g. "fc1.fwd"; short, for traces and explanations
   OpDeps deps;               ///< indices of ops of the same rank that must complete first
 };
 
@@ -115,3 +154,12 @@ struct Schedule {
 void validate(const Schedule& s);
 
 }  // namespace overlapsim
+
+/// fmt prints an OpName as its text.
+template <>
+struct fmt::formatter<overlapsim::OpName> : fmt::formatter<fmt::string_view> {
+  template <typename Context>
+  auto format(const overlapsim::OpName& n, Context& ctx) const {
+    return fmt::formatter<fmt::string_view>::format(fmt::string_view(n.str()), ctx);
+  }
+};
