@@ -111,11 +111,11 @@ void Replayer::coll_ready(int ri, int oi) {
   }
   if (c.timed) {
     if (c.ready_count < c.simulated) return;
-    const std::vector<double>& ends = c.planned->member_ends;
+    // A measured time (an AllToAll may have one and no plan), else the plan's member ends.
     for (int p = 0; p < n; ++p)
       if (c.members[p].rank_idx >= 0) {
         ++c.in_flight;
-        start_exec(Task::CollTimer, false, c.measured_s >= 0 ? c.measured_s : ends[p], c.members[p].rank_idx, c.members[p].op, match, -1, p);
+        start_exec(Task::CollTimer, false, c.measured_s >= 0 ? c.measured_s : c.planned->member_ends[p], c.members[p].rank_idx, c.members[p].op, match, -1, p);
       }
     return;
   }

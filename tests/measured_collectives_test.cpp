@@ -87,6 +87,20 @@ TEST_CASE("analytic replay times a measured collective by its measurement; flow 
   CHECK(std::abs(flow.time_s - 61e-6) > 1e-6);
 }
 
+TEST_CASE("analytic replay times a measured AllToAll (it has no plan) by its measurement") {
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  CollectiveFit f = fit_8();
+  f.collective = "alltoall";
+  BenchOptions b;
+  b.replay.fidelity = Fidelity::Analytic;
+  b.replay.measured = {f};
+  for (bool unfold : {false, true}) {
+    b.unfold = unfold;
+    const auto rows = run_collective_bench(topo, BenchOp::AllToAll, 8, {1048576}, b);
+    CHECK(rows.at(0).time_s == doctest::Approx(61e-6).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("run --fidelity analytic with an imported nccl-tests profile times TP AllReduces by the log") {
   // The 8-GPU all_reduce log imported into a profile; the default scenario's TP groups are 8
   // GPUs of a node, so their AllReduces take the log's times in analytic. Slower measured
