@@ -47,10 +47,15 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   } catch (const InputError& e) {
     throw InputError(where, e.key(), e.message());
   }
+  // Folding (design §9) needs every node filled alike: a node holding fewer of the layout's ranks
+  // has NICs and links to fewer GPUs, so its ranks do not behave like the representatives.
+  Folding folding = opt.folding;
+  const bool uneven = !topo.ranks_fill_nodes_alike(par.world());
+  if (uneven) folding = Folding::None;
   {
     // Ops per layer and micro-batch: about 20 forward, 30 backward, 20 recomputed (unfused
     // attention, SP); the estimate is within a factor 1.5 of the built schedule.
-    const long long ranks = opt.folding == Folding::Representatives ? par.pp : par.world();
+    const long long ranks = folding == Folding::Representatives ? par.pp : par.world();
     const long long per_layer = par.recompute == Recompute::Full ? 70 : 50;
     const long long est = ranks * par.num_micro_batches() * (sc.model.layers / par.pp) * per_layer;
     if (est > opt.max_ops)
@@ -89,6 +94,10 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   rr.device_memory_bytes = dev.hbm_bytes;
   rr.peak_flops = dev.peak_flops(sc.model.dtype);
   rr.notes = sc.notes;
+  if (uneven && opt.folding == Folding::Representatives)
+    rr.notes += fmt::format("{}every rank simulated: the layout's {} GPUs fill the topology's nodes unevenly, so no "
+                            "rank can stand for the others",
+                            rr.notes.empty() ? "" : "; ", par.world());
   if (sc.published) {
     rr.published_tflops_per_gpu = sc.published->tflops_per_gpu;
     rr.published_source = sc.published->source;
@@ -101,7 +110,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     peak_mem = std::max(peak_mem, estimate_memory(sc.model, par, stage).total_bytes());
   const bool oom = peak_mem > dev.hbm_bytes;
 
-  Schedule workload = build_iteration(sc.model, par, cost, opt.folding);
+  Schedule workload = build_iteration(sc.model, par, cost, folding);
   rr.simulated_ranks = static_cast<int>(workload.programs.size());
   const double flops_recompute = narayanan_flops(sc.model, par.global_batch);
   const double flops_model = model_flops(sc.model, par.global_batch);

@@ -16,7 +16,10 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <map>
 #include <set>
 
 namespace overlapsim {
@@ -85,6 +88,36 @@ Topology& Topology::operator=(Topology&& other) { return *this = static_cast<con
 int Topology::node_of(int rank) const {
   const Device& d = gpu(rank);
   return d.node >= 0 ? d.node : 0;
+}
+
+bool Topology::ranks_fill_nodes_alike(int n) const {
+  std::map<int, int> per_node;
+  for (int r = 0; r < n; ++r) ++per_node[node_of(r)];
+  for (const auto& [node, count] : per_node)
+    if (count != per_node.begin()->second) return false;
+  return true;
+}
+
+bool Topology::uniform_within_nodes(const std::vector<int>& ranks) const {
+  bool first = true;
+  double bw0 = 0, lat0 = 0;
+  for (int a : ranks)
+    for (int b : ranks) {
+      if (a == b || node_of(a) != node_of(b)) continue;
+      double bw = std::numeric_limits<double>::infinity(), lat = 0;
+      for (const Hop& h : route(a, b)) {
+        bw = std::min(bw, link(h.link_id).bandwidth_Bps);
+        lat += link(h.link_id).latency_s;
+      }
+      if (first) {
+        bw0 = bw;
+        lat0 = lat;
+        first = false;
+      } else if (std::abs(bw - bw0) > 1e-9 * bw0 || std::abs(lat - lat0) > 1e-12 + 1e-9 * lat0) {
+        return false;
+      }
+    }
+  return true;
 }
 
 const std::string& Topology::gpu_model() const {

@@ -94,6 +94,15 @@ class Topology {
   /// Not thread-safe (it uses scratch space in the object): one Topology per thread.
   std::vector<Hop> route(int src_rank, int dst_rank) const;
 
+  /// Whether ranks 0 … n−1 fill their nodes alike (the same number on every node they touch):
+  /// where they do not, the ranks of a short node have NICs and links to themselves, so one rank
+  /// cannot stand for the others (folding, design §9). REQUIRES: 1 <= n <= num_gpus().
+  bool ranks_fill_nodes_alike(int n) const;
+  /// Whether every pair of `ranks` on one node has routes of the same bottleneck bandwidth and
+  /// latency (an NVSwitch node; not NVLink pairs beside PCIe), so that one member sees the node as
+  /// any other does.
+  bool uniform_within_nodes(const std::vector<int>& ranks) const;
+
   /// Call after the graph is complete: assigns dense link ids (in edge-insertion order) and
   /// checks that there is at least one GPU, all GPUs are one catalog-known model, and every pair
   /// of GPUs has a route. Throws InputError (naming source_file) otherwise.

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 
@@ -275,4 +276,42 @@ TEST_CASE("a chain across nodes: each slice pays each hop's own time, the slowes
   const double f = bench_time(topo, BenchOp::Broadcast, 16, S, flow, true);
   CHECK(f == doctest::Approx(p.closed_form_s()).epsilon(1e-9));
   CHECK(bench_time(topo, BenchOp::Broadcast, 16, S, analytic, true) == doctest::Approx(f).epsilon(1e-9));
+}
+
+TEST_CASE("collective bench: folded equals unfolded where one rank cannot stand for the others") {
+  // Regressions: AllGather over 8 + 4 GPUs of two nodes took 1304 µs folded against 2586 µs
+  // unfolded at 256 MiB; SendRecv folded took twice its time (a mirror's send started after
+  // the representative's); AllToAll inside a node of NVLink pairs beside PCIe was 2× fast.
+  // These now simulate every rank whatever --unfold says.
+  struct Case {
+    std::string topology;
+    std::map<std::string, std::string> overrides;
+    BenchOp op;
+    int ranks;
+    double size;
+  };
+  const std::vector<Case> cases{
+      {"/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}}, BenchOp::AllGather, 12, 256.0 * 1024 * 1024},
+      {"/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}}, BenchOp::AllReduce, 9, 16.0 * 1024 * 1024},
+      {"/topologies/dgx-a100.yaml", {}, BenchOp::SendRecv, 8, 8.0 * 1024 * 1024},
+      {"/topologies/a6000-8gpu-nvlink-pairs.yaml", {}, BenchOp::AllToAll, 8, 64.0 * 1024 * 1024},
+  };
+  for (const Case& c : cases) {
+    const Topology topo = load_topology(kSrc + c.topology, c.overrides);
+    BenchOptions b;
+    const double folded = run_collective_bench(topo, c.op, c.ranks, {c.size}, b).at(0).time_s;
+    b.unfold = true;
+    const double unfolded = run_collective_bench(topo, c.op, c.ranks, {c.size}, b).at(0).time_s;
+    INFO(c.topology << " " << to_string(c.op) << " over " << c.ranks << ": folded " << folded * 1e6 << " µs, unfolded "
+                    << unfolded * 1e6 << " µs");
+    CHECK(folded == unfolded);
+  }
+  // Where every node is full and alike, folding stays (and agrees).
+  const Topology two = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CHECK(two.ranks_fill_nodes_alike(16));
+  CHECK(two.ranks_fill_nodes_alike(8));
+  CHECK_FALSE(two.ranks_fill_nodes_alike(12));
+  CHECK(two.uniform_within_nodes(first(16)));
+  const Topology pairs = load_topology(kSrc + "/topologies/a6000-8gpu-nvlink-pairs.yaml");
+  CHECK_FALSE(pairs.uniform_within_nodes(first(8)));
 }
