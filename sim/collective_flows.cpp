@@ -297,7 +297,7 @@ void Replayer::tree_done(const Task& t) {
   --c.in_flight;
   std::vector<TreeAction> acts;
   std::vector<int> finished;
-  if (t.kind == Task::TreeDelay) c.tree->delay_done(t.channel, t.idx, acts);
+  if (t.kind == Task::TreeDelay) c.tree->delay_done(t.channel, t.idx, acts);  // TreeFlow, TreeFloor: its flow is done
   else c.tree->flow_done(t.channel, t.idx, acts, finished);
   tree_start(c, t.match, acts);
   for (int pos : finished)

@@ -282,9 +282,21 @@ void Replayer::on_activity_done(Task& t) {
       ring_send(colls_.at(t.match), t.match, t.channel, t.idx);
       break;
     case Task::TreeDelay:
-    case Task::TreeFlow:
+    case Task::TreeFloor:
       tree_done(t);
       break;
+    case Task::TreeFlow: {
+      // As a ring step (Task::Step): a channel moves a slice no faster than its share of the
+      // hop's links, however fast the flow went while the channel's other hops waited.
+      const CollState& c = colls_.at(t.match);
+      const TreePlan& tp = c.plan->trees[t.channel];
+      const Hop2& h = (t.idx % 2 == 0 ? tp.up : tp.down)[t.idx / 2];
+      const double early =
+          t.started_s + h.route_latency_s + c.plan->wire_bytes * tp.multiplicity / h.share_Bps - be_.now();
+      if (early > 1e-15) start_exec(Task::TreeFloor, false, early, t.rank_idx, t.op, t.match, t.channel, t.idx);
+      else tree_done(t);
+      break;
+    }
     case Task::Step: {
       CollState& c = colls_.at(t.match);
       const ChannelPlan& cp = c.plan->rings[t.channel];

@@ -32,7 +32,8 @@ inline constexpr long long kMaxTreeFlows = 1LL << 14;
 /// What a SimGrid activity stands for.
 struct Task {
   enum Kind : uint8_t {
-    Kernel, Step, StepDelay, StepArrival, StepSlot, CollTimer, ChannelTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow
+    Kernel, Step, StepDelay, StepArrival, StepSlot, CollTimer, ChannelTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow,
+    TreeFloor
   } kind;
   int rank_idx = -1;  ///< simulated rank owning the op (-1 for a mirror's flow)
   int op = -1;
