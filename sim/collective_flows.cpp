@@ -33,9 +33,14 @@ void Replayer::coll_ready(int ri, int oi) {
         if (mem.rank_idx >= 0) mem.a2a_left = 2 * (n - 1);  // n−1 flows out, n−1 in
     c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic ||
                                 (c.plan->algorithm == CollectiveAlgorithm::Tree && c.plan->tree_flows() > kMaxTreeFlows));
+    // Analytic AllToAll: its closed form (contention at the members' own ports included).
+    if (c.all_to_all && opt_.fidelity == Fidelity::Analytic && n > 1) {
+      c.fixed_s = all_to_all_s(op);
+      c.timed = true;
+    }
     if (opt_.fidelity == Fidelity::Analytic && !opt_.measured.empty() && n > 1) {
       if (const CollectiveFit* f = find_measured(opt_.measured, op, topo_, g, opt_.collectives)) {
-        c.measured_s = measured_time_s(*f, op.bytes);
+        c.fixed_s = measured_time_s(*f, op.bytes);
         c.timed = true;
       }
     }
@@ -115,7 +120,7 @@ void Replayer::coll_ready(int ri, int oi) {
     for (int p = 0; p < n; ++p)
       if (c.members[p].rank_idx >= 0) {
         ++c.in_flight;
-        start_exec(Task::CollTimer, false, c.measured_s >= 0 ? c.measured_s : c.planned->member_ends[p], c.members[p].rank_idx, c.members[p].op, match, -1, p);
+        start_exec(Task::CollTimer, false, c.fixed_s >= 0 ? c.fixed_s : c.planned->member_ends[p], c.members[p].rank_idx, c.members[p].op, match, -1, p);
       }
     return;
   }

@@ -241,6 +241,35 @@ double Replayer::p2p_latency(int src, int dst, double bytes, bool copy_engine) {
   return it->second;
 }
 
+double Replayer::all_to_all_s(const Op& op) {
+  const bool copy_engine = op.num_sm == 0;
+  const auto key = std::make_tuple(op.group, op.bytes, copy_engine);
+  auto it = all_to_all_s_.find(key);
+  if (it != all_to_all_s_.end()) return it->second;
+  const auto& g = s_.groups[op.group].ranks;
+  const int n = static_cast<int>(g.size());
+  const double piece = op.bytes / n;
+  std::unordered_map<int, double> load;  // directed link (2·id + backward) → bytes
+  double lat = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      double route_lat = 0;
+      for (const Hop& h : topo_.route(g[i], g[j])) {
+        const Link& l = topo_.link(h.link_id);
+        load[2 * h.link_id + ((h.forward || !l.full_duplex) ? 0 : 1)] += piece;
+        route_lat += l.latency_s;
+      }
+      lat = std::max(lat, p2p_latency(g[i], g[j], piece, copy_engine) + route_lat);
+    }
+  double busiest = 0;
+  for (const auto& [key2, bytes] : load) {
+    const Link& l = topo_.link(key2 / 2);
+    busiest = std::max(busiest, bytes / (l.bandwidth_Bps * opt_.link_efficiency.of(l.kind)));
+  }
+  return all_to_all_s_[key] = lat + busiest;
+}
+
 void Replayer::p2p_send(int ri, int oi, int64_t match, bool delayed) {
   // The send op, or (ri < 0) the receive a mirror sends into.
   const P2PState* st = ri < 0 ? &p2p_.at(match) : nullptr;

@@ -109,7 +109,7 @@ struct CollState {
   std::vector<ChannelState> channels;
   std::unique_ptr<TreeRun> tree;  ///< flow fidelity, tree plan of at most kMaxTreeFlows flows
   bool timed = false;             ///< timed by the plan's member_ends_s() (analytic, or a tree too big)
-  double measured_s = -1;         ///< analytic: the measured time that times it (-1: none)
+  double fixed_s = -1;            ///< analytic: every member's time (a measurement, an AllToAll's closed form), s; -1: the plan's member ends
   int simulated = 0, remaining = 0, ready_count = 0, in_flight = 0;
 };
 
@@ -139,6 +139,11 @@ class Replayer {
                   int idx = -1);
   void start_flow(Task::Kind kind, int src_rank, int dst_rank, double bytes, int ri, int oi, int64_t match,
                   int channel, int idx);
+  /// Contention-free time of an AllToAll (analytic), seconds: the slowest piece's latency (its
+  /// kernel's, as p2p_latency, plus its route's) plus the most loaded directed link's bytes over
+  /// its bandwidth, every member sending n−1 pieces of S/n at once (max-min sharing of a link
+  /// whose flows all start together ends with its last byte). Cached per (group, bytes).
+  double all_to_all_s(const Op& op);
   /// Latency a message from src to dst pays before its flow (collective_plan.hpp p2p_extra_latency_s).
   double p2p_latency(int src, int dst, double bytes, bool copy_engine);
   /// A send's flow (or, ri < 0, a mirror's send into receive `match`), after its latency.
@@ -176,6 +181,7 @@ class Replayer {
   std::unordered_map<int64_t, CollState> colls_;
   std::unordered_map<int64_t, P2PState> p2p_;
   std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
+  std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds
   std::unordered_map<int64_t, double> p2p_latency_;  // (src·W + dst)·4 + LL·2 + copy engine → seconds
   std::vector<int> held_sms_;                     // per simulated rank: SMs communication holds
   std::map<std::tuple<int, int, double, int, int>, PlannedCollective> plans_;  // (group, kind, bytes, channels, algorithm)

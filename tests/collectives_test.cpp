@@ -104,6 +104,26 @@ TEST_CASE("AllToAll: n-1 pieces of S/n leave each GPU at once and share its port
   for (bool unfold : {false, true}) {
     CAPTURE(unfold);
     CHECK(bench_time(topo, BenchOp::AllToAll, n, S, textbook(), unfold) == doctest::Approx(expected).epsilon(1e-9));
+    // Analytic: the same closed form (regression: its flows ignored one another, (S/n) / B).
+    ReplayOptions a = textbook();
+    a.fidelity = Fidelity::Analytic;
+    CHECK(bench_time(topo, BenchOp::AllToAll, n, S, a, unfold) == doctest::Approx(expected).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("analytic AllToAll == flow where the members' ports are the bottleneck (DGX A100, 4 DGX A100 nodes)") {
+  // Regression: analytic AllToAll let each piece run at its route's bandwidth alone: 1 GiB over
+  // one DGX A100 took 593 µs against 4079 µs in flow, and 4 nodes 1421 µs against 33577 µs.
+  for (int nodes : {1, 4}) {
+    const Topology topo = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", std::to_string(nodes)}});
+    ReplayOptions f;
+    ReplayOptions a;
+    a.fidelity = Fidelity::Analytic;
+    const double size = 256.0 * 1024 * 1024;
+    const double flow = bench_time(topo, BenchOp::AllToAll, 8 * nodes, size, f, false);
+    const double analytic = bench_time(topo, BenchOp::AllToAll, 8 * nodes, size, a, false);
+    INFO(nodes << " node(s): flow " << flow * 1e6 << " µs, analytic " << analytic * 1e6 << " µs");
+    CHECK(analytic == doctest::Approx(flow).epsilon(0.01));
   }
 }
 
