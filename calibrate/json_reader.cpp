@@ -116,7 +116,8 @@ double JsonReader::efficiency(const json& obj, const std::string& sec, const cha
 }
 
 double JsonReader::seconds(const json& obj, const std::string& sec, const char* key) const {
-  return number(obj, sec, key, 0.0, std::numeric_limits<double>::max(), false, "a number of seconds >= 0");
+  // More than an hour is a typo in an exponent, as for times with units (sim/units.hpp).
+  return number(obj, sec, key, 0.0, 3600.0, false, "a number of seconds in [0, 3600]");
 }
 
 double JsonReader::positive(const json& obj, const std::string& sec, const char* key, const char* what) const {

@@ -49,7 +49,7 @@ class JsonReader {
   double number_value(const json& v, const std::string& where, double lo, double hi, bool lo_open,
                       const std::string& expected) const;
   double efficiency(const json& obj, const std::string& sec, const char* key) const;  ///< (0, 1]
-  double seconds(const json& obj, const std::string& sec, const char* key) const;     ///< >= 0
+  double seconds(const json& obj, const std::string& sec, const char* key) const;     ///< in [0, 3600]
   double positive(const json& obj, const std::string& sec, const char* key, const char* what) const;  ///< > 0
   long long integer(const json& obj, const std::string& sec, const char* key, long long lo, long long hi) const;
   bool boolean(const json& obj, const std::string& sec, const char* key) const;

@@ -121,9 +121,14 @@ double parse_bandwidth_Bps(const std::string& text) {
   std::string_view unit;
   const double v = split_quantity(text, kExpected, &unit);
   double factor = 0;
-  if (match_prefixed(unit, "B/s", &factor)) return finite_or_reject(v * factor, kExpected, text);
-  if (match_prefixed(unit, "b/s", &factor)) return finite_or_reject(v * factor / 8.0, kExpected, text);
-  reject(kExpected, text);
+  double bps = 0;
+  if (match_prefixed(unit, "B/s", &factor)) bps = finite_or_reject(v * factor, kExpected, text);
+  else if (match_prefixed(unit, "b/s", &factor)) bps = finite_or_reject(v * factor / 8.0, kExpected, text);
+  else reject(kExpected, text);
+  // No link, NIC or memory of a machine this simulates is slower than 1 B/s or faster than
+  // 1 PB/s; a value outside is a typo in a unit or an exponent, and would time flows in eons.
+  if (bps != 0 && (bps < 1 || bps > 1e15)) reject(kExpected, text, "outside 1B/s to 1PB/s");
+  return bps;
 }
 
 double parse_time_s(const std::string& text) {
@@ -138,7 +143,11 @@ double parse_time_s(const std::string& text) {
                                         {"µs", 1e-6}, {"\u03bcs", 1e-6},   {"ns", 1e-9},
                                         {"ps", 1e-12}};
   for (const auto& u : kUnits)
-    if (unit == u.text) return v * u.factor;
+    if (unit == u.text) {
+      // A latency, overhead or duration of more than an hour is a typo in a unit or an exponent.
+      if (v * u.factor > 3600) reject(kExpected, text, "more than an hour");
+      return v * u.factor;
+    }
   reject(kExpected, text);
 }
 

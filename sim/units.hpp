@@ -7,7 +7,8 @@
 //   compute:   312TFLOP/s, 19.5TFLOP/s                            → FLOP per second
 // Each throws std::invalid_argument whose what() says what was expected, e.g.
 // "expected a bandwidth such as 300GB/s or 200Gb/s, found '300GB'". Negative values, NaN and
-// infinities are rejected; zero is allowed only where the caller allows it.
+// infinities are rejected; zero is allowed only where the caller allows it. Implausible values
+// are rejected too: a non-zero bandwidth outside 1 B/s … 1 PB/s, a time of more than an hour.
 #pragma once
 
 #include <string>

@@ -304,6 +304,7 @@ TEST_CASE("profile: errors name the file and the key") {
       {"unknown_device.json", "device"},
       {"unknown_key.json", "network.nvlink_eficiency"},
       {"wrong_type.json", "gemm.tile_m"},
+      {"launch_overhead_too_long.json", "kernel.launch_overhead_s"},  // 1e30 s: more than an hour
   };
   for (const Case& c : cases) {
     SUBCASE(c.file) {

@@ -111,6 +111,9 @@ TEST_CASE("units: rejected bandwidths") {
       "0x10GB/s",    // no hexadecimal
       "300TFLOP/s",  // a compute rate
       "1,5GB/s",     // decimal comma
+      "1e-300GB/s",  // implausibly slow (a flow would take eons)
+      "0.5B/s",      // implausibly slow
+      "2PB/s",       // implausibly fast
   };
   for (const char* text : bad) {
     SUBCASE(text) {
@@ -119,8 +122,16 @@ TEST_CASE("units: rejected bandwidths") {
   }
 }
 
+TEST_CASE("units: the plausible range's ends are accepted") {
+  CHECK(parse_bandwidth_Bps("1B/s") == 1);
+  CHECK(parse_bandwidth_Bps("1PB/s") == 1e15);
+  CHECK(parse_bandwidth_Bps("0GB/s") == 0);  // zero: the caller decides
+  CHECK(parse_time_s("3600s") == 3600);
+}
+
 TEST_CASE("units: rejected times") {
-  const char* bad[] = {"0.7", "0.7u", "1h", "1min", "-1us", "1 us us", "1US", "1Ms", "us", "1e400s"};
+  const char* bad[] = {"0.7", "0.7u", "1h", "1min", "-1us", "1 us us", "1US", "1Ms", "us", "1e400s",
+                       "1e12s", "3601s", "1e10ms"};  // more than an hour: implausible
   for (const char* text : bad) {
     SUBCASE(text) {
       CHECK_THROWS_AS(parse_time_s(text), std::invalid_argument);
