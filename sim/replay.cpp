@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include <csignal>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,9 +85,14 @@ ReplayTimes replay(const Schedule& schedule, const Topology& topo, const ReplayO
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error("replay: cannot create a pipe");
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("replay: cannot fork the simulation process");
   if (pid == 0) {
+    // The simulation dies with the process that asked for it (a SIGTERM to overlapsim left it
+    // running, re-parented to init); if that process is already gone, stop now.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     ::close(fds[0]);
     std::string buf;
     try {
