@@ -109,6 +109,12 @@ NcclTestsHalf parse_half(const std::string& path, int line, const std::vector<st
                            std::to_string(col + 1) + "), found '" + tok[col] + "'");
   };
   number(l.half[h].time, "time", &out.time_us);
+  // nccl-tests prints µs; a collective of more than an hour is a corrupted row.
+  if (out.time_us > 3.6e9)
+    throw InputError(SourceLocation{path, line, 0}, "",
+                     std::string("expected a time in µs of at most an hour (3.6e9) in the ") + name +
+                         " time column (column " + std::to_string(l.half[h].time + 1) + "), found '" +
+                         tok[l.half[h].time] + "'");
   number(l.half[h].algbw, "algbw", &out.algbw_GBps);
   number(l.half[h].busbw, "busbw", &out.busbw_GBps);
   if (l.half[h].wrong >= 0) {
@@ -417,6 +423,15 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
     throw InputError(SourceLocation{"<command line>", 0, 0}, "--device",
                      "expected a known device model (" + known + "), found '" + device + "'");
   }
+  // --device overrides the GPU name (e.g. H100 collectives for an H200 profile, same NVLink);
+  // where the catalog knows the log's GPUs as another model, say so.
+  if (!device.empty())
+    for (const NcclTestsLog& l : res.logs) {
+      const std::string m = device_model_for_gpu_name(l.gpu_name);
+      if (!m.empty() && m != device)
+        res.warnings.push_back(l.path + ": measured on '" + l.gpu_name + "' (" + m + "), written as " + device +
+                               " as --device asks");
+    }
   if (device.empty()) {
     for (const NcclTestsLog& l : res.logs) {
       const std::string m = device_model_for_gpu_name(l.gpu_name);

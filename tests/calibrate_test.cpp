@@ -257,6 +257,7 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
   const Case cases[] = {
       {"bad_columns.log", 19, "expected 13 columns as in the header at line 16"},
       {"bad_number.log", 20, "expected a number >= 0 in the out-of-place time column (column 6), found '17.9x3'"},
+      {"huge_time.log", 20, "expected a time in µs of at most an hour (3.6e9) in the out-of-place time column (column 6), found '8307.3e30'"},
       {"row_before_header.log", 11, "before the first result row"},
       {"one_half_header.log", 16, "out-of-place and in-place halves"},
       {"no_rows.log", 0, "found none"},
@@ -348,7 +349,12 @@ TEST_CASE("nccl-tests import: alpha and busbw recovered per collective and group
   SUBCASE("--device overrides the GPU name; an unknown one is refused") {
     ImportOptions o;
     o.device = "h200-sxm-141gb";
-    CHECK(import_nccl_tests({kLogs + "all_reduce_perf_8xh100.log"}, o).profile.device == "h200-sxm-141gb");
+    const ImportResult relabelled = import_nccl_tests({kLogs + "all_reduce_perf_8xh100.log"}, o);
+    CHECK(relabelled.profile.device == "h200-sxm-141gb");
+    // The relabelling is reported (the log names its GPUs).
+    bool warned = false;
+    for (const std::string& w : relabelled.warnings) warned = warned || contains(w, "NVIDIA H100 80GB HBM3");
+    CHECK(warned);
     o.device = "tpu-v4";
     CHECK(contains(input_error([&] { import_nccl_tests({kLogs + "all_reduce_perf_8xh100.log"}, o); }).first, "--device"));
   }
