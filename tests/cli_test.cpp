@@ -302,3 +302,15 @@ TEST_CASE("pass arguments, no-op passes and the op guard after a strategy") {
   CHECK(r.status == 2);
   CHECK(r.output.find("turns the iteration into") != std::string::npos);
 }
+
+TEST_CASE("command line: an unknown command and out-of-range options are one clear line, status 2") {
+  const Run unknown = run_cli("frobnicate");
+  CHECK(unknown.status == 2);
+  CHECK(unknown.output.find("overlapsim: unknown command 'frobnicate'; expected run, topo, collective or calibrate") != std::string::npos);
+  const Run max_ops = run_cli("run -q " + kSrc + "/tests/data/scenarios/small.yaml --max-ops 0");
+  CHECK(max_ops.status == 2);
+  CHECK(max_ops.output.find("overlapsim: --max-ops: Value 0 not in range 1 to") != std::string::npos);
+  const Run channels = run_cli("collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --channels 65");
+  CHECK(channels.status == 2);
+  CHECK(channels.output.find("overlapsim: --channels") != std::string::npos);
+}

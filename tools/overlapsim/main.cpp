@@ -18,6 +18,19 @@ int main(int argc, char** argv) {
   overlapsim::cli::add_collective_command(app, collective);
   overlapsim::cli::CalibrateArgs calibrate;
   overlapsim::cli::add_calibrate_command(app, calibrate);
+  // Errors of the command line read like the others: "overlapsim: ..." on one line.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("overlapsim: ") + e.what() + " (--help lists the options)\n";
+  });
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string cmd = argv[1];
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == cmd;
+    if (!known) {
+      std::cerr << "overlapsim: unknown command '" << cmd << "'; expected run, topo, collective or calibrate\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -39,7 +39,7 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_flag("--unfold", a.unfold, "simulate every rank instead of one representative per pipeline stage");
   run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
   run->add_option("--max-ops", a.max_ops, "refuse schedules estimated above this many ops (memory guard)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1LL, 1LL << 40));
 }
 
 int run_command(const RunArgs& a) {
