@@ -152,7 +152,7 @@ double parse_time_s(const std::string& text) {
 }
 
 double parse_bytes(const std::string& text) {
-  static const char* kExpected = "a size such as 80GiB, 40GB or 512MiB";
+  static const char* kExpected = "a size such as 80GiB, 40GB or 512MiB (prefixes k M G T P, Ki Mi Gi Ti Pi)";
   std::string_view unit;
   const double v = split_quantity(text, kExpected, &unit);
   double factor = 0;
