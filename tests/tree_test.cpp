@@ -262,4 +262,16 @@ TEST_CASE("tree flow == analytic where a tree's up and down hops share GPU ports
     INFO(c.topology << ": flow " << flow * 1e6 << " µs, analytic " << analytic * 1e6 << " µs");
     CHECK(flow == doctest::Approx(analytic).epsilon(1e-6));
   }
+  // More channels than GPUs in the node: identical channels merge into one flow of their summed
+  // bytes and rate (regression: the floor charged the merged bytes at one channel's share, 2×).
+  const Topology one = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  BenchOptions b;
+  b.algorithm = CollectiveAlgorithm::Tree;
+  b.replay.collectives.protocol_auto = false;
+  b.replay.collectives.protocol = Protocol::Simple;
+  b.channels = 16;
+  const double flow = run_collective_bench(one, BenchOp::AllReduce, 8, {16.0 * 1024 * 1024}, b).at(0).time_s;
+  b.replay.fidelity = Fidelity::Analytic;
+  const double analytic = run_collective_bench(one, BenchOp::AllReduce, 8, {16.0 * 1024 * 1024}, b).at(0).time_s;
+  CHECK(flow == doctest::Approx(analytic).epsilon(1e-6));
 }
