@@ -102,6 +102,7 @@ nlohmann::json to_json(const RunResult& r) {
   j["layout"] = r.layout;
   j["gpus"] = r.gpus;
   j["simulated_ranks"] = r.simulated_ranks;
+  if (!r.notes.empty()) j["notes"] = r.notes;
   j["fidelity"] = r.fidelity;
   j["device_memory_bytes"] = r.device_memory_bytes;
   j["peak_flops"] = r.peak_flops;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 namespace overlapsim {
 
@@ -50,7 +51,30 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   // Folding (design §9) needs every node filled alike: a node holding fewer of the layout's ranks
   // has NICs and links to fewer GPUs, so its ranks do not behave like the representatives.
   Folding folding = opt.folding;
-  const bool uneven = !topo.ranks_fill_nodes_alike(par.world());
+  // Every TP group and every DP group must also sit on its nodes alike, and like the others of
+  // its kind (TP 6 on 8-GPU nodes: the second group has 2 GPUs on one node and 4 on the next).
+  // A group's shape: how many nodes it spans with how many members each, or 0 if they differ.
+  auto shape = [&](const std::vector<int>& group) -> std::pair<int, int> {
+    std::map<int, int> per_node;
+    for (int r : group) ++per_node[topo.node_of(r)];
+    for (const auto& [node, count] : per_node)
+      if (count != per_node.begin()->second) return {0, 0};
+    return {static_cast<int>(per_node.size()), per_node.begin()->second};
+  };
+  bool groups_alike = true;
+  for (int kind = 0; kind < 2 && groups_alike; ++kind) {  // 0: TP groups, 1: DP groups
+    std::pair<int, int> first{-1, -1};
+    for (int s = 0; s < par.pp && groups_alike; ++s)
+      for (int o = 0; o < (kind == 0 ? par.dp : par.tp) && groups_alike; ++o) {
+        std::vector<int> g;
+        for (int i = 0; i < (kind == 0 ? par.tp : par.dp); ++i)
+          g.push_back(kind == 0 ? par.rank_of(i, o, s) : par.rank_of(o, i, s));
+        const auto sh = shape(g);
+        if (first.first < 0) first = sh;
+        groups_alike = sh.first > 0 && sh == first;
+      }
+  }
+  const bool uneven = !topo.ranks_fill_nodes_alike(par.world()) || !groups_alike;
   if (uneven) folding = Folding::None;
   {
     // Ops per layer and micro-batch: about 20 forward, 30 backward, 20 recomputed (unfused
@@ -95,8 +119,8 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   rr.peak_flops = dev.peak_flops(sc.model.dtype);
   rr.notes = sc.notes;
   if (uneven && opt.folding == Folding::Representatives)
-    rr.notes += fmt::format("{}every rank simulated: the layout's {} GPUs fill the topology's nodes unevenly, so no "
-                            "rank can stand for the others",
+    rr.notes += fmt::format("{}every rank simulated: the layout's {} GPUs or its TP/DP groups fill the topology's "
+                            "nodes unevenly, so no rank can stand for the others",
                             rr.notes.empty() ? "" : "; ", par.world());
   if (sc.published) {
     rr.published_tflops_per_gpu = sc.published->tflops_per_gpu;

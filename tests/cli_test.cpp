@@ -72,6 +72,20 @@ TEST_CASE("folding: a layout that fills its nodes unevenly simulates every rank,
     CHECK(a.strategies[i].iteration_s == b.strategies[i].iteration_s);
     CHECK(a.strategies[i].exposed_comm_s == b.strategies[i].exposed_comm_s);
   }
+  // The world fills 2 nodes of 6 GPUs alike, but TP 4 groups do not: 0–3 on one node, 4–7 two
+  // and two, 8–11 on the other.
+  Scenario tp4 = sc;
+  tp4.parallelism.tp = 4;
+  tp4.parallelism.dp = 3;
+  tp4.topology_overrides["node.gpus.count"] = "6";
+  const RunResult c = simulate(tp4, folded), d = simulate(tp4, unfolded);
+  CHECK(c.simulated_ranks == 12);
+  CHECK(c.strategies[0].iteration_s == d.strategies[0].iteration_s);
+  // The note reaches the JSON too.
+  const std::string json = temp_path(".json");
+  REQUIRE(run_cli("run -q " + kSrc + "/tests/data/scenarios/uneven-nodes.yaml -s serial --json " + json).status == 0);
+  CHECK(slurp(json).find("unevenly") != std::string::npos);
+  std::remove(json.c_str());
 }
 
 TEST_CASE("megatron overlaps what serial blocks on, and both report every figure") {
