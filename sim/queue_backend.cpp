@@ -66,10 +66,14 @@ class QueueBackend final : public ActivityBackend {
         advance(e.gpu);
         // Every kernel whose work is (numerically) done finishes now.
         std::vector<void*> done;
-        const double eps = 1e-9 * speeds_[0];  // a nanosecond of work at full speed
+        // A kernel is done when a nanosecond of work at full speed is left, or when what is left
+        // would end within the clock's resolution (late in a long simulation, on a very slow
+        // GPU, now + left / rate == now: the event would never move time on).
+        const double eps = 1e-9 * speeds_[0];
+        const double r = rate(gpu);
         auto& run = gpu.running;
         for (size_t i = 0; i < run.size();)
-          if (run[i].remaining <= eps) {
+          if (run[i].remaining <= eps || now_ + run[i].remaining / r <= now_) {
             done.push_back(run[i].tag);
             run.erase(run.begin() + static_cast<long>(i));
           } else {

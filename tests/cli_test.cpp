@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -327,4 +328,26 @@ TEST_CASE("command line: an unknown command and out-of-range options are one cle
   const Run channels = run_cli("collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --channels 65");
   CHECK(channels.status == 2);
   CHECK(channels.output.find("overlapsim: --channels") != std::string::npos);
+}
+
+TEST_CASE("analytic: a GPU's kernels end even when the clock has outgrown their remaining time") {
+  // Regression: with NVSwitch links of 10 B/s the small scenario's analytic run never ended —
+  // late in the (simulated) years, now + left / rate == now, so the GPU's event did not move time.
+  std::string topo = slurp(kSrc + "/topologies/dgx-a100.yaml");
+  const std::string from = "bandwidth: 300GB/s";
+  const size_t at = topo.find(from);
+  REQUIRE(at != std::string::npos);
+  topo.replace(at, from.size(), "bandwidth: 10B/s");
+  const std::string topo_path = temp_path(".yaml");
+  std::ofstream(topo_path) << topo;
+  Scenario sc = load_scenario(kSrc + "/tests/data/scenarios/small.yaml");
+  sc.topology_path = topo_path;
+  SimulateOptions o;
+  o.fidelity = Fidelity::Analytic;
+  o.strategies = {"serial"};
+  const RunResult r = simulate(sc, o);
+  REQUIRE(r.strategies.size() == 1);
+  CHECK(std::isfinite(r.strategies[0].iteration_s));
+  CHECK(r.strategies[0].iteration_s > 1e6);  // years: the TP collectives move MB at 10 B/s
+  std::remove(topo_path.c_str());
 }
