@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 
 namespace overlapsim {
 
@@ -53,14 +52,6 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   Folding folding = opt.folding;
   // Every TP group and every DP group must also sit on its nodes alike, and like the others of
   // its kind (TP 6 on 8-GPU nodes: the second group has 2 GPUs on one node and 4 on the next).
-  // A group's shape: how many nodes it spans with how many members each, or 0 if they differ.
-  auto shape = [&](const std::vector<int>& group) -> std::pair<int, int> {
-    std::map<int, int> per_node;
-    for (int r : group) ++per_node[topo.node_of(r)];
-    for (const auto& [node, count] : per_node)
-      if (count != per_node.begin()->second) return {0, 0};
-    return {static_cast<int>(per_node.size()), per_node.begin()->second};
-  };
   bool groups_alike = true;
   for (int kind = 0; kind < 2 && groups_alike; ++kind) {  // 0: TP groups, 1: DP groups
     std::pair<int, int> first{-1, -1};
@@ -69,7 +60,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
         std::vector<int> g;
         for (int i = 0; i < (kind == 0 ? par.tp : par.dp); ++i)
           g.push_back(kind == 0 ? par.rank_of(i, o, s) : par.rank_of(o, i, s));
-        const auto sh = shape(g);
+        const auto sh = topo.node_shape(g);
         if (first.first < 0) first = sh;
         groups_alike = sh.first > 0 && sh == first;
       }

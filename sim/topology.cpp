@@ -90,12 +90,19 @@ int Topology::node_of(int rank) const {
   return d.node >= 0 ? d.node : 0;
 }
 
-bool Topology::ranks_fill_nodes_alike(int n) const {
+std::pair<int, int> Topology::node_shape(const std::vector<int>& ranks) const {
   std::map<int, int> per_node;
-  for (int r = 0; r < n; ++r) ++per_node[node_of(r)];
+  for (int r : ranks) ++per_node[node_of(r)];
+  if (per_node.empty()) return {0, 0};
   for (const auto& [node, count] : per_node)
-    if (count != per_node.begin()->second) return false;
-  return true;
+    if (count != per_node.begin()->second) return {0, 0};
+  return {static_cast<int>(per_node.size()), per_node.begin()->second};
+}
+
+bool Topology::ranks_fill_nodes_alike(int n) const {
+  std::vector<int> ranks(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) ranks[static_cast<size_t>(r)] = r;
+  return node_shape(ranks).first > 0;
 }
 
 bool Topology::uniform_within_nodes(const std::vector<int>& ranks) const {

@@ -20,6 +20,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace overlapsim {
@@ -94,6 +95,9 @@ class Topology {
   /// Not thread-safe (it uses scratch space in the object): one Topology per thread.
   std::vector<Hop> route(int src_rank, int dst_rank) const;
 
+  /// How `ranks` sit on nodes: {nodes touched, ranks on each}, or {0, 0} when the nodes hold
+  /// different numbers of them. Two groups with the same shape are placed alike.
+  std::pair<int, int> node_shape(const std::vector<int>& ranks) const;
   /// Whether ranks 0 … n−1 fill their nodes alike (the same number on every node they touch):
   /// where they do not, the ranks of a short node have NICs and links to themselves, so one rank
   /// cannot stand for the others (folding, design §9). REQUIRES: 1 <= n <= num_gpus().

@@ -7,6 +7,8 @@
 #include "sim/replay.hpp"
 #include "sim/topology.hpp"
 
+#include "tests/test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <vector>
 
 using namespace overlapsim;
+using namespace overlapsim::testing;
 
 namespace {
 
@@ -131,9 +134,7 @@ TEST_CASE("flow == analytic on a ring of NVLink and NIC hops (two nodes of four 
       BenchOptions b;
       b.unfold = unfold;
       b.algorithm = CollectiveAlgorithm::Ring;
-      const double flow = run_collective_bench(topo, BenchOp::AllReduce, 8, {size}, b).at(0).time_s;
-      b.replay.fidelity = Fidelity::Analytic;
-      const double analytic = run_collective_bench(topo, BenchOp::AllReduce, 8, {size}, b).at(0).time_s;
+      const auto [flow, analytic] = flow_and_analytic(topo, BenchOp::AllReduce, 8, size, b);
       INFO("size " << size << " B, unfold " << unfold);
       CHECK(flow == doctest::Approx(analytic).epsilon(1e-9));
     }
@@ -166,9 +167,7 @@ TEST_CASE("folded flow == analytic within 1% on a ring of NVLink and NIC hops (1
   for (double size : {1024.0 * 1024, 64.0 * 1024 * 1024, 512.0 * 1024 * 1024}) {
     BenchOptions b;
     b.algorithm = CollectiveAlgorithm::Ring;
-    const double flow = run_collective_bench(topo, BenchOp::AllReduce, 128, {size}, b).at(0).time_s;
-    b.replay.fidelity = Fidelity::Analytic;
-    const double analytic = run_collective_bench(topo, BenchOp::AllReduce, 128, {size}, b).at(0).time_s;
+    const auto [flow, analytic] = flow_and_analytic(topo, BenchOp::AllReduce, 128, size, b);
     INFO("size " << size << " B: flow " << flow * 1e6 << " µs, analytic " << analytic * 1e6 << " µs");
     CHECK(flow == doctest::Approx(analytic).epsilon(0.01));
   }
@@ -187,9 +186,7 @@ TEST_CASE("unfolded flow == analytic where a ring's channels share every GPU's N
     b.replay.collectives.protocol = Protocol::Simple;
     b.channels = 4;
     b.unfold = true;
-    const double flow = run_collective_bench(topo, BenchOp::AllReduce, 32, {size}, b).at(0).time_s;
-    b.replay.fidelity = Fidelity::Analytic;
-    const double analytic = run_collective_bench(topo, BenchOp::AllReduce, 32, {size}, b).at(0).time_s;
+    const auto [flow, analytic] = flow_and_analytic(topo, BenchOp::AllReduce, 32, size, b);
     INFO("size " << size << " B: unfolded flow " << flow * 1e6 << " µs, analytic " << analytic * 1e6 << " µs");
     CHECK(flow == doctest::Approx(analytic).epsilon(1e-6));
   }

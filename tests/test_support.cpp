@@ -27,6 +27,15 @@ std::vector<int> first(int n) {
   return v;
 }
 
+FlowAnalytic flow_and_analytic(const Topology& topo, BenchOp op, int ranks, double size, BenchOptions b) {
+  FlowAnalytic r;
+  b.replay.fidelity = Fidelity::Flow;
+  r.flow = run_collective_bench(topo, op, ranks, {size}, b).at(0).time_s;
+  b.replay.fidelity = Fidelity::Analytic;
+  r.analytic = run_collective_bench(topo, op, ranks, {size}, b).at(0).time_s;
+  return r;
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;

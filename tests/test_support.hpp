@@ -1,6 +1,8 @@
 // Helpers the tests share: temporary paths, reading a file whole, running the overlapsim binary.
 #pragma once
 
+#include "sim/collective_bench.hpp"
+
 #include <string>
 #include <vector>
 
@@ -11,6 +13,13 @@ std::string temp_path(const char* suffix);
 
 /// Ranks 0 … n−1 (a collective group of the first n GPUs).
 std::vector<int> first(int n);
+
+/// One collective bench row's time in flow fidelity and in analytic fidelity, seconds, with the
+/// options `b` otherwise (its fidelity is ignored).
+struct FlowAnalytic {
+  double flow = 0, analytic = 0;
+};
+FlowAnalytic flow_and_analytic(const Topology& topo, BenchOp op, int ranks, double size, BenchOptions b);
 
 /// The whole content of a file ("" when it cannot be read).
 std::string slurp(const std::string& path);

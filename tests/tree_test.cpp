@@ -256,9 +256,7 @@ TEST_CASE("tree flow == analytic where a tree's up and down hops share GPU ports
     b.algorithm = CollectiveAlgorithm::Tree;
     b.replay.collectives.protocol_auto = false;
     b.replay.collectives.protocol = c.protocol;
-    const double flow = run_collective_bench(topo, BenchOp::AllReduce, c.ranks, {c.size}, b).at(0).time_s;
-    b.replay.fidelity = Fidelity::Analytic;
-    const double analytic = run_collective_bench(topo, BenchOp::AllReduce, c.ranks, {c.size}, b).at(0).time_s;
+    const auto [flow, analytic] = flow_and_analytic(topo, BenchOp::AllReduce, c.ranks, c.size, b);
     INFO(c.topology << ": flow " << flow * 1e6 << " µs, analytic " << analytic * 1e6 << " µs");
     CHECK(flow == doctest::Approx(analytic).epsilon(1e-6));
   }
@@ -270,8 +268,6 @@ TEST_CASE("tree flow == analytic where a tree's up and down hops share GPU ports
   b.replay.collectives.protocol_auto = false;
   b.replay.collectives.protocol = Protocol::Simple;
   b.channels = 16;
-  const double flow = run_collective_bench(one, BenchOp::AllReduce, 8, {16.0 * 1024 * 1024}, b).at(0).time_s;
-  b.replay.fidelity = Fidelity::Analytic;
-  const double analytic = run_collective_bench(one, BenchOp::AllReduce, 8, {16.0 * 1024 * 1024}, b).at(0).time_s;
-  CHECK(flow == doctest::Approx(analytic).epsilon(1e-6));
+  const FlowAnalytic merged = flow_and_analytic(one, BenchOp::AllReduce, 8, 16.0 * 1024 * 1024, b);
+  CHECK(merged.flow == doctest::Approx(merged.analytic).epsilon(1e-6));
 }
