@@ -248,6 +248,33 @@ void Replayer::ring_send(CollState& c, int64_t match, int ch, int i) {
   start_flow(Task::Step, g[h.src_pos], g[h.dst_pos], bytes, mem.rank_idx, mem.op, match, ch, i);
 }
 
+void Replayer::ring_step_done(const Task& t) {
+  CollState& c = colls_.at(t.match);
+  const ChannelPlan& cp = c.plan->rings[t.channel];
+  ChannelState& cs = c.channels[t.channel];
+  const int n = static_cast<int>(cp.order.size());
+  ++cs.m[t.idx].steps_done;
+  if (cs.coalesced) cs.m[t.idx].steps_done = c.plan->steps;  // its one flow carried them all
+  --c.in_flight;
+  const int succ = (t.idx + 1) % n;
+  // With per-step arrivals, the step reaches the successor its protocol step latency after the
+  // flow (beyond the route's own, which the flow paid).
+  const Hop2& h = cp.hops[t.idx];
+  const double after = cs.arrivals ? h.step_latency_s - h.route_latency_s : 0.0;
+  const bool delayed = after > 1e-15;
+  if (delayed) {
+    ++c.in_flight;
+    start_exec(Task::StepArrival, false, after, t.rank_idx, t.op, t.match, t.channel, t.idx);
+  } else {
+    cs.m[t.idx].steps_arrived = cs.m[t.idx].steps_done;
+  }
+  ring_check_done(c, t.channel, t.idx);
+  if (!delayed) ring_check_done(c, t.channel, succ);
+  ring_advance(c, t.match, t.channel, t.idx);
+  if (!delayed) ring_advance(c, t.match, t.channel, succ);
+  coll_maybe_erase(t.match);
+}
+
 void Replayer::ring_check_done(CollState& c, int ch, int i) {
   const ChannelPlan& cp = c.plan->rings[ch];
   ChannelState& cs = c.channels[ch];

@@ -328,37 +328,27 @@ void Replayer::on_activity_done(Task& t) {
       break;
     }
     case Task::Step: {
-      CollState& c = colls_.at(t.match);
+      // A channel is one thread block, which copies at its share of the hop's links (NCCL gives
+      // each channel its part of a link's bandwidth, src/graph/search.cc): a step (a coalesced
+      // representative: all its steps) is done no sooner than at that share, however fast its
+      // flow went while the channel's other hops on those links waited out their step latency,
+      // or while the ranks that share them were not simulated (a folded ring's representative on
+      // its bottleneck hop: regression, 16 channels over a box of NVLink pairs and PCIe ran 2×
+      // fast folded). Not a chain: its closed form shares links per wave (collective_chain.cpp).
+      const CollState& c = colls_.at(t.match);
       const ChannelPlan& cp = c.plan->rings[t.channel];
-      ChannelState& cs = c.channels[t.channel];
-      const int n = static_cast<int>(cp.order.size());
-      ++cs.m[t.idx].steps_done;
-      if (cs.coalesced) cs.m[t.idx].steps_done = c.plan->steps;  // its one flow carried them all
-      --c.in_flight;
-      const int succ = (t.idx + 1) % n;
-      // The step arrives at the successor its protocol step latency after the flow (beyond the
-      // route's own, which the flow paid), and not before the channel could have moved it: a
-      // channel is one thread block, which copies at its share of the hop's links (NCCL gives
-      // each channel its part of a link's bandwidth, src/graph/search.cc), however fast the flow
-      // went while the other channels' hops on those links waited out their step latency.
-      const Hop2& h = cp.hops[t.idx];
-      const double floor_s = t.started_s + h.route_latency_s + c.plan->wire_bytes / h.share_Bps;
-      const double after =
-          cs.arrivals ? h.step_latency_s - h.route_latency_s + std::max(0.0, floor_s - be_.now()) : 0.0;
-      const bool delayed = after > 1e-15;
-      if (delayed) {
-        ++c.in_flight;
-        start_exec(Task::StepArrival, false, after, t.rank_idx, t.op, t.match, t.channel, t.idx);
-      } else {
-        cs.m[t.idx].steps_arrived = cs.m[t.idx].steps_done;
-      }
-      ring_check_done(c, t.channel, t.idx);
-      if (!delayed) ring_check_done(c, t.channel, succ);
-      ring_advance(c, t.match, t.channel, t.idx);
-      if (!delayed) ring_advance(c, t.match, t.channel, succ);
-      coll_maybe_erase(t.match);
+      const ChannelState& cs = c.channels[t.channel];
+      const Hop2& h = cp.hops[cs.mode == ChannelMode::Bottleneck ? cp.bottleneck : t.idx];
+      const double bytes = cs.coalesced ? c.plan->wire_bytes * c.plan->steps : c.plan->wire_bytes;
+      const double early =
+          c.plan->chain ? 0.0 : t.started_s + h.route_latency_s + bytes / h.share_Bps - be_.now();
+      if (early > 1e-15) start_exec(Task::StepFloor, false, early, t.rank_idx, t.op, t.match, t.channel, t.idx);
+      else ring_step_done(t);
       break;
     }
+    case Task::StepFloor:
+      ring_step_done(t);
+      break;
     case Task::StepSlot: {
       CollState& c = colls_.at(t.match);
       ++c.channels[t.channel].m[t.idx].slots_done;

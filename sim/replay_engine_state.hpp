@@ -34,14 +34,14 @@ inline constexpr long long kMaxTreeFlows = 1LL << 14;
 struct Task {
   enum Kind : uint8_t {
     Kernel, Step, StepDelay, StepArrival, StepSlot, CollTimer, ChannelTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow,
-    TreeFloor
+    TreeFloor, StepFloor
   } kind;
   int rank_idx = -1;  ///< simulated rank owning the op (-1 for a mirror's flow)
   int op = -1;
   int64_t match = -1;
-  int channel = -1;   ///< Step/StepDelay/StepArrival/StepSlot: channel; AllToAllFlow: destination group position;
+  int channel = -1;   ///< Step/StepFloor/StepDelay/StepArrival/StepSlot: channel; AllToAllFlow: destination group position;
                       ///< TreeDelay/TreeFlow: tree
-  int idx = -1;       ///< Step/StepDelay/StepArrival/StepSlot: index in the channel's order; AllToAllFlow: source position;
+  int idx = -1;       ///< Step/StepFloor/StepDelay/StepArrival/StepSlot: index in the channel's order; AllToAllFlow: source position;
                       ///< TreeDelay/TreeFlow: hop (tree_flows.hpp)
   double started_s = 0;
 };
@@ -159,6 +159,9 @@ class Replayer {
   void coll_ready(int ri, int oi);
   void ring_advance(CollState& c, int64_t match, int ch, int i);
   void ring_send(CollState& c, int64_t match, int ch, int i);
+  /// A ring step's flow (floored at its channel's share, Task::Step) is done: the sender may go on; the
+  /// step arrives at the successor, after its protocol step latency with per-step arrivals.
+  void ring_step_done(const Task& t);
   void ring_check_done(CollState& c, int ch, int i);
   void chain_ends(CollState& c, int64_t match, int pos);
   void member_channel_done(CollState& c, int pos);

@@ -336,6 +336,29 @@ TEST_CASE("collective bench: folded equals unfolded where one rank cannot stand 
   CHECK_FALSE(pairs.uniform_within_nodes(first(8)));
 }
 
+TEST_CASE("a folded ring's representative on its bottleneck hop moves no faster than its share") {
+  // Regression: 16 channels over a box of NVLink pairs and PCIe (more channels than mirrored
+  // flows per step, so the folded ring is timed by one representative on its bottleneck PCIe
+  // hop) took 35.8 ms folded against 71.6 ms unfolded and analytic at 1 GiB: the ranks sharing
+  // that PCIe path were not simulated, so its one flow had the path alone.
+  const Topology topo = load_topology(kSrc + "/topologies/a6000-8gpu-nvlink-pairs.yaml");
+  BenchOptions b;
+  b.algorithm = CollectiveAlgorithm::Ring;
+  b.channels = 16;
+  const std::vector<double> sizes{1024.0 * 1024, 32.0 * 1024 * 1024, 1024.0 * 1024 * 1024};
+  const std::vector<BenchRow> folded = run_collective_bench(topo, BenchOp::AllReduce, 8, sizes, b);
+  b.unfold = true;
+  const std::vector<BenchRow> unfolded = run_collective_bench(topo, BenchOp::AllReduce, 8, sizes, b);
+  b.replay.fidelity = Fidelity::Analytic;
+  const std::vector<BenchRow> analytic = run_collective_bench(topo, BenchOp::AllReduce, 8, sizes, b);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    INFO("size " << sizes[i] << " B: folded " << folded[i].time_s * 1e6 << " µs, unfolded " << unfolded[i].time_s * 1e6
+                 << " µs, analytic " << analytic[i].time_s * 1e6 << " µs");
+    CHECK(folded[i].time_s == doctest::Approx(unfolded[i].time_s).epsilon(1e-6));
+    CHECK(folded[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(0.01));
+  }
+}
+
 TEST_CASE("flow: an AllToAll of more than 16 k simulated flows is timed by its closed form") {
   // Regression: 256 GPUs with --unfold (65,280 flows at once) ran for over 5 minutes.
   const Topology topo = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "32"}});
