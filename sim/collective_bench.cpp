@@ -101,12 +101,12 @@ BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, Be
                      .algorithm == CollectiveAlgorithm::Tree;
   }
   // One rank stands for the others only where they all see the same machine (design §9): not
-  // where the ranks fill their nodes unevenly (a short node's GPUs have NICs to themselves), not
   // for an AllToAll inside a node whose GPU pairs differ (NVLink pairs beside PCIe), and not for
   // SendRecv, whose ranks' sends and receives overlap (a mirror's send would start after the
-  // representative's). These simulate every rank.
-  if (!opt.unfold && (op == BenchOp::SendRecv || !topo.ranks_fill_nodes_alike(ranks) ||
-                      (op == BenchOp::AllToAll && !topo.uniform_within_nodes(all))))
+  // representative's). These simulate every rank. Ranks that fill their nodes unevenly (a short
+  // last node) fold: a ring's closed form covers every hop, and the representative's flows move
+  // no faster than their share of links it does not see the other ranks load (Task::Step).
+  if (!opt.unfold && (op == BenchOp::SendRecv || (op == BenchOp::AllToAll && !topo.uniform_within_nodes(all))))
     opt.unfold = true;
   const int simulated = (opt.unfold || rooted) ? ranks : 1;
   for (int r = 0; r < simulated; ++r) {

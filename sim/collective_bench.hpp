@@ -38,8 +38,8 @@ struct BenchRow {
 struct BenchOptions {
   ReplayOptions replay;
   bool unfold = false;  ///< simulate every rank (default: rank 0 alone, the others mirrors;
-                        ///< every rank is simulated anyway for Broadcast, Reduce, SendRecv, ranks
-                        ///< that fill their nodes unevenly, and AllToAll on a non-uniform node)
+                        ///< every rank is simulated anyway for Broadcast, Reduce, SendRecv, an
+                        ///< AllReduce run as a tree, and AllToAll on a non-uniform node)
   int channels = 0;     ///< 0: the replay's default
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
 };
