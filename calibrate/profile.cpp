@@ -5,14 +5,16 @@
 // are all those of version 1; inside the known sections (provenance excepted, whose extra keys
 // record where a measurement came from) an unknown key is an error, so that a typo cannot
 // silently fall back to a default. Version 2 adds optional keys to gemm, memory and attention
-// and the optional sections collectives and interference. Unknown top-level sections are
-// ignored: they belong to other readers.
+// and the optional sections collectives and interference (an error in a version-1 profile).
+// Unknown top-level sections are ignored, as other readers' sections, unless the name is within
+// two edits of one of ours (or equal ignoring case): that is a typo, and an error.
 #include "calibrate/profile.hpp"
 
 #include "calibrate/json_reader.hpp"
 #include "models/device_catalog.hpp"
 #include "sim/error.hpp"
 
+#include <cctype>
 #include <filesystem>
 #include <limits>
 
@@ -327,6 +329,25 @@ Profile load_profile(const std::string& path) {
   p.attention_source = r.string(attention, "attention", "source");
   if (v2 && attention.contains("points")) load_attention_points(r, attention, p);
 
+  // A top-level key that is not ours is another reader's, unless it is a near-miss of ours (a
+  // typo would otherwise fall back to defaults without a word); version-2 sections need version 2.
+  static const char* const kSections[] = {"schema", "version",   "device",    "provenance",   "gemm",  "memory",
+                                          "kernel", "network",   "attention", "collectives", "interference", "tuning"};
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& key = it.key();
+    std::string lower = key, near;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    bool ours = false;
+    for (const char* s : kSections) {
+      ours |= key == s;
+      if (key != s && (lower == s || (key.size() >= 4 && edit_distance(lower, s) <= 2))) near = s;
+    }
+    if (!ours && !near.empty())
+      r.fail(key, "expected a known section (did you mean \"" + near +
+                      "\"?), found an unknown key (other top-level keys are left to other readers)");
+  }
+  for (const char* s : {"collectives", "interference"})
+    if (!v2 && root.contains(s)) r.fail(s, "expected \"version\": 2 for this section, found a version-1 profile");
   if (v2 && root.contains("collectives")) load_collectives(r, root, p);
   if (v2 && root.contains("interference")) load_interference(r, root, p);
   if (root.contains("tuning")) load_tuning(r, root, p);

@@ -27,7 +27,8 @@
 //   "tree" or "nvls" (tree and nvls only for all_reduce); protocol: "LL", "LL128" or "Simple" (any case). Of the
 //   rules covering a collective, the one of least max_bytes applies; none: the model chooses.
 // Both versions load; unknown keys inside a known section are errors, unknown top-level
-// sections are ignored (they belong to other readers).
+// sections are ignored (they belong to other readers) unless within two edits of one of these
+// names (a typo: an error), and collectives/interference in a version-1 profile are errors.
 #pragma once
 
 #include "calibrate/profile_tables.hpp"

@@ -1,9 +1,11 @@
 #include "sim/error.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 namespace overlapsim {
 
@@ -38,6 +40,18 @@ void require_readable_file(const std::string& path, const std::string& what) {
 void check_failed(const char* expr, const char* file, int line, const std::string& msg) {
   std::fprintf(stderr, "overlapsim: internal error at %s:%d: %s (%s)\n", file, line, msg.c_str(), expr);
   std::abort();
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
 }
 
 }  // namespace overlapsim

@@ -6,6 +6,7 @@
 // use OVERLAPSIM_CHECK, which stays on in release builds and aborts with the location.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -40,6 +41,10 @@ class InputError : public std::runtime_error {
 /// Throws InputError if `path` is a directory or cannot be opened for reading; `what` names the
 /// kind of file expected ("a scenario", "a topology", ...).
 void require_readable_file(const std::string& path, const std::string& what);
+
+/// Levenshtein distance between `a` and `b` (insertions, deletions, substitutions), to suggest
+/// the key a typo meant in an error message.
+std::size_t edit_distance(const std::string& a, const std::string& b);
 
 [[noreturn]] void check_failed(const char* expr, const char* file, int line, const std::string& msg);
 

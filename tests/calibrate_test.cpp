@@ -506,6 +506,10 @@ TEST_CASE("profile v2: errors name the file and the JSON path") {
       {"v2_interference_type.json", "interference.points[1].num_sm", "found \"8\""},
       {"v2_version_3.json", "version", "expected 1 or 2, found 3"},
       {"v1_with_tables.json", "gemm.key_shapes", "found an unknown key"},
+      // A top-level typo of one of ours is an error, not another reader's section.
+      {"v2_section_typo.json", "colectives", "did you mean \"collectives\"?"},
+      {"v2_section_case.json", "Tuning", "did you mean \"tuning\"?"},
+      {"v1_with_collectives.json", "collectives", "expected \"version\": 2 for this section, found a version-1 profile"},
   };
   for (const Case& c : cases) {
     SUBCASE(c.file) {
@@ -522,6 +526,21 @@ TEST_CASE("profile v2: errors name the file and the JSON path") {
       CHECK(contains(msg, c.says));
     }
   }
+}
+
+TEST_CASE("profile: a top-level section far from ours is another reader's, and ignored") {
+  // v2_valid.json with "other_tool": {...} added loads as before.
+  const std::string path = kProfiles + "v2_valid.json";
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["other_tool"] = {{"anything", 1}};
+  const std::string copy = temp_path(".json");
+  std::ofstream(copy) << j.dump(2);
+  const Profile a = load_profile(path), b = load_profile(copy);
+  std::remove(copy.c_str());
+  CHECK(b.collectives.size() == a.collectives.size());
+  CHECK_FALSE(a.collectives.empty());
+  CHECK(b.gemm_max_efficiency == a.gemm_max_efficiency);
 }
 
 // ---------------------------------------------------------------- comparison
