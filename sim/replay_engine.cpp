@@ -392,7 +392,13 @@ void Replayer::on_activity_done(Task& t) {
       break;
     }
     case Task::P2PFlow: {
-      if (t.rank_idx >= 0) complete(t.rank_idx, t.op);  // the send op
+      if (t.rank_idx >= 0) {
+        // The send op. Into a mirror nobody posts the receive: keep no state for it (regression:
+        // TP 16 te-overlap kept millions, a fifth of an analytic run in hash lookups).
+        const bool to_mirror = rank_idx(s_.programs[t.rank_idx].ops[t.op].peer) < 0;
+        complete(t.rank_idx, t.op);
+        if (to_mirror) break;
+      }
       P2PState& st = p2p_[t.match];
       st.arrived = true;
       if (st.recv_ready) {
@@ -421,12 +427,13 @@ ReplayTimes Replayer::run() {
           throw std::runtime_error("replay deadlock: rank " + std::to_string(s_.programs[ri].rank) + " op " +
                                    std::to_string(oi) + " (" + s_.programs[ri].ops[oi].name + ") never completed");
   }
+  // Every message was received, or sent into a mirror (which keeps no state).
+  OVERLAPSIM_CHECK(p2p_.empty(), std::to_string(p2p_.size()) + " point-to-point messages left pending");
   for (const auto& v : times_.end_s)
     for (double e : v) times_.makespan_s = std::max(times_.makespan_s, e);
   if (opt_.record_flows) times_.flows = flows_.take();
   return times_;
 }
-
 
 }  // namespace detail
 
