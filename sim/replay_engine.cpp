@@ -429,6 +429,8 @@ ReplayTimes Replayer::run() {
   }
   // Every message was received, or sent into a mirror (which keeps no state).
   OVERLAPSIM_CHECK(p2p_.empty(), std::to_string(p2p_.size()) + " point-to-point messages left pending");
+  OVERLAPSIM_CHECK(colls_.empty(), std::to_string(colls_.size()) + " collectives left pending");
+  OVERLAPSIM_CHECK(p2p_holds_.empty(), std::to_string(p2p_holds_.size()) + " point-to-point SM holds left");
   for (const auto& v : times_.end_s)
     for (double e : v) times_.makespan_s = std::max(times_.makespan_s, e);
   if (opt_.record_flows) times_.flows = flows_.take();
