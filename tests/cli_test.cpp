@@ -351,3 +351,79 @@ TEST_CASE("analytic: a GPU's kernels end even when the clock has outgrown their 
   CHECK(r.strategies[0].iteration_s > 1e6);  // years: the TP collectives move MB at 10 B/s
   std::remove(topo_path.c_str());
 }
+
+TEST_CASE("collective --compare: a log's collective, ranks and sizes, its busbw and the error beside each row") {
+  const std::string logs = kSrc + "/tests/data/nccl-tests/";
+  const std::string a100 = kSrc + "/topologies/dgx-a100.yaml";
+  const Run r = run_cli("collective -t " + a100 + " --compare " + logs + "all_reduce_perf_8xa100.log");
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("AllReduce over 8 of 8 GPUs") != std::string::npos);
+  CHECK(r.output.find("compared with " + logs + "all_reduce_perf_8xa100.log: all_reduce, 8 ranks on 1 node(s)") !=
+        std::string::npos);
+  // The 1 GiB row: simulated time and busbw, the log's busbw from its time (1073741824 B in
+  // 8190... µs simulated; the log's out-of-place half, busbw printed 226.19), error = measured
+  // time / simulated time − 1.
+  std::istringstream lines(r.output);
+  std::string line;
+  int rows = 0;
+  bool seen = false;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    ++rows;
+    std::istringstream f(line);
+    double size = 0, count = 0, time_us = 0, algbw = 0, busbw = 0, measured = 0, err = 0;
+    std::string type, redop, root;
+    f >> size >> count >> type >> redop >> root >> time_us >> algbw >> busbw >> measured >> err;
+    REQUIRE(f);
+    if (size != 1073741824.0) continue;
+    seen = true;
+    CHECK(measured == doctest::Approx(226.19).epsilon(0.001));
+    CHECK(std::abs(err - 100 * (busbw / measured - 1)) < 0.06);  // printed to 0.1%
+  }
+  CHECK(seen);
+  CHECK(rows == 28);  // every size of the log, 8 B to 1 GiB
+  CHECK(r.output.find("# Compared from 1MiB on: ") != std::string::npos);
+  // --tolerance gates: exit status 1 and the count on stderr when a size is off by more.
+  const Run tight = run_cli("collective -t " + a100 + " --compare " + logs + "all_reduce_perf_8xa100.log --tolerance 1");
+  CHECK(tight.status == 1);
+  CHECK(tight.output.find("sizes from 1MiB on are off by more than 1% of") != std::string::npos);
+  CHECK(run_cli("collective -t " + a100 + " --compare " + logs + "all_reduce_perf_8xa100.log --tolerance 1000").status == 0);
+  // --compare-from: only 512 MiB and 1 GiB count (-0.1% and +1.4% on this log).
+  CHECK(run_cli("collective -t " + a100 + " --compare " + logs + "all_reduce_perf_8xa100.log --tolerance 2 "
+                "--compare-from 512MiB")
+            .status == 0);
+}
+
+TEST_CASE("collective --compare: what contradicts the log, or a topology too small for it, is refused") {
+  const std::string logs = kSrc + "/tests/data/nccl-tests/";
+  const std::string a100 = kSrc + "/topologies/dgx-a100.yaml";
+  const std::string h100 = kSrc + "/topologies/dgx-h100-superpod.yaml";
+  const std::string log = logs + "all_reduce_perf_8xa100.log";
+  struct Case {
+    std::string args, says;
+  };
+  const Case cases[] = {
+      {"-t " + a100 + " --compare " + log + " --sizes 1MiB:1GiB", "--sizes: not with --compare: the sizes are the log's"},
+      {"-t " + a100 + " --compare " + log + " -f 4", "--factor: not with --compare"},
+      {"-t " + a100 + " --compare " + log + " --op allgather", "--op: expected the log's collective (all_reduce"},
+      {"-t " + a100 + " --compare " + log + " -n 4", "--ranks: expected the log's 8 ranks"},
+      {"-t " + a100 + " --op allreduce --tolerance 5", "--tolerance: only with --compare"},
+      {"-t " + a100, "--op: expected a collective (or --compare LOG)"},
+      {"-t " + a100 + " --compare " + logs + "bad/bad_number.log", "bad_number.log:20"},
+      {"-t " + a100 + " --compare /nonexistent.log", "/nonexistent.log"},
+      // 16 ranks on 2 nodes against one H100 node: the error says how many nodes to give it.
+      {"-t " + h100 + " --override node.count=1 --compare " + logs + "reduce_scatter_perf_2x8xh100.log",
+       "the log ran 16 ranks but dgx-h100-superpod has 8 GPUs (give it more nodes, e.g. --override node.count=2)"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const Run r = run_cli("collective " + c.args);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(c.says) != std::string::npos);
+  }
+  const Run two = run_cli("collective -t " + h100 + " --override node.count=2 --compare " + logs +
+                          "reduce_scatter_perf_2x8xh100.log --fidelity analytic");
+  CHECK(two.status == 0);
+  CHECK(two.output.find("ReduceScatter over 16 of 16 GPUs") != std::string::npos);
+  CHECK(two.output.find("16 ranks on 2 node(s)") != std::string::npos);
+}

@@ -1,7 +1,11 @@
 // `overlapsim collective`: a simulated nccl-tests run, printed in nccl-tests' columns so that a
-// simulated curve can sit beside a real all_reduce_perf log.
+// simulated curve can sit beside a real all_reduce_perf log; with --compare LOG, beside it on
+// each line (the log's collective, rank count and sizes; error = (simulated − measured) / measured
+// busbw).
 #include "tools/overlapsim/commands.hpp"
 
+#include "calibrate/gpu_names.hpp"
+#include "calibrate/nccl_tests.hpp"
 #include "calibrate/profile.hpp"
 #include "models/device_catalog.hpp"
 #include "sim/collective_bench.hpp"
@@ -25,13 +29,16 @@ constexpr int kMaxRanks = 16384;
 
 void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   CLI::App* c = app.add_subcommand("collective", "time one collective over sizes, in nccl-tests' terms");
-  c->add_option("--op", a.op, "allreduce | allgather | reducescatter | alltoall | broadcast | reduce | sendrecv")
-      ->required();
-  c->add_option("--ranks,-n", a.ranks, "GPUs taking part (2 or more): ranks 0..N-1 of the topology (default: all)");
+  c->add_option("--op", a.op,
+                 "allreduce | allgather | reducescatter | alltoall | broadcast | reduce | sendrecv (required "
+                 "unless --compare gives it)");
+  c->add_option("--ranks,-n", a.ranks,
+                "GPUs taking part (2 or more): ranks 0..N-1 of the topology (default: all; --compare: the log's)");
   c->add_option("--topology,-t", a.topology, "topology YAML file")->required();
   c->add_option("--override", a.overrides, "topology override KEY=VALUE, e.g. node.count=16 (repeatable)");
-  c->add_option("--sizes", a.sizes, "FROM:TO with units, e.g. 8B:8GiB (nccl-tests -b/-e)");
-  c->add_option("--factor,-f", a.factor, "size multiplication factor (nccl-tests -f)")->check(CLI::Range(2, 1 << 20));
+  c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e)");
+  c->add_option("--factor,-f", a.factor, "size multiplication factor, default 2 (nccl-tests -f)")
+      ->check(CLI::Range(2, 1 << 20));
   c->add_option("--fidelity", a.fidelity, "flow | analytic");
   c->add_option("--protocol", a.protocol, "auto | ll | ll128 | simple (NCCL_PROTO)");
   c->add_option("--algo", a.algo, "auto | ring | tree | nvls (NCCL_ALGO; tree and nvls apply to allreduce only; nvls inside one Hopper NVSwitch node, else the ring)");
@@ -39,16 +46,58 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->check(CLI::Range(1, 64));
   c->add_option("--calibration", a.calibration, "profile JSON (default: the GPU's datasheet profile)");
   c->add_flag("--unfold", a.unfold, "simulate every rank instead of rank 0 with mirrors");
+  c->add_option("--compare", a.compare,
+                "an nccl-tests log (stdout of *_perf): simulate its collective, ranks and sizes and print its "
+                "busbw (from its times) and the error beside each row");
+  c->add_option("--tolerance", a.tolerance_pct,
+                "with --compare: exit status 1 when a size from --compare-from on is off by more than this many percent")
+      ->check(CLI::Range(0.0, 1e6));
+  c->add_option("--compare-from", a.compare_from, "with --compare: the smallest size the summary and --tolerance "
+                                                  "count (default 1MiB)");
 }
+
+namespace {
+
+/// The measured half of a log row the comparison uses: out-of-place, or in-place where the
+/// out-of-place half's #wrong column says it is not trustworthy; null when neither is.
+const NcclTestsHalf* measured_half(const NcclTestsRow& r) {
+  if (r.out_of_place.usable) return &r.out_of_place;
+  if (r.in_place.usable) return &r.in_place;
+  return nullptr;
+}
+
+}  // namespace
 
 int collective_command(const CollectiveArgs& a) {
   const SourceLocation cli{"<command line>", 0, 0};
+  // --compare: the log says what to run; flags that would say otherwise are refused.
+  const bool comparing = !a.compare.empty();
+  NcclTestsLog log;
+  if (comparing) {
+    // The log's own name for its collective (its "Collective test starting" line or file name)
+    // first; --op names it only for a log that does not.
+    try {
+      log = read_nccl_tests_log(a.compare);
+    } catch (const InputError&) {
+      if (a.op.empty()) throw;
+      log = read_nccl_tests_log(a.compare, nccl_tests_collective(a.op));
+    }
+    if (!a.sizes.empty() || a.factor != 0)
+      throw InputError(cli, a.sizes.empty() ? "--factor" : "--sizes",
+                       "not with --compare: the sizes are the log's (" + a.compare + ")");
+  } else if (a.tolerance_pct >= 0) {
+    throw InputError(cli, "--tolerance", "only with --compare LOG (the measurements to hold the simulation to)");
+  }
+  if (a.op.empty() && !comparing) throw InputError(cli, "--op", "expected a collective (or --compare LOG), found none");
   BenchOp op;
   try {
-    op = parse_bench_op(a.op);
+    op = parse_bench_op(comparing && a.op.empty() ? log.collective : a.op);
   } catch (const std::invalid_argument& e) {
     throw InputError(cli, "--op", e.what());
   }
+  if (comparing && !a.op.empty() && nccl_tests_collective(a.op) != log.collective)
+    throw InputError(cli, "--op", "expected the log's collective (" + log.collective + ", " + a.compare + "), found '" +
+                                      a.op + "'");
   TopologyOverrides ov;
   for (const auto& kv : a.overrides) {
     const auto eq = kv.find('=');
@@ -59,12 +108,21 @@ int collective_command(const CollectiveArgs& a) {
   if (topo.num_gpus() < 2)
     throw InputError(SourceLocation{a.topology, 0, 0}, "node.gpus",
                      fmt::format("the topology has {} GPU; a collective needs at least 2", topo.num_gpus()));
-  const int ranks = a.ranks == kAllRanks ? topo.num_gpus() : a.ranks;
+  if (comparing && a.ranks != kAllRanks && a.ranks != log.ranks)
+    throw InputError(cli, "--ranks", fmt::format("expected the log's {} ranks ({}), found {}", log.ranks, a.compare, a.ranks));
+  if (comparing && log.ranks > topo.num_gpus()) {
+    const int per_node = std::max(1, topo.gpus_per_node);
+    throw InputError(cli, "--topology",
+                     fmt::format("the log ran {} ranks but {} has {} GPUs (give it more nodes, e.g. --override "
+                                 "node.count={})",
+                                 log.ranks, topo.name, topo.num_gpus(), (log.ranks + per_node - 1) / per_node));
+  }
+  const int ranks = comparing ? log.ranks : a.ranks == kAllRanks ? topo.num_gpus() : a.ranks;
   // One rank has nothing to communicate (nccl-tests would time a local copy, which this does
   // not model): refuse it rather than print zeros.
   if (ranks < 2 || ranks > topo.num_gpus())
-    throw InputError(cli, "--ranks", fmt::format("expected 2 to {} (the GPUs of {}), found {}", topo.num_gpus(),
-                                                 topo.name, ranks));
+    throw InputError(comparing ? SourceLocation{a.compare, 0, 0} : cli, "--ranks",
+                     fmt::format("expected 2 to {} (the GPUs of {}), found {}", topo.num_gpus(), topo.name, ranks));
   if (ranks > kMaxRanks)
     throw InputError(cli, "--ranks", fmt::format("expected at most {} ranks in one collective, found {} (the "
                                                  "topology's GPUs unless --ranks says fewer)",
@@ -73,17 +131,28 @@ int collective_command(const CollectiveArgs& a) {
     throw InputError(cli, "--unfold", fmt::format("simulates every rank; expected at most {} ranks, found {} (drop "
                                                   "--unfold: rank 0 with mirrors times the same collective)",
                                                   kMaxUnfoldedRanks, ranks));
-  const auto colon = a.sizes.find(':');
-  if (colon == std::string::npos) throw InputError(cli, "--sizes", "expected FROM:TO such as 8B:8GiB, found '" + a.sizes + "'");
   std::vector<double> sizes;
+  if (comparing) {
+    for (const NcclTestsRow& r : log.rows) sizes.push_back(static_cast<double>(r.size_bytes));
+  } else {
+    const std::string range = a.sizes.empty() ? "8B:8GiB" : a.sizes;
+    const auto colon = range.find(':');
+    if (colon == std::string::npos) throw InputError(cli, "--sizes", "expected FROM:TO such as 8B:8GiB, found '" + range + "'");
+    try {
+      const double from = parse_bytes(range.substr(0, colon)), to = parse_bytes(range.substr(colon + 1));
+      if (from != std::floor(from) || to != std::floor(to) || from < 1)
+        throw std::invalid_argument("expected whole numbers of bytes >= 1B");
+      sizes = size_range(from, to, a.factor == 0 ? 2.0 : a.factor);
+      for (double& s : sizes) s = std::floor(s);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(cli, "--sizes", std::string(e.what()) + " (in '" + range + "')");
+    }
+  }
+  double compare_from = 0;
   try {
-    const double from = parse_bytes(a.sizes.substr(0, colon)), to = parse_bytes(a.sizes.substr(colon + 1));
-    if (from != std::floor(from) || to != std::floor(to) || from < 1)
-      throw std::invalid_argument("expected whole numbers of bytes >= 1B");
-    sizes = size_range(from, to, a.factor);
-    for (double& s : sizes) s = std::floor(s);
+    compare_from = parse_bytes(a.compare_from);
   } catch (const std::invalid_argument& e) {
-    throw InputError(cli, "--sizes", std::string(e.what()) + " (in '" + a.sizes + "')");
+    throw InputError(cli, "--compare-from", e.what());
   }
 
   const DeviceSpec& dev = device_spec(topo.gpu_model());
@@ -102,13 +171,37 @@ int collective_command(const CollectiveArgs& a) {
       throw InputError(cli, "--fidelity", e.what());
     }
   }
-  if (ascii_lower(a.protocol) != "auto") {
-    opt.replay.collectives.protocol_auto = false;
-    if (!parse_protocol(a.protocol, &opt.replay.collectives.protocol))
-      throw InputError(cli, "--protocol", "expected auto, ll, ll128 or simple, found '" + a.protocol + "'");
+  // The log's NCCL_PROTO / NCCL_ALGO (from NCCL's INFO lines) where the flags do not say; an
+  // algorithm the simulator does not model (CollNet, NVLS_TREE, PAT) is noted and left automatic.
+  std::vector<std::string> notes;
+  std::string protocol = a.protocol.empty() ? "auto" : a.protocol;
+  std::string algo = a.algo.empty() ? "auto" : a.algo;
+  if (comparing && a.protocol.empty() && log.protocol != "auto") {
+    protocol = log.protocol;
+    notes.push_back("NCCL_PROTO=" + log.protocol + " as the log ran it");
   }
-  if (!parse_algorithm(a.algo, &opt.algorithm))
-    throw InputError(cli, "--algo", "expected auto, ring, tree or nvls, found '" + a.algo + "'");
+  if (comparing && a.algo.empty() && log.algorithm != "auto") {
+    CollectiveAlgorithm probe;
+    if (parse_algorithm(log.algorithm, &probe)) {
+      algo = log.algorithm;
+      notes.push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
+    } else notes.push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which is not modelled: algorithm chosen automatically");
+  }
+  if (ascii_lower(protocol) != "auto") {
+    opt.replay.collectives.protocol_auto = false;
+    if (!parse_protocol(protocol, &opt.replay.collectives.protocol))
+      throw InputError(cli, "--protocol", "expected auto, ll, ll128 or simple, found '" + protocol + "'");
+  }
+  if (!parse_algorithm(algo, &opt.algorithm))
+    throw InputError(cli, "--algo", "expected auto, ring, tree or nvls, found '" + algo + "'");
+  if (comparing) {
+    const std::string m = device_model_for_gpu_name(log.gpu_name);
+    if (!m.empty() && m != dev.model)
+      notes.push_back("the log's GPUs are " + log.gpu_name + " (" + m + "), the topology's " + dev.model);
+    const int nodes = topo.node_of(ranks - 1) + 1;
+    if (nodes != log.nodes)
+      notes.push_back(fmt::format("the log's ranks ran on {} node(s), here on {}", log.nodes, nodes));
+  }
   opt.replay.link_efficiency.nvlink = profile.nvlink_efficiency;
   opt.replay.link_efficiency.network = profile.network_efficiency;
   opt.replay.link_efficiency.pcie = profile.pcie_efficiency;
@@ -119,20 +212,64 @@ int collective_command(const CollectiveArgs& a) {
   std::cout << fmt::format("# overlapsim collective: {} over {} of {} GPUs of {} ({}), {} fidelity, profile {}\n",
                            to_string(op), ranks, topo.num_gpus(), topo.name, topo.gpu_model(),
                            to_string(opt.replay.fidelity), profile_path);
-  std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}  {}\n", "size", "count", "type",
-                           "redop", "root", "time", "algbw", "busbw", "algorithm");
-  std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}  {}\n", "(B)", "(elements)", "", "", "",
-                           "(us)", "(GB/s)", "(GB/s)", "(/protocol/channels)");
+  if (comparing)
+    std::cout << fmt::format("# compared with {}: {}, {} ranks on {} node(s){}{}; measured: busbw from the "
+                             "out-of-place time (in-place where #wrong flags it)\n",
+                             a.compare, log.collective, log.ranks, log.nodes,
+                             log.gpu_name.empty() ? "" : ", " + log.gpu_name,
+                             log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
+  for (const std::string& n : notes) std::cout << "# note: " << n << "\n";
+  const std::string extra_head = comparing ? fmt::format(" {:>9} {:>8}", "measured", "error") : "";
+  const std::string extra_unit = comparing ? fmt::format(" {:>9} {:>8}", "(GB/s)", "(%)") : "";
+  std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}{}  {}\n", "size", "count", "type",
+                           "redop", "root", "time", "algbw", "busbw", extra_head, "algorithm");
+  std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}{}  {}\n", "(B)", "(elements)", "", "", "",
+                           "(us)", "(GB/s)", "(GB/s)", extra_unit, "(/protocol/channels)");
   const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
   const bool reduces = op == BenchOp::AllReduce || op == BenchOp::ReduceScatter || op == BenchOp::Reduce;
   double sum_busbw = 0;
-  for (const auto& r : rows) {
-    std::cout << fmt::format("  {:>12.0f} {:>12.0f} {:>6} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}  {}\n", r.size_bytes,
-                             std::floor(r.size_bytes / 4), "float", reduces ? "sum" : "none", rooted ? "0" : "-1", r.time_s * 1e6,
-                             r.algbw_Bps / 1e9, r.busbw_Bps / 1e9, r.plan);
+  int counted = 0, within = 0, over = 0;
+  double worst = 0, worst_size = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const BenchRow& r = rows[i];
+    std::string extra;
+    if (comparing) {
+      // From the log's time (its busbw column is rounded to 0.01 GB/s): the same size and group,
+      // so measured busbw = simulated busbw · simulated time / measured time.
+      const NcclTestsHalf* m = measured_half(log.rows[i]);
+      if (!m || m->time_us <= 0 || r.time_s <= 0) {
+        extra = fmt::format(" {:>9} {:>8}", "n/a", "-");
+      } else {
+        const double measured_GBps = r.busbw_Bps / 1e9 * (r.time_s * 1e6) / m->time_us;
+        const double err = m->time_us / (r.time_s * 1e6) - 1;
+        extra = fmt::format(" {:>9.2f} {:>+8.1f}", measured_GBps, 100 * err);
+        if (r.size_bytes >= compare_from) {
+          ++counted;
+          if (std::abs(err) <= 0.10) ++within;
+          if (a.tolerance_pct >= 0 && std::abs(err) * 100 > a.tolerance_pct) ++over;
+          if (std::abs(err) > std::abs(worst)) worst = err, worst_size = r.size_bytes;
+        }
+      }
+    }
+    std::cout << fmt::format("  {:>12.0f} {:>12.0f} {:>6} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}  {}\n", r.size_bytes,
+                             std::floor(r.size_bytes / 4), "float", reduces ? "sum" : "none", rooted ? "0" : "-1",
+                             r.time_s * 1e6, r.algbw_Bps / 1e9, r.busbw_Bps / 1e9, extra, r.plan);
     sum_busbw += r.busbw_Bps;
   }
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : sum_busbw / rows.size() / 1e9);
+  if (comparing) {
+    if (counted == 0) {
+      std::cout << fmt::format("# Compared: no measured size from {} on\n", a.compare_from);
+    } else {
+      std::cout << fmt::format("# Compared from {} on: {} of {} sizes within 10%; largest error {:+.1f}% at {:.0f} B\n",
+                               a.compare_from, within, counted, 100 * worst, worst_size);
+    }
+    if (over > 0) {
+      std::cerr << fmt::format("overlapsim: {} of {} sizes from {} on are off by more than {}% of {}\n", over, counted,
+                               a.compare_from, a.tolerance_pct, a.compare);
+      return 1;
+    }
+  }
   return 0;
 }
 

@@ -37,18 +37,21 @@ int topo_command(const TopoArgs& args);
 inline constexpr int kAllRanks = std::numeric_limits<int>::min();
 
 struct CollectiveArgs {
-  std::string op;
-  int ranks = kAllRanks;  ///< kAllRanks (flag not given): every GPU of the topology
+  std::string op;         ///< "" with --compare: the log's collective
+  int ranks = kAllRanks;  ///< kAllRanks (flag not given): every GPU of the topology (--compare: the log's)
   std::string topology;
   std::vector<std::string> overrides;
-  std::string sizes = "8B:8GiB";
-  double factor = 2;
+  std::string sizes;      ///< "" (flag not given): 8B:8GiB, or the log's sizes with --compare
+  double factor = 0;      ///< 0 (flag not given): 2
   std::string fidelity;
-  std::string protocol = "auto";
-  std::string algo = "auto";
+  std::string protocol;   ///< "" (flag not given): auto, or the log's NCCL_PROTO with --compare
+  std::string algo;       ///< "" (flag not given): auto, or the log's NCCL_ALGO with --compare
   int channels = 0;
   std::string calibration;
   bool unfold = false;
+  std::string compare;      ///< an nccl-tests log to compare with ("" none)
+  double tolerance_pct = -1;  ///< with --compare: exit 1 when a size >= compare_from is off by more (< 0: never)
+  std::string compare_from = "1MiB";
 };
 void add_collective_command(CLI::App& app, CollectiveArgs& args);
 int collective_command(const CollectiveArgs& args);
