@@ -93,23 +93,40 @@ BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, Be
   // ranks (the root first): time it on every rank, so that the slowest is seen whether or not
   // --unfold is given (a tree simulates every member's flows anyway).
   const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
+  // A tree too large for its flows (kMaxTreeFlows) is timed by its closed form in both
+  // fidelities: rank 0 and the member that ends last stand for it (regression: 16,384 ranks
+  // unfolded grew past 24 GB and were killed).
+  int slowest = -1;
   if (op == BenchOp::AllReduce && !opt.unfold) {
     CollectiveOptions co = opt.replay.collectives;
     if (opt.algorithm != CollectiveAlgorithm::Auto) co.algorithm = opt.algorithm;
-    opt.unfold = plan_collective(topo, opt.replay.link_efficiency, all, CollectiveKind::AllReduce, size, opt.channels,
-                                 co)
-                     .algorithm == CollectiveAlgorithm::Tree;
+    const CollectivePlan pl =
+        plan_collective(topo, opt.replay.link_efficiency, all, CollectiveKind::AllReduce, size, opt.channels, co);
+    if (pl.algorithm == CollectiveAlgorithm::Tree && pl.tree_flows() > kMaxTreeFlows) {
+      const std::vector<double> ends = pl.member_ends_s();
+      slowest = static_cast<int>(std::max_element(ends.begin(), ends.end()) - ends.begin());
+    } else {
+      opt.unfold = pl.algorithm == CollectiveAlgorithm::Tree;
+    }
   }
   // One rank stands for the others only where they all see the same machine (design §9): not
-  // for an AllToAll inside a node whose GPU pairs differ (NVLink pairs beside PCIe), and not for
-  // SendRecv, whose ranks' sends and receives overlap (a mirror's send would start after the
-  // representative's). These simulate every rank. Ranks that fill their nodes unevenly (a short
-  // last node) fold: a ring's closed form covers every hop, and the representative's flows move
-  // no faster than their share of links it does not see the other ranks load (Task::Step).
-  if (!opt.unfold && (op == BenchOp::SendRecv || (op == BenchOp::AllToAll && !topo.uniform_within_nodes(all))))
+  // for an AllToAll where the ranks fill their nodes unevenly (a short node's GPUs have NICs to
+  // themselves: 9 ranks over 8 + 1 GPUs at 1 GiB took 4993 µs folded against 39791 µs) or inside
+  // a node whose GPU pairs differ (NVLink pairs beside PCIe), and not for SendRecv, whose ranks'
+  // sends and receives overlap (a mirror's send would start after the representative's). These
+  // simulate every rank. Rings over ranks that fill their nodes unevenly (a short last node)
+  // fold: their closed form covers every hop, and the representative's flows move no faster than
+  // their share of links it does not see the other ranks load (Task::Step).
+  if (!opt.unfold && (op == BenchOp::SendRecv ||
+                      (op == BenchOp::AllToAll && (!topo.ranks_fill_nodes_alike(ranks) || !topo.uniform_within_nodes(all)))))
     opt.unfold = true;
-  const int simulated = (opt.unfold || rooted) ? ranks : 1;
-  for (int r = 0; r < simulated; ++r) {
+  std::vector<int> simulated{0};
+  if (opt.unfold || rooted) {
+    simulated = all;
+  } else if (slowest > 0) {
+    simulated.push_back(slowest);
+  }
+  for (int r : simulated) {
     RankProgram p{r, 1, {}};
     if (op == BenchOp::SendRecv && ranks >= 2) {
       // nccl-tests sendrecv_perf: every rank sends to the next and receives from the previous.

@@ -224,6 +224,12 @@ struct CollectivePlan {
   long long tree_flows() const;
 };
 
+/// Most flows a tree AllReduce may issue in flow fidelity (every member's, mirrors included:
+/// a tree has no symmetry for a representative to stand for), or an AllToAll's simulated members
+/// at once; above, it is timed by its closed form like in analytic fidelity, and meets no other
+/// traffic.
+inline constexpr long long kMaxTreeFlows = 1LL << 14;
+
 /// Channel `channel`'s tree over the group (header: dtree c mod 2 between nodes, rotated chains
 /// inside them); parent and children only, no hops measured. REQUIRES: ranks.size() >= 1.
 TreePlan build_tree(const Topology& topo, const std::vector<int>& ranks, int channel);

@@ -24,11 +24,6 @@ inline constexpr double kGpuSpeed = 1e9;
 /// Most flows per step (members × channels) for which an uneven ring's mirrors are simulated;
 /// above, a representative's flows take each channel's bottleneck hop.
 inline constexpr int kMaxMirroredFlowsPerStep = 64;
-/// Most flows a tree AllReduce may issue in flow fidelity (every member's, mirrors included:
-/// a tree has no symmetry for a representative to stand for), or an AllToAll's simulated members
-/// at once; above, it is timed by its closed form like in analytic fidelity, and meets no other
-/// traffic.
-inline constexpr long long kMaxTreeFlows = 1LL << 14;
 
 /// What a SimGrid activity stands for.
 struct Task {

@@ -318,6 +318,9 @@ TEST_CASE("collective bench: folded equals unfolded where one rank cannot stand 
       {"/topologies/dgx-h100-superpod.yaml", {{"node.count", "4"}}, BenchOp::AllReduce, 28, 64.0 * 1024 * 1024},
       {"/topologies/dgx-a100.yaml", {}, BenchOp::SendRecv, 8, 8.0 * 1024 * 1024},
       {"/topologies/a6000-8gpu-nvlink-pairs.yaml", {}, BenchOp::AllToAll, 8, 64.0 * 1024 * 1024},
+      // An AllToAll over 8 + 1 GPUs: the short node's GPU sends 8/9 of its buffer through one
+      // NIC (regression: 4993 µs folded against 39791 µs once rings over such layouts folded).
+      {"/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}}, BenchOp::AllToAll, 9, 1024.0 * 1024 * 1024},
   };
   for (const Case& c : cases) {
     const Topology topo = load_topology(kSrc + c.topology, c.overrides);
@@ -361,6 +364,26 @@ TEST_CASE("a folded ring's representative on its bottleneck hop moves no faster 
     CHECK(folded[i].time_s == doctest::Approx(unfolded[i].time_s).epsilon(1e-6));
     CHECK(folded[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(0.01));
   }
+}
+
+TEST_CASE("collective bench: a tree timed by its closed form is timed on its slowest member, not every rank") {
+  // Above kMaxTreeFlows a tree is its closed form in both fidelities; the bench simulates rank 0
+  // and the member that ends last (regression: 16,384 ranks unfolded grew past 24 GB).
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "64"}});
+  BenchOptions b;
+  b.algorithm = CollectiveAlgorithm::Tree;
+  const double size = 16.0 * 1024 * 1024;
+  CollectiveOptions tree;
+  tree.algorithm = CollectiveAlgorithm::Tree;
+  const CollectivePlan t = plan_collective(topo, b.replay.link_efficiency, first(512), CollectiveKind::AllReduce, size,
+                                           0, tree);
+  REQUIRE(t.tree_flows() > kMaxTreeFlows);
+  const double folded = run_collective_bench(topo, BenchOp::AllReduce, 512, {size}, b).at(0).time_s;
+  b.unfold = true;
+  const double unfolded = run_collective_bench(topo, BenchOp::AllReduce, 512, {size}, b).at(0).time_s;
+  CHECK(folded == doctest::Approx(unfolded).epsilon(1e-9));
+  const std::vector<double> ends = t.member_ends_s();
+  CHECK(folded == doctest::Approx(*std::max_element(ends.begin(), ends.end())).epsilon(1e-9));
 }
 
 TEST_CASE("flow: an AllToAll of more than 16 k simulated flows is timed by its closed form") {
