@@ -254,6 +254,12 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
       if (t.size() >= 2 && t[0] == "nccl-tests" && t[1] == "version") {
         for (const auto& w : t)
           if (w.rfind("nccl-library=", 0) == 0) log.nccl_version = version_from_code(std::atol(w.c_str() + 13));
+      } else if (!log.rows.empty() && (rest.find("Collective test starting:") != std::string::npos ||
+                                        (t[0] == "nThread" && t.size() >= 4 && t[2] == "nGpus"))) {
+        // Two runs pasted into one file would be read as one curve (of the first's collective).
+        throw InputError(SourceLocation{path, number, 0}, "",
+                         "expected one nccl-tests run per file, found a second one starting here (the first's rows "
+                         "end at line " + std::to_string(log.rows.back().line) + ")");
       } else if (rest.find("Collective test starting:") != std::string::npos) {
         log.program = t.back();
       } else if (t[0] == "nThread" && t.size() >= 4 && t[2] == "nGpus") {
@@ -275,6 +281,11 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
       continue;
     }
     const std::vector<std::string> t = split(line);
+    double first_number = 0;
+    if (!is_unsigned(t[0]) && have_layout && static_cast<int>(t.size()) == layout.columns &&
+        parse_double(t[0], &first_number))
+      // A result row whose size is negative, fractional or in exponent form: not silently skipped.
+      throw InputError(SourceLocation{path, number, 0}, "", "expected a size in whole bytes, found '" + t[0] + "'");
     if (!is_unsigned(t[0])) {
       // NCCL's own INFO lines (NCCL_DEBUG=INFO) tell the forced algorithm/protocol and the version.
       const auto info = line.find("NCCL INFO ");
@@ -308,6 +319,8 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
     row.line = number;
     double v = 0;
     if (!parse_double(t[0], &v)) throw InputError(SourceLocation{path, number, 0}, "", "expected a size in bytes, found '" + t[0] + "'");
+    if (v > 0x1p62)  // 4 EiB: beyond any buffer (and past int64 a cast would wrap)
+      throw InputError(SourceLocation{path, number, 0}, "", "expected a size of at most 2^62 bytes, found '" + t[0] + "'");
     row.size_bytes = static_cast<int64_t>(v);
     if (!is_unsigned(t[1]))
       throw InputError(SourceLocation{path, number, 0}, "", "expected an element count in column 2, found '" + t[1] + "'");
@@ -341,7 +354,8 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
   if (log.collective.empty())
     throw InputError(SourceLocation{path, 0, 0}, "",
                      "cannot tell which collective this log measured (it has no \"# Collective test starting\" line and "
-                     "the file name names none); expected a file name such as all_reduce_perf.log, or --collective NAME");
+                     "the file name names none); expected a file name such as all_reduce_perf.log, or the collective "
+                     "named on the command line");
   if (log.rows.empty())
     throw InputError(SourceLocation{path, 0, 0}, "",
                      "expected nccl-tests result rows (size count type ... time algbw busbw ...), found none");

@@ -260,6 +260,25 @@ Profile load_profile(const std::string& path) {
   Profile p;
   p.path = path;
 
+  // A top-level key that is not ours is another reader's, unless it is a near-miss of ours (a
+  // typo of an optional section would otherwise fall back to defaults without a word; of a
+  // required one, it would be reported as missing). Checked before any section is read.
+  static const char* const kSections[] = {"schema", "version",   "device",    "provenance",   "gemm",  "memory",
+                                          "kernel", "network",   "attention", "collectives", "interference", "tuning"};
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& key = it.key();
+    std::string lower = key, near;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    bool ours = false;
+    for (const char* s : kSections) {
+      ours |= key == s;
+      if (key != s && (lower == s || (key.size() >= 4 && edit_distance(lower, s) <= 2))) near = s;
+    }
+    if (!ours && !near.empty())
+      r.fail(key, "expected a known section (did you mean \"" + near +
+                      "\"?), found an unknown key (other top-level keys are left to other readers)");
+  }
+
   const json& schema = r.get(root, "schema", "schema", std::string("\"") + kSchema + "\"");
   if (!schema.is_string() || schema.get<std::string>() != kSchema)
     r.fail("schema", std::string("expected \"") + kSchema + "\", found " + describe(schema));
@@ -269,7 +288,6 @@ Profile load_profile(const std::string& path) {
     r.fail("version", "expected 1 or 2, found " + describe(version));
   p.version = static_cast<int>(version.get<long long>());
   const bool v2 = p.version >= 2;
-
   const json& device = r.get(root, "device", "device", "a device model");
   if (!device.is_string() || !is_known_device(device.get<std::string>())) {
     std::string known;
@@ -329,23 +347,6 @@ Profile load_profile(const std::string& path) {
   p.attention_source = r.string(attention, "attention", "source");
   if (v2 && attention.contains("points")) load_attention_points(r, attention, p);
 
-  // A top-level key that is not ours is another reader's, unless it is a near-miss of ours (a
-  // typo would otherwise fall back to defaults without a word); version-2 sections need version 2.
-  static const char* const kSections[] = {"schema", "version",   "device",    "provenance",   "gemm",  "memory",
-                                          "kernel", "network",   "attention", "collectives", "interference", "tuning"};
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string& key = it.key();
-    std::string lower = key, near;
-    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    bool ours = false;
-    for (const char* s : kSections) {
-      ours |= key == s;
-      if (key != s && (lower == s || (key.size() >= 4 && edit_distance(lower, s) <= 2))) near = s;
-    }
-    if (!ours && !near.empty())
-      r.fail(key, "expected a known section (did you mean \"" + near +
-                      "\"?), found an unknown key (other top-level keys are left to other readers)");
-  }
   for (const char* s : {"collectives", "interference"})
     if (!v2 && root.contains(s)) r.fail(s, "expected \"version\": 2 for this section, found a version-1 profile");
   if (v2 && root.contains("collectives")) load_collectives(r, root, p);

@@ -263,6 +263,11 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
       {"no_rows.log", 0, "found none"},
       {"unknown_collective.log", 0, "found hypercube_perf"},
       {"unnamed.log", 0, "cannot tell which collective"},
+      // A size that is not whole bytes, or too large for any buffer, is not a row to skip; two
+      // runs in one file are not one curve.
+      {"negative_size.log", 21, "expected a size in whole bytes, found '-64'"},
+      {"huge_size.log", 21, "expected a size of at most 2^62 bytes, found '18446744073709551616'"},
+      {"two_runs.log", 45, "expected one nccl-tests run per file, found a second one starting here"},
   };
   for (const Case& c : cases) {
     SUBCASE(c.file) {

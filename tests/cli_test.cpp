@@ -411,6 +411,13 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       {"-t " + a100, "--op: expected a collective (or --compare LOG)"},
       {"-t " + a100 + " --compare " + logs + "bad/bad_number.log", "bad_number.log:20"},
       {"-t " + a100 + " --compare /nonexistent.log", "/nonexistent.log"},
+      {"-t " + a100 + " --compare " + log + " --tolerance nan", "--tolerance: expected a percentage, found nan"},
+      {"-t " + a100 + " --op allreduce --compare-from 4MiB", "--compare-from: only with --compare"},
+      // Another GPU's log against this topology is a mistake, not a comparison.
+      {"-t " + a100 + " --compare " + logs + "all_reduce_perf_8xh100.log",
+       "expected GPUs of the topology's model (a100-sxm4-80gb), found a log of NVIDIA H100 80GB HBM3"},
+      {"-t " + h100 + " --override node.count=1 --compare " + logs + "bad/two_runs.log", "two_runs.log:45:"},
+      {"-t " + h100 + " --override node.count=1 --compare " + logs + "bad/negative_size.log", "negative_size.log:21:"},
       // 16 ranks on 2 nodes against one H100 node: the error says how many nodes to give it.
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "reduce_scatter_perf_2x8xh100.log",
        "the log ran 16 ranks but dgx-h100-superpod has 8 GPUs (give it more nodes, e.g. --override node.count=2)"},
@@ -421,6 +428,10 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
     CHECK(r.status == 2);
     CHECK(r.output.find(c.says) != std::string::npos);
   }
+  // A gate that compared nothing does not pass.
+  const Run none = run_cli("collective -t " + a100 + " --compare " + log + " --compare-from 2GiB --tolerance 1");
+  CHECK(none.status == 1);
+  CHECK(none.output.find("--tolerance: no usable measured size from 2GiB on") != std::string::npos);
   const Run two = run_cli("collective -t " + h100 + " --override node.count=2 --compare " + logs +
                           "reduce_scatter_perf_2x8xh100.log --fidelity analytic");
   CHECK(two.status == 0);

@@ -85,9 +85,12 @@ int collective_command(const CollectiveArgs& a) {
     if (!a.sizes.empty() || a.factor != 0)
       throw InputError(cli, a.sizes.empty() ? "--factor" : "--sizes",
                        "not with --compare: the sizes are the log's (" + a.compare + ")");
-  } else if (a.tolerance_pct >= 0) {
+  } else if (a.tolerance_pct >= 0 || std::isnan(a.tolerance_pct)) {
     throw InputError(cli, "--tolerance", "only with --compare LOG (the measurements to hold the simulation to)");
+  } else if (a.compare_from != "1MiB") {
+    throw InputError(cli, "--compare-from", "only with --compare LOG");
   }
+  if (std::isnan(a.tolerance_pct)) throw InputError(cli, "--tolerance", "expected a percentage, found nan");
   if (a.op.empty() && !comparing) throw InputError(cli, "--op", "expected a collective (or --compare LOG), found none");
   BenchOp op;
   try {
@@ -176,16 +179,26 @@ int collective_command(const CollectiveArgs& a) {
   std::vector<std::string> notes;
   std::string protocol = a.protocol.empty() ? "auto" : a.protocol;
   std::string algo = a.algo.empty() ? "auto" : a.algo;
+  // A list or an exclusion ("Simple,LL128", "^NVLS") is not one choice: the simulation then
+  // chooses among what it models, which the note says.
   if (comparing && a.protocol.empty() && log.protocol != "auto") {
-    protocol = log.protocol;
-    notes.push_back("NCCL_PROTO=" + log.protocol + " as the log ran it");
+    Protocol probe;
+    if (parse_protocol(log.protocol, &probe)) {
+      protocol = log.protocol;
+      notes.push_back("NCCL_PROTO=" + log.protocol + " as the log ran it");
+    } else {
+      notes.push_back("the log ran NCCL_PROTO=" + log.protocol + ", not one protocol: chosen automatically here");
+    }
   }
   if (comparing && a.algo.empty() && log.algorithm != "auto") {
     CollectiveAlgorithm probe;
-    if (parse_algorithm(log.algorithm, &probe)) {
+    if (parse_algorithm(log.algorithm, &probe) && (probe == CollectiveAlgorithm::Ring || op == BenchOp::AllReduce)) {
       algo = log.algorithm;
       notes.push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
-    } else notes.push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which is not modelled: algorithm chosen automatically");
+    } else {
+      notes.push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which is not one algorithm modelled for " +
+                      log.collective + ": chosen automatically here");
+    }
   }
   if (ascii_lower(protocol) != "auto") {
     opt.replay.collectives.protocol_auto = false;
@@ -197,7 +210,11 @@ int collective_command(const CollectiveArgs& a) {
   if (comparing) {
     const std::string m = device_model_for_gpu_name(log.gpu_name);
     if (!m.empty() && m != dev.model)
-      notes.push_back("the log's GPUs are " + log.gpu_name + " (" + m + "), the topology's " + dev.model);
+      throw InputError(SourceLocation{a.compare, 0, 0}, "",
+                       "expected GPUs of the topology's model (" + dev.model + "), found a log of " + log.gpu_name +
+                           " (" + m + "): compare it with a topology of those GPUs");
+    if (m.empty() && !log.gpu_name.empty())
+      notes.push_back("the log's GPUs (" + log.gpu_name + ") are not in the device catalog; compared with " + dev.model);
     const int nodes = topo.node_of(ranks - 1) + 1;
     if (nodes != log.nodes)
       notes.push_back(fmt::format("the log's ranks ran on {} node(s), here on {}", log.nodes, nodes));
@@ -219,6 +236,10 @@ int collective_command(const CollectiveArgs& a) {
                              log.gpu_name.empty() ? "" : ", " + log.gpu_name,
                              log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version);
   for (const std::string& n : notes) std::cout << "# note: " << n << "\n";
+  for (const std::string& w : log.warnings) {  // the reader's (FAILED bounds, rows left out, a guessed rank count)
+    std::cout << "# warning: " << w << "\n";
+    std::cerr << "overlapsim: warning: " << w << "\n";
+  }
   const std::string extra_head = comparing ? fmt::format(" {:>9} {:>8}", "measured", "error") : "";
   const std::string extra_unit = comparing ? fmt::format(" {:>9} {:>8}", "(GB/s)", "(%)") : "";
   std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}{}  {}\n", "size", "count", "type",
@@ -229,6 +250,7 @@ int collective_command(const CollectiveArgs& a) {
   const bool reduces = op == BenchOp::AllReduce || op == BenchOp::ReduceScatter || op == BenchOp::Reduce;
   double sum_busbw = 0;
   int counted = 0, within = 0, over = 0;
+  const double bound_pct = a.tolerance_pct >= 0 ? a.tolerance_pct : 10.0;  // the summary's bound
   double worst = 0, worst_size = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     const BenchRow& r = rows[i];
@@ -245,7 +267,7 @@ int collective_command(const CollectiveArgs& a) {
         extra = fmt::format(" {:>9.2f} {:>+8.1f}", measured_GBps, 100 * err);
         if (r.size_bytes >= compare_from) {
           ++counted;
-          if (std::abs(err) <= 0.10) ++within;
+          if (std::abs(err) * 100 <= bound_pct) ++within;
           if (a.tolerance_pct >= 0 && std::abs(err) * 100 > a.tolerance_pct) ++over;
           if (std::abs(err) > std::abs(worst)) worst = err, worst_size = r.size_bytes;
         }
@@ -260,9 +282,15 @@ int collective_command(const CollectiveArgs& a) {
   if (comparing) {
     if (counted == 0) {
       std::cout << fmt::format("# Compared: no measured size from {} on\n", a.compare_from);
+      // A gate that checked nothing does not pass.
+      if (a.tolerance_pct >= 0) {
+        std::cerr << fmt::format("overlapsim: --tolerance: no usable measured size from {} on in {}\n", a.compare_from,
+                                 a.compare);
+        return 1;
+      }
     } else {
-      std::cout << fmt::format("# Compared from {} on: {} of {} sizes within 10%; largest error {:+.1f}% at {:.0f} B\n",
-                               a.compare_from, within, counted, 100 * worst, worst_size);
+      std::cout << fmt::format("# Compared from {} on: {} of {} sizes within {}%; largest error {:+.1f}% at {:.0f} B\n",
+                               a.compare_from, within, counted, bound_pct, 100 * worst, worst_size);
     }
     if (over > 0) {
       std::cerr << fmt::format("overlapsim: {} of {} sizes from {} on are off by more than {}% of {}\n", over, counted,
