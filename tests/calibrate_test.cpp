@@ -514,6 +514,7 @@ TEST_CASE("profile v2: errors name the file and the JSON path") {
       // A top-level typo of one of ours is an error, not another reader's section.
       {"v2_section_typo.json", "colectives", "did you mean \"collectives\"?"},
       {"v2_section_case.json", "Tuning", "did you mean \"tuning\"?"},
+      {"required_section_typo.json", "netwrk", "did you mean \"network\"?"},  // not "network: no such key"
       {"v1_with_collectives.json", "collectives", "expected \"version\": 2 for this section, found a version-1 profile"},
   };
   for (const Case& c : cases) {
