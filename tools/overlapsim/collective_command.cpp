@@ -212,7 +212,8 @@ int collective_command(const CollectiveArgs& a) {
     if (!m.empty() && m != dev.model)
       throw InputError(SourceLocation{a.compare, 0, 0}, "",
                        "expected GPUs of the topology's model (" + dev.model + "), found a log of " + log.gpu_name +
-                           " (" + m + "): compare it with a topology of those GPUs");
+                           " (" + m + "): compare it on a topology of those GPUs (a copy of " +
+                           a.topology + " with node.gpus.model: " + m + ")");
     if (m.empty() && !log.gpu_name.empty())
       notes.push_back("the log's GPUs (" + log.gpu_name + ") are not in the device catalog; compared with " + dev.model);
     const int nodes = topo.node_of(ranks - 1) + 1;
