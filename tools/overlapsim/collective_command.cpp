@@ -274,9 +274,14 @@ int collective_command(const CollectiveArgs& a) {
         }
       }
     }
+    // The log's count, type and redop where it prints them (the simulation moves bytes).
+    const NcclTestsRow* lr = comparing ? &log.rows[i] : nullptr;
+    const double count = lr && lr->count > 0 ? static_cast<double>(lr->count) : std::floor(r.size_bytes / 4);
+    const std::string type = lr && !lr->type.empty() ? lr->type : "float";
+    const std::string redop = lr && !lr->redop.empty() ? lr->redop : reduces ? "sum" : "none";
     std::cout << fmt::format("  {:>12.0f} {:>12.0f} {:>6} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}  {}\n", r.size_bytes,
-                             std::floor(r.size_bytes / 4), "float", reduces ? "sum" : "none", rooted ? "0" : "-1",
-                             r.time_s * 1e6, r.algbw_Bps / 1e9, r.busbw_Bps / 1e9, extra, r.plan);
+                             count, type, redop, rooted ? "0" : "-1", r.time_s * 1e6, r.algbw_Bps / 1e9,
+                             r.busbw_Bps / 1e9, extra, r.plan);
     sum_busbw += r.busbw_Bps;
   }
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : sum_busbw / rows.size() / 1e9);
