@@ -333,11 +333,6 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
       if (!h->usable && h->time_us > 0)
         log.warnings.push_back(path + ":" + std::to_string(number) + ": #wrong = " + h->wrong +
                                ": nccl-tests found wrong results; this half of the row is left out");
-    for (const NcclTestsRow& seen : log.rows)  // nccl-tests prints each size once per run
-      if (seen.size_bytes == row.size_bytes && row.size_bytes > 0)
-        throw InputError(SourceLocation{path, number, 0}, "",
-                         "expected each size once, found " + std::to_string(row.size_bytes) + " B again (first at line " +
-                             std::to_string(seen.line) + ")");
     if (row.size_bytes > 0) log.rows.push_back(row);
   }
 

@@ -268,7 +268,6 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
       {"negative_size.log", 21, "expected a size in whole bytes, found '-64'"},
       {"huge_size.log", 21, "expected a size of at most 2^62 bytes, found '18446744073709551616'"},
       {"two_runs.log", 45, "expected one nccl-tests run per file, found a second one starting here"},
-      {"duplicate_size.log", 22, "expected each size once, found 64 B again (first at line 21)"},
   };
   for (const Case& c : cases) {
     SUBCASE(c.file) {
