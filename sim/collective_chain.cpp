@@ -49,9 +49,10 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
   // sum stands) above 2,048 hops or 4 M grid cells per channel.
   const bool pipelines = n >= 2 && hops <= 2048 && static_cast<long long>(n - 1) * K <= (1LL << 22);
   ChainWaves cw;
-  std::vector<std::vector<double>> times;  // by distinct wave (pipelines only)
+  std::vector<std::vector<double>>& times = cw.hop_s;  // by distinct wave (pipelines only)
   const long long W = static_cast<long long>(n - 1) + K - 1;
-  std::vector<int> id(pipelines ? static_cast<size_t>(W) : 0);
+  std::vector<int>& id = cw.wave_id;
+  id.assign(pipelines ? static_cast<size_t>(W) : 0, 0);
   const int last = n - 2;  // the last sending position
   const long long steady_from = last, steady_to = K - 1;  // every position busy
   auto wave = [&](int lo, int hi) {

@@ -73,6 +73,8 @@
 //          position p once it has left p − 1 and slice k − 1 has left p: T = baseLat + the
 //          slowest channel's longest path through that grid. On hops alike it is the sum of the
 //          waves' times; latency-bound (K = 1), the sum of the hops' times along the chain.
+//          In flow each slice's flow ends no sooner than at that share (ChainWaves::hop_s), so
+//          flow equals it without other traffic.
 //   tree:  T = baseLat + max over channels, over hops h of the channel's tree
 //                  [ L(h) + (K − 1) · t_h ],   t_h = lat_h + wire/bw_h,
 //          L(h) the longest leaf → root → leaf path through h (sum of its hops' t): the
@@ -179,6 +181,10 @@ struct ChainWaves {
   /// arrived), seconds, from each channel's own pipeline over the waves' hop times; empty
   /// for a chain too large (the waves' sum stands for it).
   std::vector<std::vector<double>> ends;
+  /// hop_s[wave_id[w]][c·(n − 1) + p]: the time of position p's hop of channel c in wave w (its
+  /// step latency + wire over its share among that wave's hops), seconds; empty where `ends` is.
+  std::vector<std::vector<double>> hop_s;
+  std::vector<int> wave_id;
   /// Time from the start of wave 0 to the end of wave w, seconds (w < 0: 0).
   double end_of(long long w) const;
   double total_s() const { return end_of(static_cast<long long>(fill.size()) + steady + drain.size() - 1); }

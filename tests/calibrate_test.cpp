@@ -124,10 +124,10 @@ TEST_CASE("harness statistics: percentiles, summary, samples per launch") {
   CHECK(s.median == 3);
   CHECK(s.min == 1);
   CHECK(s.max == 5);
-  CHECK(s.p10 == doctest::Approx(1.4));  // R-7: 1 + 0.4·(2 − 1)
-  CHECK(s.p90 == doctest::Approx(4.6));
+  CHECK(s.p10 == testing::approx(1.4));  // R-7: 1 + 0.4·(2 − 1)
+  CHECK(s.p90 == testing::approx(4.6));
   CHECK(s.mean == 3);
-  CHECK(s.spread == doctest::Approx(3.2 / 3));
+  CHECK(s.spread == testing::approx(3.2 / 3));
   CHECK(summarize({1, 2, 3, 4}).median == 2.5);
   CHECK(summarize({7}).p10 == 7);
   CHECK(summarize({}).n == 0);
@@ -369,8 +369,8 @@ TEST_CASE("collective fit: exact on the model, alpha never negative, errors") {
   std::vector<SizeTime> pts;
   for (double s : {1e3, 1e6, 1e8, 1e9}) pts.push_back(SizeTime{s, 20e-6 + s * 1.75 / 300e9});
   const AlphaBusbw a = fit_alpha_busbw(pts, "all_reduce", 8, "test");
-  CHECK(a.alpha_s == doctest::Approx(20e-6).epsilon(1e-9));
-  CHECK(a.busbw_Bps == doctest::Approx(300e9).epsilon(1e-9));
+  CHECK(a.alpha_s == testing::approx(20e-6).epsilon(1e-9));
+  CHECK(a.busbw_Bps == testing::approx(300e9).epsilon(1e-9));
   CHECK(a.max_relative_error < 1e-9);
   // Times shorter at small sizes than the line through the large ones: alpha clamps at 0.
   const AlphaBusbw z = fit_alpha_busbw({{1e3, 1e-9}, {1e9, 1e9 / 100e9}}, "broadcast", 4, "test");
@@ -403,46 +403,46 @@ TEST_CASE("fit: recorded raw measurements of a 2-GPU H200 run") {
   const GemmEfficiencyTable* t = p.gemm_table("bf16");
   REQUIRE(t != nullptr);
   CHECK(t->peak_flops == device_spec("h200-sxm-141gb").peak_fp16_flops);
-  CHECK(t->at(0, 0, 0) == doctest::Approx(0.4));
-  CHECK(t->at(1, 1, 1) == doctest::Approx(0.7));
-  CHECK(t->at(1, 0, 1) == doctest::Approx(0.6));
-  CHECK(t->at(0, 0, 1) == doctest::Approx(0.4));  // not measured: filled from (0,0,0), the nearest
-  CHECK(t->efficiency_at(2048, 1024, 1024) == doctest::Approx(0.45));  // halfway in log2 M
-  CHECK(t->efficiency_at(64, 1 << 20, 4096) == doctest::Approx(0.6));  // clamped to the grid's ends
+  CHECK(t->at(0, 0, 0) == testing::approx(0.4));
+  CHECK(t->at(1, 1, 1) == testing::approx(0.7));
+  CHECK(t->at(1, 0, 1) == testing::approx(0.6));
+  CHECK(t->at(0, 0, 1) == testing::approx(0.4));  // not measured: filled from (0,0,0), the nearest
+  CHECK(t->efficiency_at(2048, 1024, 1024) == testing::approx(0.45));  // halfway in log2 M
+  CHECK(t->efficiency_at(64, 1 << 20, 4096) == testing::approx(0.6));  // clamped to the grid's ends
   CHECK(p.gemm_table("fp16") == t);                                    // bf16 stands in for fp16
   REQUIRE(p.gemm_table("fp8") != nullptr);
-  CHECK(p.gemm_table("fp8")->at(1, 0, 1) == doctest::Approx(0.6));
-  CHECK(p.gemm_max_efficiency == doctest::Approx(0.7));  // median over M, N, K >= 4096: one shape
+  CHECK(p.gemm_table("fp8")->at(1, 0, 1) == testing::approx(0.6));
+  CHECK(p.gemm_max_efficiency == testing::approx(0.7));  // median over M, N, K >= 4096: one shape
   REQUIRE(p.gemm_key_shapes.size() == 1);
-  CHECK(p.gemm_key_shapes[0].efficiency == doctest::Approx(0.72));
-  CHECK(p.gemm_key_shapes[0].interpolated == doctest::Approx(0.65));  // M 2048: 0.45; N, K clamped: +0.2
+  CHECK(p.gemm_key_shapes[0].efficiency == testing::approx(0.72));
+  CHECK(p.gemm_key_shapes[0].interpolated == testing::approx(0.65));  // M 2048: 0.45; N, K clamped: +0.2
   CHECK(p.gemm_tile_m == 256);                                         // kept from the datasheet
 
   // Memory: bandwidths at the largest size 4.0, 4.2, 3.6, 3.8 TB/s against 4.8 TB/s.
-  CHECK(p.memory_efficiency == doctest::Approx((3.8 / 4.8 + 4.0 / 4.8) / 2));
-  CHECK(p.hbm_bandwidth_Bps == doctest::Approx(4.0e12));
+  CHECK(p.memory_efficiency == testing::approx((3.8 / 4.8 + 4.0 / 4.8) / 2));
+  CHECK(p.hbm_bandwidth_Bps == testing::approx(4.0e12));
   CHECK(p.memory_points.size() == 8);
-  CHECK(p.attention_efficiency == doctest::Approx(0.45));
+  CHECK(p.attention_efficiency == testing::approx(0.45));
   CHECK(p.attention_points.size() == 2);
-  CHECK(p.launch_overhead_s == doctest::Approx(2.5e-6));
-  CHECK(p.kernel_fixed_overhead_s == doctest::Approx(1.2e-6));
+  CHECK(p.launch_overhead_s == testing::approx(2.5e-6));
+  CHECK(p.kernel_fixed_overhead_s == testing::approx(1.2e-6));
 
   const CollectiveFit* ar = p.collective("all_reduce", 2, 1);
   REQUIRE(ar != nullptr);
-  CHECK(ar->alpha_s == doctest::Approx(1e-5).epsilon(1e-6));
-  CHECK(ar->busbw_Bps == doctest::Approx(1e11).epsilon(1e-6));
-  CHECK(p.collective("all_gather", 2)->busbw_Bps == doctest::Approx(1e11).epsilon(1e-6));
+  CHECK(ar->alpha_s == testing::approx(1e-5).epsilon(1e-6));
+  CHECK(ar->busbw_Bps == testing::approx(1e11).epsilon(1e-6));
+  CHECK(p.collective("all_gather", 2)->busbw_Bps == testing::approx(1e11).epsilon(1e-6));
 
   REQUIRE(p.interference.size() == 2);
-  CHECK(p.interference[0].compute_slowdown == doctest::Approx(1.06));
-  CHECK(interference_slowdown(p.interference, "copy", 20) == doctest::Approx(1.06 + 0.5 * 0.19));
-  CHECK(interference_slowdown(p.interference, "copy", 1) == doctest::Approx(1.06));
+  CHECK(p.interference[0].compute_slowdown == testing::approx(1.06));
+  CHECK(interference_slowdown(p.interference, "copy", 20) == testing::approx(1.06 + 0.5 * 0.19));
+  CHECK(interference_slowdown(p.interference, "copy", 1) == testing::approx(1.06));
   CHECK(interference_slowdown(p.interference, "nccl_all_reduce", 8) == 1.0);
   CHECK(p.interference_gemm == "bf16 8192x8192x8192");
   {
     // The replay's coefficient: x = 8/132, 32/132; y = 1 − 1/1.06, 1 − 1/1.25.
     const double x1 = 8.0 / 132, x2 = 32.0 / 132, y1 = 1 - 1 / 1.06, y2 = 1 - 1 / 1.25;
-    CHECK(p.sm_interference == doctest::Approx((x1 * y1 + x2 * y2) / (x1 * x1 + x2 * x2)));
+    CHECK(p.sm_interference == testing::approx((x1 * y1 + x2 * y2) / (x1 * x1 + x2 * x2)));
   }
 
   bool filled_note = false;
@@ -454,7 +454,7 @@ TEST_CASE("fit: recorded raw measurements of a 2-GPU H200 run") {
     write_profile(p, out);
     const Profile q = load_profile(out);
     CHECK(profile_to_json(q) == profile_to_json(p));
-    CHECK(q.gemm_table("bf16")->efficiency_at(2048, 1024, 1024) == doctest::Approx(0.45));
+    CHECK(q.gemm_table("bf16")->efficiency_at(2048, 1024, 1024) == testing::approx(0.45));
     std::remove(out.c_str());
   }
 }
@@ -561,10 +561,10 @@ TEST_CASE("compare: GEMM time from a measured table, and the v0 model without on
   // With one: 2·M·N·K / (peak · 0.7) + the fixed overhead at (4096, 4096, 4096).
   const double flops = 2.0 * 4096 * 4096 * 4096;
   CHECK(calibrated_gemm_time_s(meas, d, 4096, 4096, 4096, DType::BF16) ==
-        doctest::Approx(flops / (d.peak_fp16_flops * 0.7) + meas.kernel_fixed_overhead_s));
+        testing::approx(flops / (d.peak_fp16_flops * 0.7) + meas.kernel_fixed_overhead_s));
   // A batch stacks like M: 2 × (2048, 4096, 4096) reads the table at M = 4096.
   CHECK(calibrated_gemm_time_s(meas, d, 2048, 4096, 4096, DType::BF16, 2) ==
-        doctest::Approx(flops / (d.peak_fp16_flops * 0.7) + meas.kernel_fixed_overhead_s));
+        testing::approx(flops / (d.peak_fp16_flops * 0.7) + meas.kernel_fixed_overhead_s));
 
   std::ostringstream out;
   print_profile_comparison(out, sheet, meas, standard_gemm_shapes(), "standard shapes");
@@ -619,7 +619,7 @@ TEST_CASE("cli: calibrate fits what the harness wrote, and fails cleanly without
     CHECK(r.status == 0);
     CHECK(contains(r.output, "--quick"));
     CHECK(contains(r.output, "wrote " + out + " (measured, h200-sxm-141gb"));
-    CHECK(load_profile(out).gemm_max_efficiency == doctest::Approx(0.7));
+    CHECK(load_profile(out).gemm_max_efficiency == testing::approx(0.7));
     std::remove(fake_harness.c_str());
     std::remove((out + ".raw.json").c_str());
   }

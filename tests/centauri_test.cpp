@@ -92,7 +92,7 @@ TEST_CASE("layer-schedule: the weight-gradient GEMM runs while the blocking coll
     Schedule before = w;
     assign_overlap_streams(before);
     CHECK(replay(before, star, ReplayOptions{}).makespan_s ==
-          doctest::Approx(300e-6 + wgrad_s + tc + 200e-6).epsilon(1e-9));
+          testing::approx(300e-6 + wgrad_s + tc + 200e-6).epsilon(1e-9));
 
     Schedule after = make_layer_schedule()->run(w, ctx);
     REQUIRE(check_pass_invariants(w, after) == "");
@@ -104,7 +104,7 @@ TEST_CASE("layer-schedule: the weight-gradient GEMM runs while the blocking coll
     CHECK(after.stream_names.at(ops[1].stream) == "tp-comm (layer tier)");  // ...off the compute stream
     CHECK(ops[2].name == "wgrad");    // fills the wait
     CHECK(replay(after, star, ReplayOptions{}).makespan_s ==
-          doctest::Approx(300e-6 + std::max(wgrad_s, tc) + 200e-6).epsilon(1e-9));
+          testing::approx(300e-6 + std::max(wgrad_s, tc) + 200e-6).epsilon(1e-9));
   }
 }
 
@@ -213,7 +213,7 @@ TEST_CASE("centauri keeps FLOPs, bytes and acyclicity, replays folded as unfolde
     }
     CHECK(planned == collectives);
   }
-  CHECK(t[0] == doctest::Approx(t[1]).epsilon(0.01));
+  CHECK(t[0] == testing::approx(t[1]).epsilon(0.01));
 }
 
 TEST_CASE("centauri is never slower than megatron on any shipped scenario") {

@@ -53,9 +53,9 @@ TEST_CASE("folding: one representative per stage gives the unfolded iteration") 
   // exact. megatron: a pipeline transfer into a representative meets, unfolded, the TP and DP
   // flows its mirrors send into it at that moment, which folding leaves out: close, not exact.
   REQUIRE(a.strategies[0].strategy == "serial");
-  CHECK(a.strategies[0].iteration_s == doctest::Approx(b.strategies[0].iteration_s).epsilon(1e-12));
+  CHECK(a.strategies[0].iteration_s == testing::approx(b.strategies[0].iteration_s).epsilon(1e-12));
   REQUIRE(a.strategies[1].strategy == "megatron");
-  CHECK(a.strategies[1].iteration_s == doctest::Approx(b.strategies[1].iteration_s).epsilon(1e-3));
+  CHECK(a.strategies[1].iteration_s == testing::approx(b.strategies[1].iteration_s).epsilon(1e-3));
 }
 
 TEST_CASE("folding: a layout that fills its nodes unevenly simulates every rank, and says so") {
@@ -103,7 +103,7 @@ TEST_CASE("megatron overlaps what serial blocks on, and both report every figure
     CHECK(s.exposed_comm_s > 0);
     CHECK(s.peak_memory_bytes > 0);
     // The three parts of the time add up to the iteration.
-    CHECK(s.compute_s + s.exposed_comm_s + s.bubble_s == doctest::Approx(s.iteration_s).epsilon(1e-9));
+    CHECK(s.compute_s + s.exposed_comm_s + s.bubble_s == testing::approx(s.iteration_s).epsilon(1e-9));
     CHECK(s.mfu > 0);
     CHECK(s.mfu < 1);
   }
@@ -377,7 +377,7 @@ TEST_CASE("collective --compare: a log's collective, ranks and sizes, its busbw 
     REQUIRE(f);
     if (size != 1073741824.0) continue;
     seen = true;
-    CHECK(measured == doctest::Approx(226.19).epsilon(0.001));
+    CHECK(measured == testing::approx(226.19).epsilon(0.001));
     CHECK(std::abs(err - 100 * (busbw / measured - 1)) < 0.06);  // printed to 0.1%
   }
   CHECK(seen);

@@ -53,10 +53,10 @@ TEST_CASE("NCCL protocol latencies: a large Simple ring AllReduce adds baseLat a
   const double expected = 8.4e-6 + 2 * (n - 1) * (3.4e-6 + S / n / kB);
   for (bool unfold : {false, true}) {
     CAPTURE(unfold);
-    CHECK(bench_time(topo, BenchOp::AllReduce, n, S, ro, unfold) == doctest::Approx(expected).epsilon(1e-9));
+    CHECK(bench_time(topo, BenchOp::AllReduce, n, S, ro, unfold) == testing::approx(expected).epsilon(1e-9));
   }
   ro.fidelity = Fidelity::Analytic;
-  CHECK(bench_time(topo, BenchOp::AllReduce, n, S, ro, false) == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(bench_time(topo, BenchOp::AllReduce, n, S, ro, false) == testing::approx(expected).epsilon(1e-9));
 }
 
 TEST_CASE("automatic protocol: LL for tiny messages, Simple for large ones") {
@@ -74,13 +74,13 @@ TEST_CASE("every collective kind moves the bytes its algorithm requires per rank
   const int n = 8;
   const double S = 64.0 * 1024 * 1024;
   CHECK(received_bytes_per_rank(plan_collective(topo, eff, first(n), CollectiveKind::AllReduce, S, 0, o)) ==
-        doctest::Approx(2.0 * (n - 1) / n * S));
+        testing::approx(2.0 * (n - 1) / n * S));
   CHECK(received_bytes_per_rank(plan_collective(topo, eff, first(n), CollectiveKind::AllGather, S, 0, o)) ==
-        doctest::Approx(1.0 * (n - 1) / n * S));
+        testing::approx(1.0 * (n - 1) / n * S));
   CHECK(received_bytes_per_rank(plan_collective(topo, eff, first(n), CollectiveKind::ReduceScatter, S, 0, o)) ==
-        doctest::Approx(1.0 * (n - 1) / n * S));
+        testing::approx(1.0 * (n - 1) / n * S));
   CHECK(received_bytes_per_rank(plan_collective(topo, eff, first(n), CollectiveKind::Broadcast, S, 0, o)) ==
-        doctest::Approx(S));
+        testing::approx(S));
 }
 
 TEST_CASE("Broadcast is a pipelined chain: (n-1 + K-1) waves of one 512 KiB slice") {
@@ -92,7 +92,7 @@ TEST_CASE("Broadcast is a pipelined chain: (n-1 + K-1) waves of one 512 KiB slic
   for (bool unfold : {false, true}) {
     CAPTURE(unfold);
     CHECK(bench_time(topo, BenchOp::Broadcast, n, K * slice, textbook(), unfold) ==
-          doctest::Approx(expected).epsilon(1e-9));
+          testing::approx(expected).epsilon(1e-9));
   }
 }
 
@@ -103,11 +103,11 @@ TEST_CASE("AllToAll: n-1 pieces of S/n leave each GPU at once and share its port
   const double expected = kAlpha + (n - 1) * (S / n) / kB;
   for (bool unfold : {false, true}) {
     CAPTURE(unfold);
-    CHECK(bench_time(topo, BenchOp::AllToAll, n, S, textbook(), unfold) == doctest::Approx(expected).epsilon(1e-9));
+    CHECK(bench_time(topo, BenchOp::AllToAll, n, S, textbook(), unfold) == testing::approx(expected).epsilon(1e-9));
     // Analytic: the same closed form (regression: its flows ignored one another, (S/n) / B).
     ReplayOptions a = textbook();
     a.fidelity = Fidelity::Analytic;
-    CHECK(bench_time(topo, BenchOp::AllToAll, n, S, a, unfold) == doctest::Approx(expected).epsilon(1e-9));
+    CHECK(bench_time(topo, BenchOp::AllToAll, n, S, a, unfold) == testing::approx(expected).epsilon(1e-9));
   }
 }
 
@@ -123,7 +123,7 @@ TEST_CASE("analytic AllToAll == flow where the members' ports are the bottleneck
     const double flow = bench_time(topo, BenchOp::AllToAll, 8 * nodes, size, f, false);
     const double analytic = bench_time(topo, BenchOp::AllToAll, 8 * nodes, size, a, false);
     INFO(nodes << " node(s): flow " << flow * 1e6 << " µs, analytic " << analytic * 1e6 << " µs");
-    CHECK(analytic == doctest::Approx(flow).epsilon(0.01));
+    CHECK(analytic == testing::approx(flow).epsilon(0.01));
   }
 }
 
@@ -198,17 +198,17 @@ TEST_CASE("SM interference: a kernel beside a collective holding half the SMs ru
   s.programs.push_back(p);
   const ReplayTimes t = replay(s, topo, ro);
   const double tc = 2 * (kAlpha + 50e6 / kB);  // the collective alone
-  REQUIRE(t.end_s[0][1] == doctest::Approx(tc).epsilon(1e-9));
-  CHECK(t.end_s[0][0] == doctest::Approx(0.010 + 0.5 * tc).epsilon(1e-9));
+  REQUIRE(t.end_s[0][1] == testing::approx(tc).epsilon(1e-9));
+  CHECK(t.end_s[0][0] == testing::approx(0.010 + 0.5 * tc).epsilon(1e-9));
   SUBCASE("a copy-engine transfer takes no SM") {
     s.programs[0].ops[1].num_sm = 0;
-    CHECK(replay(s, topo, ro).end_s[0][0] == doctest::Approx(0.010).epsilon(1e-12));
+    CHECK(replay(s, topo, ro).end_s[0][0] == testing::approx(0.010).epsilon(1e-12));
   }
 }
 
 TEST_CASE("nccl-tests terms: busbw factors and size ranges") {
-  CHECK(busbw_factor(BenchOp::AllReduce, 8) == doctest::Approx(14.0 / 8));
-  CHECK(busbw_factor(BenchOp::AllGather, 8) == doctest::Approx(7.0 / 8));
+  CHECK(busbw_factor(BenchOp::AllReduce, 8) == testing::approx(14.0 / 8));
+  CHECK(busbw_factor(BenchOp::AllGather, 8) == testing::approx(7.0 / 8));
   CHECK(busbw_factor(BenchOp::Broadcast, 8) == 1.0);
   CHECK(size_range(8, 8 * 1024, 2).size() == 11);
   CHECK_THROWS_AS(size_range(0, 8, 2), std::invalid_argument);
@@ -225,7 +225,7 @@ TEST_CASE("a Broadcast or Reduce chain pays NCCL's base latency once: flow == an
     ReplayOptions flow, analytic;
     analytic.fidelity = Fidelity::Analytic;
     const double f = bench_time(topo, op, 8, 8, flow, false), a = bench_time(topo, op, 8, 8, analytic, false);
-    CHECK(f == doctest::Approx(a).epsilon(1e-9));
+    CHECK(f == testing::approx(a).epsilon(1e-9));
     CHECK(f < 20e-6);
   }
 }
@@ -242,7 +242,8 @@ TEST_CASE("a chain's channels stay on their own hops: flow == analytic where the
   const double S = 128.0 * 1024 * 1024;
   for (bool unfold : {false, true}) {
     const double f = bench_time(topo, BenchOp::Broadcast, 2, S, flow, unfold);
-    CHECK(f == doctest::Approx(bench_time(topo, BenchOp::Broadcast, 2, S, analytic, unfold)).epsilon(1e-9));
+    // (1e-6: 128 slices' timers add up rounding, 0.2 ns here)
+    CHECK(f == testing::approx(bench_time(topo, BenchOp::Broadcast, 2, S, analytic, unfold)).epsilon(1e-6));
   }
   // Over 8 GPUs the channels share every GPU's port; the closed form counts, wave by wave, the
   // hops sending at once (regression: it charged every wave the steady-state 1/7 share, 2.4×
@@ -252,8 +253,40 @@ TEST_CASE("a chain's channels stay on their own hops: flow == analytic where the
     const double folded = bench_time(topo, BenchOp::Broadcast, 8, size, flow, false);
     const double unfolded = bench_time(topo, BenchOp::Broadcast, 8, size, flow, true);
     const double closed = bench_time(topo, BenchOp::Broadcast, 8, size, analytic, false);
-    CHECK(folded == doctest::Approx(unfolded).epsilon(1e-9));
-    CHECK(unfolded == doctest::Approx(closed).epsilon(1e-6));
+    CHECK(folded == testing::approx(unfolded).epsilon(1e-9));
+    CHECK(unfolded == testing::approx(closed).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("a chain's slices move at their share among the hops of their wave: flow == analytic") {
+  // Regression: free-running flows let a channel take a link while the other channels waited
+  // out their step latency, so flow beat the closed form: 5 GPUs of one node on 8 channels (the
+  // rotations load the ports unevenly), LL128, 1 GiB: 4377 µs against 4852 µs; 2 A100 nodes,
+  // 16 MiB, Simple, 8 channels: 266.5 µs against 299.3 µs.
+  struct Case {
+    std::string topology;
+    std::map<std::string, std::string> overrides;
+    int ranks;
+    Protocol protocol;
+    double size;
+  };
+  const std::vector<Case> cases{
+      {"/topologies/dgx-a100.yaml", {}, 5, Protocol::LL128, 64.0 * 1024 * 1024},
+      {"/topologies/dgx-a100.yaml", {}, 7, Protocol::LL128, 1024.0 * 1024 * 1024},
+      {"/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}}, 16, Protocol::Simple, 16.0 * 1024 * 1024},
+      {"/topologies/dgx-a100-superpod.yaml", {{"node.count", "4"}}, 32, Protocol::LL128, 256.0 * 1024 * 1024},
+  };
+  for (const Case& c : cases) {
+    const Topology topo = load_topology(kSrc + c.topology, c.overrides);
+    BenchOptions b;
+    b.replay.collectives.protocol_auto = false;
+    b.replay.collectives.protocol = c.protocol;
+    for (BenchOp op : {BenchOp::Broadcast, BenchOp::Reduce}) {
+      const FlowAnalytic t = flow_and_analytic(topo, op, c.ranks, c.size, b);
+      INFO(c.topology << " " << to_string(op) << " over " << c.ranks << ", " << c.size << " B: flow " << t.flow * 1e6
+                      << " µs, analytic " << t.analytic * 1e6 << " µs");
+      CHECK(t.flow == testing::approx(t.analytic).epsilon(0.01));
+    }
   }
 }
 
@@ -288,14 +321,14 @@ TEST_CASE("a chain across nodes: each slice pays each hop's own time, the slowes
     sum += t;
     slowest = std::max(slowest, t);
   }
-  CHECK(p.closed_form_s() == doctest::Approx(p.base_latency_s + sum + 7 * slowest).epsilon(1e-9));
+  CHECK(p.closed_form_s() == testing::approx(p.base_latency_s + sum + 7 * slowest).epsilon(1e-9));
   ReplayOptions flow, analytic;
   flow.collectives = analytic.collectives = o;
   flow.collectives.channels = analytic.collectives.channels = 1;
   analytic.fidelity = Fidelity::Analytic;
   const double f = bench_time(topo, BenchOp::Broadcast, 16, S, flow, true);
-  CHECK(f == doctest::Approx(p.closed_form_s()).epsilon(1e-9));
-  CHECK(bench_time(topo, BenchOp::Broadcast, 16, S, analytic, true) == doctest::Approx(f).epsilon(1e-9));
+  CHECK(f == testing::approx(p.closed_form_s()).epsilon(1e-9));
+  CHECK(bench_time(topo, BenchOp::Broadcast, 16, S, analytic, true) == testing::approx(f).epsilon(1e-9));
 }
 
 TEST_CASE("collective bench: folded equals unfolded where one rank cannot stand for the others") {
@@ -331,7 +364,9 @@ TEST_CASE("collective bench: folded equals unfolded where one rank cannot stand 
     const double unfolded = run_collective_bench(topo, c.op, c.ranks, {c.size}, b).at(0).time_s;
     INFO(c.topology << " " << to_string(c.op) << " over " << c.ranks << ": folded " << folded * 1e6 << " µs, unfolded "
                     << unfolded * 1e6 << " µs");
-    CHECK(folded == doctest::Approx(unfolded).epsilon(1e-9));
+    // Folded equals the closed form; unfolded, flows on the links the short node's channels share
+    // drift by up to 3.4e-5 (1 ns of 29.39 µs, ReduceScatter over 12 ranks of 4 nodes at 1 MiB).
+    CHECK(folded == testing::approx(unfolded).epsilon(1e-4));
   }
   // Where every node is full and alike, folding stays (and agrees).
   const Topology two = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
@@ -361,8 +396,8 @@ TEST_CASE("a folded ring's representative on its bottleneck hop moves no faster 
   for (size_t i = 0; i < sizes.size(); ++i) {
     INFO("size " << sizes[i] << " B: folded " << folded[i].time_s * 1e6 << " µs, unfolded " << unfolded[i].time_s * 1e6
                  << " µs, analytic " << analytic[i].time_s * 1e6 << " µs");
-    CHECK(folded[i].time_s == doctest::Approx(unfolded[i].time_s).epsilon(1e-6));
-    CHECK(folded[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(0.01));
+    CHECK(folded[i].time_s == testing::approx(unfolded[i].time_s).epsilon(1e-6));
+    CHECK(folded[i].time_s == testing::approx(analytic[i].time_s).epsilon(0.01));
   }
 }
 
@@ -381,9 +416,9 @@ TEST_CASE("collective bench: a tree timed by its closed form is timed on its slo
   const double folded = run_collective_bench(topo, BenchOp::AllReduce, 512, {size}, b).at(0).time_s;
   b.unfold = true;
   const double unfolded = run_collective_bench(topo, BenchOp::AllReduce, 512, {size}, b).at(0).time_s;
-  CHECK(folded == doctest::Approx(unfolded).epsilon(1e-9));
+  CHECK(folded == testing::approx(unfolded).epsilon(1e-9));
   const std::vector<double> ends = t.member_ends_s();
-  CHECK(folded == doctest::Approx(*std::max_element(ends.begin(), ends.end())).epsilon(1e-9));
+  CHECK(folded == testing::approx(*std::max_element(ends.begin(), ends.end())).epsilon(1e-9));
 }
 
 TEST_CASE("flow: an AllToAll of more than 16 k simulated flows is timed by its closed form") {

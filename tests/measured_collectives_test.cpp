@@ -39,13 +39,13 @@ CollectiveFit fit_8() {
 
 TEST_CASE("measured collective time: mean at a measured size, linear between, the fit outside") {
   const CollectiveFit f = fit_8();
-  CHECK(measured_time_s(f, 1048576) == doctest::Approx(61e-6).epsilon(1e-12));
-  CHECK(measured_time_s(f, 65536) == doctest::Approx(25e-6).epsilon(1e-12));
+  CHECK(measured_time_s(f, 1048576) == testing::approx(61e-6).epsilon(1e-12));
+  CHECK(measured_time_s(f, 65536) == testing::approx(25e-6).epsilon(1e-12));
   // Halfway between 1 MiB and 16 MiB in size.
-  CHECK(measured_time_s(f, (1048576 + 16777216) / 2.0) == doctest::Approx((61e-6 + 200e-6) / 2).epsilon(1e-12));
+  CHECK(measured_time_s(f, (1048576 + 16777216) / 2.0) == testing::approx((61e-6 + 200e-6) / 2).epsilon(1e-12));
   // Outside: α + S · 2(n−1)/n / busbw.
-  CHECK(measured_time_s(f, 8) == doctest::Approx(20e-6 + 8 * 1.75 / 200e9).epsilon(1e-12));
-  CHECK(measured_time_s(f, 1e9) == doctest::Approx(20e-6 + 1e9 * 1.75 / 200e9).epsilon(1e-12));
+  CHECK(measured_time_s(f, 8) == testing::approx(20e-6 + 8 * 1.75 / 200e9).epsilon(1e-12));
+  CHECK(measured_time_s(f, 1e9) == testing::approx(20e-6 + 1e9 * 1.75 / 200e9).epsilon(1e-12));
 }
 
 TEST_CASE("measured collective: the fit of the same collective, group shape, algorithm and protocol") {
@@ -71,9 +71,9 @@ TEST_CASE("analytic replay times a measured collective by its measurement; flow 
   for (bool unfold : {false, true}) {
     b.unfold = unfold;
     const auto rows = run_collective_bench(topo, BenchOp::AllReduce, 8, {65536, 1048576, 4194304}, b);
-    CHECK(rows[0].time_s == doctest::Approx(25e-6).epsilon(1e-9));
-    CHECK(rows[1].time_s == doctest::Approx(61e-6).epsilon(1e-9));
-    CHECK(rows[2].time_s == doctest::Approx(measured_time_s(fit_8(), 4194304)).epsilon(1e-9));
+    CHECK(rows[0].time_s == testing::approx(25e-6).epsilon(1e-9));
+    CHECK(rows[1].time_s == testing::approx(61e-6).epsilon(1e-9));
+    CHECK(rows[2].time_s == testing::approx(measured_time_s(fit_8(), 4194304)).epsilon(1e-9));
     CHECK(rows[1].plan == "measured");
   }
   // Another group shape: the model.
@@ -97,7 +97,7 @@ TEST_CASE("analytic replay times a measured AllToAll (it has no plan) by its mea
   for (bool unfold : {false, true}) {
     b.unfold = unfold;
     const auto rows = run_collective_bench(topo, BenchOp::AllToAll, 8, {1048576}, b);
-    CHECK(rows.at(0).time_s == doctest::Approx(61e-6).epsilon(1e-9));
+    CHECK(rows.at(0).time_s == testing::approx(61e-6).epsilon(1e-9));
   }
 }
 
@@ -131,5 +131,5 @@ TEST_CASE("run --fidelity analytic with an imported nccl-tests profile times TP 
   const RunResult model = simulate(load_scenario(kSrc + "/scenarios/default.yaml"), ro);
   REQUIRE(measured.strategies.size() == 1);
   CHECK(measured.strategies[0].exposed_comm_s > 1.2 * model.strategies[0].exposed_comm_s);
-  CHECK(measured.strategies[0].compute_s == doctest::Approx(model.strategies[0].compute_s).epsilon(0.02));
+  CHECK(measured.strategies[0].compute_s == testing::approx(model.strategies[0].compute_s).epsilon(0.02));
 }

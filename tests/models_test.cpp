@@ -9,6 +9,7 @@
 #include "models/memory_model.hpp"
 #include "models/model_config.hpp"
 #include "sim/error.hpp"
+#include "tests/test_support.hpp"
 
 #include <cmath>
 #include <string>
@@ -69,7 +70,7 @@ TEST_CASE("model presets: parameter counts match the published sizes") {
   // Narayanan's Table 1 prints 1.7B; these hyper-parameters give 1.652B, which rounds to 1.7 at
   // the table's precision but is 2.8% below it, so the 1% bound cannot hold for this row.
   const double small = model_preset("megatron-1.7b").parameters();
-  CHECK(std::round(small / 1e8) / 10 == doctest::Approx(1.7));
+  CHECK(std::round(small / 1e8) / 10 == testing::approx(1.7));
   CHECK(std::abs(small - 1.7e9) / 1.7e9 < 0.03);
 }
 
@@ -113,8 +114,8 @@ TEST_CASE("models: device catalog") {
   const std::string fp8 = input_error_of([&] { a100.peak_flops(DType::FP8); });
   CHECK(contains(fp8, "fp8"));
   CHECK(contains(fp8, "a100-sxm4-80gb"));
-  CHECK(device_spec("h100-sxm5-80gb").peak_flops(DType::FP8) == doctest::Approx(1978.9e12));
-  CHECK(device_spec("rtx-a6000").peak_flops(DType::FP16) == doctest::Approx(154.8e12));
+  CHECK(device_spec("h100-sxm5-80gb").peak_flops(DType::FP8) == testing::approx(1978.9e12));
+  CHECK(device_spec("rtx-a6000").peak_flops(DType::FP16) == testing::approx(154.8e12));
   CHECK(is_known_device("h200-sxm-141gb"));
   CHECK_FALSE(is_known_device("tpu-v4"));
   for (const auto& m : device_models()) {
@@ -173,22 +174,22 @@ TEST_CASE("cost model: a one-tile GEMM is wave-limited, and a smaller tile is ch
   const double compute = flops / (312e12 * 0.8 * (8.0 / 108.0) * e_tile);
   const double memory = (m * k + k * n + m * n) * 2.0 / (2039e9 * 0.9);
   REQUIRE(compute > memory);
-  CHECK(cm.gemm_time_s(m, n, k, DType::FP16) == doctest::Approx(compute + 2e-6).epsilon(1e-12));
+  CHECK(cm.gemm_time_s(m, n, k, DType::FP16) == testing::approx(compute + 2e-6).epsilon(1e-12));
   // Two tiles in a batch of 2 take the same time: still one partial wave.
-  CHECK(cm.gemm_time_s(m, n, k, DType::FP16, 2) == doctest::Approx(compute + 2e-6).epsilon(1e-12));
+  CHECK(cm.gemm_time_s(m, n, k, DType::FP16, 2) == testing::approx(compute + 2e-6).epsilon(1e-12));
 }
 
 TEST_CASE("cost model: memory-bound kernels and GEMMs") {
   const DeviceSpec& d = device_spec("h100-sxm5-80gb");
   const Profile p = test_profile(d.model);
   CostModel cm(d, p);
-  CHECK(cm.memory_bound_time_s(1e9) == doctest::Approx(1e9 / (3.35e12 * 0.9) + 2e-6).epsilon(1e-12));
-  CHECK(cm.memory_bound_time_s(0) == doctest::Approx(2e-6).epsilon(1e-12));
+  CHECK(cm.memory_bound_time_s(1e9) == testing::approx(1e9 / (3.35e12 * 0.9) + 2e-6).epsilon(1e-12));
+  CHECK(cm.memory_bound_time_s(0) == testing::approx(2e-6).epsilon(1e-12));
   // A matrix-vector product (n = 1) is memory-bound: time = bytes / (HBM · e_mem) + fixed.
   const int64_t m = 16384, k = 16384;
   const double bytes = (m * k + k * 1 + m * 1) * 2.0;
   CHECK(cm.gemm_time_s(m, 1, k, DType::BF16) ==
-        doctest::Approx(bytes / (3.35e12 * 0.9) + 2e-6).epsilon(1e-12));
+        testing::approx(bytes / (3.35e12 * 0.9) + 2e-6).epsilon(1e-12));
   CHECK(cm.launch_overhead_s() == 4e-6);
 }
 
@@ -201,8 +202,8 @@ TEST_CASE("cost model: attention core FLOPs and softmax traffic") {
   const double elems = b * a * s * s;
   const double fwd = fwd_flops / (312e12 * 0.5) + 2 * elems * 2 / (2039e9 * 0.9) + 2e-6;
   const double bwd = 2 * fwd_flops / (312e12 * 0.5) + 3 * elems * 2 / (2039e9 * 0.9) + 2e-6;
-  CHECK(cm.attention_time_s(2, 16, 2048, 128, DType::FP16, false) == doctest::Approx(fwd).epsilon(1e-12));
-  CHECK(cm.attention_time_s(2, 16, 2048, 128, DType::FP16, true) == doctest::Approx(bwd).epsilon(1e-12));
+  CHECK(cm.attention_time_s(2, 16, 2048, 128, DType::FP16, false) == testing::approx(fwd).epsilon(1e-12));
+  CHECK(cm.attention_time_s(2, 16, 2048, 128, DType::FP16, true) == testing::approx(bwd).epsilon(1e-12));
 }
 
 TEST_CASE("cost model: unsupported dtype is an input error") {
@@ -220,16 +221,16 @@ TEST_CASE("memory model: ZeRO-1 divides optimizer state by dp exactly") {
   const MemoryEstimate z0 = estimate_memory(m, p, 0);
   p.zero_stage = 1;
   const MemoryEstimate z1 = estimate_memory(m, p, 0);
-  CHECK(z0.optimizer_bytes / z1.optimizer_bytes == doctest::Approx(32.0).epsilon(1e-14));
+  CHECK(z0.optimizer_bytes / z1.optimizer_bytes == testing::approx(32.0).epsilon(1e-14));
   CHECK(z1.weights_bytes == z0.weights_bytes);
   CHECK(z1.gradients_bytes == z0.gradients_bytes);
   p.zero_stage = 3;
   const MemoryEstimate z3 = estimate_memory(m, p, 0);
-  CHECK(z0.gradients_bytes / z3.gradients_bytes == doctest::Approx(32.0).epsilon(1e-14));
-  CHECK(z0.weights_bytes / z3.weights_bytes == doctest::Approx(32.0).epsilon(1e-14));
+  CHECK(z0.gradients_bytes / z3.gradients_bytes == testing::approx(32.0).epsilon(1e-14));
+  CHECK(z0.weights_bytes / z3.weights_bytes == testing::approx(32.0).epsilon(1e-14));
   // 16 bytes per parameter without ZeRO (mixed-precision Adam).
   const double n = parameters_per_gpu(m, p, 0);
-  CHECK(z0.weights_bytes + z0.gradients_bytes + z0.optimizer_bytes == doctest::Approx(16 * n));
+  CHECK(z0.weights_bytes + z0.gradients_bytes + z0.optimizer_bytes == testing::approx(16 * n));
 }
 
 TEST_CASE("memory model: full recompute keeps less than no recompute") {
@@ -254,7 +255,7 @@ TEST_CASE("memory model: full recompute keeps less than no recompute") {
   // 1F1B: the first stage keeps pp micro-batches in flight, the last one.
   p.recompute = Recompute::None;
   CHECK(estimate_memory(m, p, 0).activations_bytes ==
-        doctest::Approx(8 * estimate_memory(m, p, 7).activations_bytes));
+        testing::approx(8 * estimate_memory(m, p, 7).activations_bytes));
 }
 
 TEST_CASE("memory model: GPT-3 175B on one GPU does not fit in 80 GiB") {

@@ -114,8 +114,8 @@ TEST_CASE("closed form == flow on NCCL's reduced channels") {
   const double size = 100000;
   const CollectivePlan p = plan_collective(topo, {}, first(8), CollectiveKind::AllReduce, size, 0, flow.collectives);
   REQUIRE(p.channels == 3);
-  CHECK(bench_time(topo, 8, size, flow) == doctest::Approx(p.closed_form_s()).epsilon(1e-9));
-  CHECK(bench_time(topo, 8, size, analytic) == doctest::Approx(p.closed_form_s()).epsilon(1e-9));
+  CHECK(bench_time(topo, 8, size, flow) == testing::approx(p.closed_form_s()).epsilon(1e-9));
+  CHECK(bench_time(topo, 8, size, analytic) == testing::approx(p.closed_form_s()).epsilon(1e-9));
 }
 
 TEST_CASE("across nodes, NCCL's reduced channels use fewer NICs, in the plan and in the replay") {
@@ -133,7 +133,7 @@ TEST_CASE("across nodes, NCCL's reduced channels use fewer NICs, in the plan and
   const CollectivePlan all8 = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, size, 8, analytic.collectives);
   REQUIRE(p.channels == 1);
   CHECK(p.closed_form_s() > all8.closed_form_s() * 1.015);
-  CHECK(bench_time(topo, 16, size, analytic) == doctest::Approx(p.closed_form_s()).epsilon(1e-9));
+  CHECK(bench_time(topo, 16, size, analytic) == testing::approx(p.closed_form_s()).epsilon(1e-9));
 }
 
 TEST_CASE("tuning rules: find_tuning_rule takes the covering rule of least max_bytes") {
@@ -172,27 +172,27 @@ TEST_CASE("a profile's tuning rule changes the plan, in the replay and in predic
   REQUIRE(m.protocol == Protocol::LL128);
   CHECK(t.algorithm == CollectiveAlgorithm::Ring);
   CHECK(t.protocol == Protocol::Simple);
-  CHECK(t.closed_form_s() != doctest::Approx(m.closed_form_s()).epsilon(1e-6));
+  CHECK(t.closed_form_s() != testing::approx(m.closed_form_s()).epsilon(1e-6));
   // The replay (as simulate() builds its options from the profile) times the tuned plan.
   ReplayOptions ro;
   ro.fidelity = Fidelity::Analytic;
   ro.link_efficiency = eff;
   ro.collectives.tuning = prof.tuning;
-  CHECK(bench_time(topo, 16, size, ro) == doctest::Approx(t.closed_form_s()).epsilon(1e-9));
+  CHECK(bench_time(topo, 16, size, ro) == testing::approx(t.closed_form_s()).epsilon(1e-9));
   ro.collectives.tuning.clear();
-  CHECK(bench_time(topo, 16, size, ro) == doctest::Approx(m.closed_form_s()).epsilon(1e-9));
+  CHECK(bench_time(topo, 16, size, ro) == testing::approx(m.closed_form_s()).epsilon(1e-9));
   // The passes' prediction reads the rule from the cost model's profile.
   const CostModel cost(device_spec("a100-sxm4-80gb"), prof);
   const PassContext ctx{topo, cost};
   CHECK(predict_collective_s(first(16), CollectiveKind::AllReduce, size, ctx) ==
-        doctest::Approx(t.closed_form_s()).epsilon(1e-12));
+        testing::approx(t.closed_form_s()).epsilon(1e-12));
   const CostModel plain(device_spec("a100-sxm4-80gb"), load_profile(default_profile_path("a100-sxm4-80gb")));
   const PassContext ctx0{topo, plain};
   CHECK(predict_collective_s(first(16), CollectiveKind::AllReduce, size, ctx0) ==
-        doctest::Approx(m.closed_form_s()).epsilon(1e-12));
+        testing::approx(m.closed_form_s()).epsilon(1e-12));
   // An op that forces the tree keeps it, and the ring rule's protocol does not apply to it.
   CHECK(predict_collective_s(first(16), CollectiveKind::AllReduce, size, ctx, 0, CollectiveAlgorithm::Tree) ==
-        doctest::Approx(m.closed_form_s()).epsilon(1e-12));
+        testing::approx(m.closed_form_s()).epsilon(1e-12));
   // Beyond the rule's max_bytes the model chooses again.
   CHECK(plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, 4096 * kMiB, 0, tuned).algorithm ==
         CollectiveAlgorithm::Tree);

@@ -38,9 +38,9 @@ TEST_CASE("NVLS closed form: 25 µs + S / (NCCL's NVLS efficiency · 15/16) over
   CHECK(p.base_latency_s == 0);
   // The DGX H100 node: 450 GB/s per GPU per direction into the NVSwitch fabric (topology file).
   const double port = 450e9 * 0.8;
-  CHECK(p.closed_form_s() == doctest::Approx(25e-6 + S / (0.85 * 15.0 / 16.0) / port).epsilon(1e-9));
+  CHECK(p.closed_form_s() == testing::approx(25e-6 + S / (0.85 * 15.0 / 16.0) / port).epsilon(1e-9));
   // Every member receives S: the switch's reduced shard and every other member's result.
-  CHECK(received_bytes_per_rank(p) == doctest::Approx(S));
+  CHECK(received_bytes_per_rank(p) == testing::approx(S));
 }
 
 TEST_CASE("NVLS: flow == analytic, folded and unfolded") {
@@ -55,7 +55,7 @@ TEST_CASE("NVLS: flow == analytic, folded and unfolded") {
       const BenchRow analytic = run_collective_bench(topo, BenchOp::AllReduce, 8, {size}, b).at(0);
       INFO("size " << size << ", unfold " << unfold);
       CHECK(flow.plan.rfind("nvls/", 0) == 0);
-      CHECK(flow.time_s == doctest::Approx(analytic.time_s).epsilon(1e-9));
+      CHECK(flow.time_s == testing::approx(analytic.time_s).epsilon(1e-9));
     }
 }
 
@@ -96,7 +96,7 @@ TEST_CASE("NVLS: the time does not depend on the group size (S crosses each port
   b.algorithm = CollectiveAlgorithm::Nvls;
   const double eight = run_collective_bench(topo, BenchOp::AllReduce, 8, {512 * kMiB}, b).at(0).time_s;
   const double four = run_collective_bench(topo, BenchOp::AllReduce, 4, {512 * kMiB}, b).at(0).time_s;
-  CHECK(four == doctest::Approx(eight).epsilon(1e-9));
+  CHECK(four == testing::approx(eight).epsilon(1e-9));
 }
 
 TEST_CASE("NVLS cannot run on 2 GPUs, below 2 channels or with a protocol other than Simple: the ring") {

@@ -9,6 +9,7 @@
 #include "sim/replay.hpp"
 #include "sim/strategy.hpp"
 #include "sim/topology.hpp"
+#include "tests/test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -169,7 +170,17 @@ TEST_CASE("passes compose, and composed schedules replay (no deadlock; folded cl
       t[unfold] = replay(s, dgx, ro).makespan_s;
     }
     CHECK(t[0] > 0);
-    CHECK(t[0] == doctest::Approx(t[1]).epsilon(0.01));
+    if (name == std::string("serial+workload-partition:ring")) {
+      // Known folding gap: a representative's receive from a mirror starts the mirror's send
+      // when the receive is posted, where the mirror would have sent eagerly as soon as its own
+      // send was ready (unfolded, the data is often there before the receive). A ring of sends
+      // (collective matmul) is then slower folded: 26.6 against 23.4 ms here. (The check was
+      // 1% but compared with an absolute margin of 10 ms, so it never failed.)
+      CHECK(t[0] >= t[1]);
+      CHECK(t[0] == testing::approx(t[1]).epsilon(0.15));
+    } else {
+      CHECK(t[0] == testing::approx(t[1]).epsilon(0.01));
+    }
   }
 }
 
@@ -208,7 +219,7 @@ TEST_CASE("primitive substitution: RS+AG, ring permutes with adds, hierarchical 
         continue;
       if (op.type == OpType::Send) {
         ++sends;
-        CHECK(op.bytes == doctest::Approx(ar->bytes / 4));
+        CHECK(op.bytes == testing::approx(ar->bytes / 4));
         CHECK(op.peer == 1);  // rank 0's ring successor in its TP group
       }
       if (op.type == OpType::Recv) {
@@ -312,7 +323,7 @@ TEST_CASE("workload partitioning: chunks sum to the GEMM, each waits for its pie
     CHECK(std::find(c.deps.begin(), c.deps.end(), gathers[j]) != c.deps.end());
     CHECK(ops[gathers[j]].stream == ops[gathers[0]].stream);
     CHECK(ops[gathers[j]].stream != c.stream);
-    CHECK(c.duration_s == doctest::Approx(cost.gemm_time_s(c.gemm_m, c.gemm_n, c.gemm_k, DType::FP16)));
+    CHECK(c.duration_s == testing::approx(cost.gemm_time_s(c.gemm_m, c.gemm_n, c.gemm_k, DType::FP16)));
   }
   CHECK(flops == qkv->flops);
   CHECK(rows == qkv->gemm_m);
@@ -397,7 +408,7 @@ TEST_CASE("collective matmul at k = n on a uniform ring matches its closed form"
         REQUIRE(check_pass_invariants(w, s) == "");
         const double tc = alpha + sh.bytes / n / B;
         const double expected = tg + (n - 1) * std::max(tg, tc);
-        CHECK(replay(s, star, ReplayOptions{}).makespan_s == doctest::Approx(expected).epsilon(1e-6));
+        CHECK(replay(s, star, ReplayOptions{}).makespan_s == testing::approx(expected).epsilon(1e-6));
       }
       {  // bidirectional: n/2 steps; the two directions share each GPU's up- and downlink except
          // in the last clockwise step, which runs alone
@@ -409,7 +420,7 @@ TEST_CASE("collective matmul at k = n on a uniform ring matches its closed form"
         ready.push_back((n / 2 - 1) * tc2 + tc1);
         double expected = 0;
         for (double r : ready) expected = std::max(expected, r) + tg;
-        CHECK(replay(s, star, ReplayOptions{}).makespan_s == doctest::Approx(expected).epsilon(1e-6));
+        CHECK(replay(s, star, ReplayOptions{}).makespan_s == testing::approx(expected).epsilon(1e-6));
       }
     }
   }
@@ -432,7 +443,7 @@ TEST_CASE("predict_site agrees with the replay on a uniform ring (profile link e
       c.mode = mode;
       c.comm_num_sm = 0;
       CHECK(predict_site(w, w.programs[0], sites[0], c, ctx).time_s ==
-            doctest::Approx(replay(decompose(w, star, cost, mode), star, ro).makespan_s).epsilon(1e-6));
+            testing::approx(replay(decompose(w, star, cost, mode), star, ro).makespan_s).epsilon(1e-6));
     }
   }
 }
@@ -490,7 +501,7 @@ TEST_CASE("predicted substitutions and group splits agree with the replay of a l
       assign_overlap_streams(s);
       REQUIRE(check_pass_invariants(w, s) == "");
       CHECK(predict_substitution_s(w, w.programs[0].ops[0], sub, ctx0) ==
-            doctest::Approx(replay(s, star, ro).makespan_s).epsilon(1e-6));
+            testing::approx(replay(s, star, ro).makespan_s).epsilon(1e-6));
     }
   }
   // A single island: nothing to split, the prediction is the collective's.

@@ -63,7 +63,7 @@ TEST_CASE("ring AllReduce over n GPUs takes 2(n-1)/n S/B + 2(n-1) alpha") {
     const ReplayTimes t = replay(one_collective(CollectiveKind::AllReduce, n, S, first(n)), topo, opt);
     CHECK(std::abs(t.makespan_s - expected) / expected < 1e-9);
     // Every rank finishes at the same time, and the flows are 2(n-1) per rank.
-    for (const auto& e : t.end_s) CHECK(e[0] == doctest::Approx(expected).epsilon(1e-12));
+    for (const auto& e : t.end_s) CHECK(e[0] == testing::approx(expected).epsilon(1e-12));
     CHECK(t.activities == 2LL * (n - 1) * n);
   }
 }
@@ -86,7 +86,7 @@ TEST_CASE("a folded collective (one simulated member) times like the unfolded on
   const double S = 256.0 * 1024 * 1024;
   const ReplayTimes all = replay(one_collective(CollectiveKind::AllReduce, 8, S, first(8)), topo, opt);
   const ReplayTimes one = replay(one_collective(CollectiveKind::AllReduce, 8, S, {0}), topo, opt);
-  CHECK(one.makespan_s == doctest::Approx(all.makespan_s).epsilon(1e-12));
+  CHECK(one.makespan_s == testing::approx(all.makespan_s).epsilon(1e-12));
   CHECK(one.activities == 2 * 7);  // only the representative's flows
 }
 
@@ -97,7 +97,7 @@ TEST_CASE("analytic fidelity equals flow fidelity without contention") {
   const double S = 100e6 * 8;
   const ReplayTimes a = replay(one_collective(CollectiveKind::AllReduce, 8, S, first(8)), topo, flow);
   const ReplayTimes b = replay(one_collective(CollectiveKind::AllReduce, 8, S, first(8)), topo, analytic);
-  CHECK(b.makespan_s == doctest::Approx(a.makespan_s).epsilon(1e-9));
+  CHECK(b.makespan_s == testing::approx(a.makespan_s).epsilon(1e-9));
 }
 
 TEST_CASE("two collectives sharing the GPUs' links slow each other down") {
@@ -118,7 +118,7 @@ TEST_CASE("two collectives sharing the GPUs' links slow each other down") {
   const double shared = 2.0 * 3 / 4 * 2 * S / kB + 6 * kAlpha;
   const ReplayTimes t = replay(s, topo, opt);
   CHECK(t.makespan_s > 1.9 * alone);
-  CHECK(t.makespan_s == doctest::Approx(shared).epsilon(1e-9));
+  CHECK(t.makespan_s == testing::approx(shared).epsilon(1e-9));
 }
 
 TEST_CASE("compute kernels on two streams share the GPU; on one stream they queue") {
@@ -140,9 +140,9 @@ TEST_CASE("compute kernels on two streams share the GPU; on one stream they queu
   s.programs.push_back(p);
   const ReplayTimes t = replay(s, topo, opt);
   // Two 10 ms kernels side by side finish at 20 ms; the 5 ms kernel then runs alone.
-  CHECK(t.end_s[0][0] == doctest::Approx(0.020).epsilon(1e-12));
-  CHECK(t.end_s[0][1] == doctest::Approx(0.020).epsilon(1e-12));
-  CHECK(t.makespan_s == doctest::Approx(0.025).epsilon(1e-12));
+  CHECK(t.end_s[0][0] == testing::approx(0.020).epsilon(1e-12));
+  CHECK(t.end_s[0][1] == testing::approx(0.020).epsilon(1e-12));
+  CHECK(t.makespan_s == testing::approx(0.025).epsilon(1e-12));
 }
 
 TEST_CASE("a send pays NCCL's per-message latency; a copy-engine send the launch overhead") {
@@ -171,14 +171,14 @@ TEST_CASE("a send pays NCCL's per-message latency; a copy-engine send the launch
     opt.launch_overhead_s = launch;
     return replay(s, topo, opt).makespan_s;
   };
-  CHECK(one_send(8192, -1, 0) == doctest::Approx(6.6e-6 + kAlpha + 8192 / kB).epsilon(1e-9));
-  CHECK(one_send(1e8, -1, 0) == doctest::Approx(8.4e-6 + 3.4e-6 + 1e8 / kB).epsilon(1e-9));
-  CHECK(one_send(1e8, 0, 5e-6) == doctest::Approx(5e-6 + kAlpha + 1e8 / kB).epsilon(1e-9));
+  CHECK(one_send(8192, -1, 0) == testing::approx(6.6e-6 + kAlpha + 8192 / kB).epsilon(1e-9));
+  CHECK(one_send(1e8, -1, 0) == testing::approx(8.4e-6 + 3.4e-6 + 1e8 / kB).epsilon(1e-9));
+  CHECK(one_send(1e8, 0, 5e-6) == testing::approx(5e-6 + kAlpha + 1e8 / kB).epsilon(1e-9));
   // The prediction the passes use agrees.
   const CostModel cost(device_spec("a100-sxm4-80gb"), load_profile(default_profile_path("a100-sxm4-80gb")));
   const StrategyContext ctx{topo, cost};
   CHECK(predict_p2p_step_s(topo, ctx, {{0, 1}}, 1e8) ==
-        doctest::Approx(8.4e-6 + 3.4e-6 + 1e8 / (kB * cost.profile().nvlink_efficiency)).epsilon(1e-9));
+        testing::approx(8.4e-6 + 3.4e-6 + 1e8 / (kB * cost.profile().nvlink_efficiency)).epsilon(1e-9));
 }
 
 TEST_CASE("a point-to-point send takes alpha + S/B and the receive waits for it") {
@@ -205,6 +205,6 @@ TEST_CASE("a point-to-point send takes alpha + S/B and the receive waits for it"
   b.ops = {recv, k};
   s.programs = {a, b};
   const ReplayTimes t = replay(s, topo, opt);
-  CHECK(t.end_s[1][0] == doctest::Approx(kAlpha + 1e9 / kB).epsilon(1e-12));
-  CHECK(t.makespan_s == doctest::Approx(kAlpha + 1e9 / kB + 0.001).epsilon(1e-12));
+  CHECK(t.end_s[1][0] == testing::approx(kAlpha + 1e9 / kB).epsilon(1e-12));
+  CHECK(t.makespan_s == testing::approx(kAlpha + 1e9 / kB + 0.001).epsilon(1e-12));
 }

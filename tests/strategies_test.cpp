@@ -10,6 +10,7 @@
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
 #include "sim/strategy.hpp"
+#include "tests/test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -238,7 +239,7 @@ TEST_CASE("where computation is much shorter than communication, overlap gains a
   REQUIRE(by["wang-decomp"]->notes.size() == 1);
   CHECK(by["wang-decomp"]->notes[0].find("0 sites decomposed") != std::string::npos);
   // TransformerEngine has no such rule: it can only hide the little computation there is.
-  CHECK(by["te-overlap"]->iteration_s == doctest::Approx(meg).epsilon(0.03));
+  CHECK(by["te-overlap"]->iteration_s == testing::approx(meg).epsilon(0.03));
   CHECK(meg - by["te-overlap"]->iteration_s < by["megatron"]->compute_s);
 }
 
@@ -263,7 +264,7 @@ TEST_CASE("te-overlap and wang-decomp end to end on the small scenario, folded a
     CAPTURE(a.strategy);
     CHECK(a.iteration_s > 0);
     CHECK(a.compute_s > 0);
-    CHECK(a.iteration_s == doctest::Approx(unfolded.strategies[i].iteration_s).epsilon(0.01));
+    CHECK(a.iteration_s == testing::approx(unfolded.strategies[i].iteration_s).epsilon(0.01));
     if (a.strategy != "megatron") {
       REQUIRE(a.notes.size() == 1);
       CHECK(a.ops > folded.strategies[0].ops);  // pieces

@@ -2,6 +2,7 @@
 // one small bad file per input error, each checked for file name, line and key.
 #include "sim/error.hpp"
 #include "sim/topology.hpp"
+#include "tests/test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -97,8 +98,8 @@ TEST_CASE("topology: dgx-a100 loads as one NVSwitch node with 8 NICs") {
   CHECK(!r[1].forward);  // nvswitch -> gpu5: crossed backwards
   for (const Hop& h : r) {
     CHECK(t.link(h.link_id).kind == LinkKind::NvSwitch);
-    CHECK(t.link(h.link_id).bandwidth_Bps == doctest::Approx(300e9));
-    CHECK(t.link(h.link_id).latency_s == doctest::Approx(0.35e-6));
+    CHECK(t.link(h.link_id).bandwidth_Bps == testing::approx(300e9));
+    CHECK(t.link(h.link_id).latency_s == testing::approx(0.35e-6));
     CHECK(t.link(h.link_id).full_duplex);
   }
 }
@@ -132,13 +133,13 @@ TEST_CASE("topology: dgx-a100-superpod expands to a rail-optimized two-level fat
     CHECK(p[5] == "n1.nic3");
     CHECK(p[6] == "n1.gpu3");
     const Hop up = t.route(0, 11)[2];
-    CHECK(t.link(up.link_id).bandwidth_Bps == doctest::Approx(25e9));  // 200Gb/s, oversubscription 1
-    CHECK(t.link(up.link_id).latency_s == doctest::Approx(130e-9));
+    CHECK(t.link(up.link_id).bandwidth_Bps == testing::approx(25e9));  // 200Gb/s, oversubscription 1
+    CHECK(t.link(up.link_id).latency_s == testing::approx(130e-9));
     const Hop nic = t.route(0, 11)[1];
-    CHECK(t.link(nic.link_id).bandwidth_Bps == doctest::Approx(25e9));
-    CHECK(t.link(nic.link_id).latency_s == doctest::Approx(1e-6 + 65e-9));
+    CHECK(t.link(nic.link_id).bandwidth_Bps == testing::approx(25e9));
+    CHECK(t.link(nic.link_id).latency_s == testing::approx(1e-6 + 65e-9));
     const Hop pcie = t.route(0, 11)[0];
-    CHECK(t.link(pcie.link_id).bandwidth_Bps == doctest::Approx(32e9));
+    CHECK(t.link(pcie.link_id).bandwidth_Bps == testing::approx(32e9));
   }
   SUBCASE("same rail, other scalable unit: 6 hops through a spine plane") {
     const std::vector<std::string> p = path_names(t, 0, 20 * 8);  // n20.gpu0: rail 0, second leaf
@@ -189,11 +190,11 @@ TEST_CASE("topology: dgx-h100-superpod is one scalable unit on an NDR fat tree")
   CHECK(t.num_links() == 32 * 16 + 256 + 8 * 32);
   const std::vector<Hop> intra = t.route(0, 7);
   REQUIRE(intra.size() == 2);
-  CHECK(t.link(intra[0].link_id).bandwidth_Bps == doctest::Approx(450e9));
+  CHECK(t.link(intra[0].link_id).bandwidth_Bps == testing::approx(450e9));
   CHECK(t.route(0, 8 * 31).size() == 4);      // rail 0, the one rail-0 leaf
   CHECK(t.route(0, 8 * 31 + 1).size() == 6);  // rail 1: through a spine plane
   const std::vector<Hop> inter = t.route(0, 8 * 31);
-  CHECK(t.link(inter[1].link_id).bandwidth_Bps == doctest::Approx(50e9));  // 400Gb/s
+  CHECK(t.link(inter[1].link_id).bandwidth_Bps == testing::approx(50e9));  // 400Gb/s
 }
 
 TEST_CASE("topology: a6000 box routes pairs over NVLink and the rest over PCIe") {
@@ -209,7 +210,7 @@ TEST_CASE("topology: a6000 box routes pairs over NVLink and the rest over PCIe")
   const std::vector<Hop> pair = t.route(0, 1);
   REQUIRE(pair.size() == 1);
   CHECK(t.link(pair[0].link_id).kind == LinkKind::NvLink);
-  CHECK(t.link(pair[0].link_id).bandwidth_Bps == doctest::Approx(56.25e9));
+  CHECK(t.link(pair[0].link_id).bandwidth_Bps == testing::approx(56.25e9));
   CHECK(pair[0].forward);
   CHECK(!t.route(1, 0)[0].forward);
   CHECK(t.route(6, 7).size() == 1);
@@ -235,9 +236,9 @@ TEST_CASE("topology: a non-rail, oversubscribed fat tree") {
   REQUIRE(p.size() == 7);
   CHECK(p[4] == "leaf1");
   const std::vector<Hop> r = t.route(0, 5);
-  CHECK(t.link(r[2].link_id).bandwidth_Bps == doctest::Approx(25e9 / 2.5));
-  CHECK(t.link(r[2].link_id).latency_s == doctest::Approx(130e-9));  // the default switch latency
-  CHECK(t.link(r[0].link_id).bandwidth_Bps == doctest::Approx(32e9));  // the default PCIe Gen4 x16
+  CHECK(t.link(r[2].link_id).bandwidth_Bps == testing::approx(25e9 / 2.5));
+  CHECK(t.link(r[2].link_id).latency_s == testing::approx(130e-9));  // the default switch latency
+  CHECK(t.link(r[0].link_id).bandwidth_Bps == testing::approx(32e9));  // the default PCIe Gen4 x16
 
   // Every route is as short as a plain BFS (GPUs not passed through) says, for all pairs.
   for (int s = 0; s < t.num_gpus(); ++s) {

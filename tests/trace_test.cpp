@@ -162,14 +162,14 @@ TEST_CASE("trace: a process per rank, a track per stream, a complete event per o
   CHECK(e0.at("name") == "fc1 \"quoted\"");
   CHECK(e0.at("cat") == "gemm");
   CHECK(e0.at("ts").get<double>() == 0.0);
-  CHECK(e0.at("dur").get<double>() == doctest::Approx(2000.0));  // microseconds
+  CHECK(e0.at("dur").get<double>() == testing::approx(2000.0));  // microseconds
   CHECK(e0.at("args").at("layer") == 3);
   CHECK(e0.at("args").at("micro_batch") == 1);
   CHECK(e0.at("args").at("phase") == "forward");
   const auto& e1 = events[1];
   CHECK(e1.at("tid") == 1);
-  CHECK(e1.at("ts").get<double>() == doctest::Approx(1000.0));
-  CHECK(e1.at("dur").get<double>() == doctest::Approx(500.0));
+  CHECK(e1.at("ts").get<double>() == testing::approx(1000.0));
+  CHECK(e1.at("dur").get<double>() == testing::approx(500.0));
   CHECK(e1.at("args").at("kind") == "AllGather");
   CHECK(e1.at("args").at("bytes") == 4096);
   CHECK(e1.at("args").at("phase") == "backward");
@@ -236,7 +236,7 @@ TEST_CASE("trace: a ring AllReduce has a track per link of the ring, spanning it
   // 2(n−1) steps of S/n bytes from every member.
   REQUIRE(t.flows.size() == static_cast<size_t>(n * 2 * (n - 1)));
   const double T = 2.0 * (n - 1) / n * S / kB + 2 * (n - 1) * kAlpha;  // the ring's closed form
-  REQUIRE(t.end_s[0][0] == doctest::Approx(T));
+  REQUIRE(t.end_s[0][0] == testing::approx(T));
 
   TraceWriter w;
   w.add("ring", s, t, &topo);
@@ -258,9 +258,9 @@ TEST_CASE("trace: a ring AllReduce has a track per link of the ring, spanning it
     REQUIRE(segs.size() == 1);
     const auto& e = segs[0];
     CHECK(e.at("cat") == "link");
-    CHECK(e.at("ts").get<double>() == doctest::Approx(0.0));
-    CHECK(e.at("dur").get<double>() == doctest::Approx(T * 1e6).epsilon(1e-6));
-    CHECK(e.at("args").at("bytes").get<double>() == doctest::Approx(2.0 * (n - 1) / n * S));
+    CHECK(e.at("ts").get<double>() == testing::approx(0.0));
+    CHECK(e.at("dur").get<double>() == testing::approx(T * 1e6).epsilon(1e-6));
+    CHECK(e.at("args").at("bytes").get<double>() == testing::approx(2.0 * (n - 1) / n * S));
     CHECK(e.at("args").at("flows") == 2 * (n - 1));
     CHECK(e.at("args").at("max_concurrent_flows") == 1);
     // The sender's flows: "gpuK → sw" carries rank K's; "sw → gpuK" its ring predecessor's.
@@ -272,11 +272,11 @@ TEST_CASE("trace: a ring AllReduce has a track per link of the ring, spanning it
     // Counter: one flow at a time at (S/n) / (α + S/(n·B)) bytes/s, none after the last.
     const auto& c = p.counters.at(name);
     REQUIRE(c.size() >= 2);
-    CHECK(c.front().at("ts").get<double>() == doctest::Approx(0.0));
+    CHECK(c.front().at("ts").get<double>() == testing::approx(0.0));
     CHECK(c.front().at("args").at("flows") == 1);
     CHECK(c.front().at("args").at("bytes_per_s").get<double>() ==
-          doctest::Approx(S / n / (kAlpha + S / n / kB)).epsilon(1e-5));
-    CHECK(c.back().at("ts").get<double>() == doctest::Approx(T * 1e6).epsilon(1e-6));
+          testing::approx(S / n / (kAlpha + S / n / kB)).epsilon(1e-5));
+    CHECK(c.back().at("ts").get<double>() == testing::approx(T * 1e6).epsilon(1e-6));
     CHECK(c.back().at("args").at("flows") == 0);
   }
   // The rank and stream tracks are those of a trace without flows, event for event.
@@ -355,17 +355,17 @@ TEST_CASE("trace: overlapping sends on one link cut it where the set of ops chan
   std::sort(both.begin(), both.end());
   CHECK(both == std::vector<std::string>{"0:a", "0:b"});
   CHECK(shared[0].at("args").at("max_concurrent_flows") == 2);
-  CHECK(shared[0].at("ts").get<double>() == doctest::Approx(0.0));
-  CHECK(shared[0].at("dur").get<double>() == doctest::Approx(fa.end_s * 1e6));
+  CHECK(shared[0].at("ts").get<double>() == testing::approx(0.0));
+  CHECK(shared[0].at("dur").get<double>() == testing::approx(fa.end_s * 1e6));
   // b's bytes are shared pro rata of its time in each interval.
   const double b_first = bytes_b * (fa.end_s - fb.start_s) / (fb.end_s - fb.start_s);
-  CHECK(shared[0].at("args").at("bytes").get<double>() == doctest::Approx(bytes_a + b_first));
+  CHECK(shared[0].at("args").at("bytes").get<double>() == testing::approx(bytes_a + b_first));
   CHECK(shared[1].at("args").at("ops") == nlohmann::json::array({"0:b"}));
   CHECK(shared[1].at("args").at("flows") == 1);
-  CHECK(shared[1].at("ts").get<double>() == doctest::Approx(fa.end_s * 1e6));
-  CHECK(shared[1].at("dur").get<double>() == doctest::Approx((fb.end_s - fa.end_s) * 1e6));
-  CHECK(shared[1].at("args").at("bytes").get<double>() == doctest::Approx(bytes_b - b_first));
-  CHECK(p.segments.at("sw → gpu1").at(0).at("args").at("bytes").get<double>() == doctest::Approx(bytes_a));
+  CHECK(shared[1].at("ts").get<double>() == testing::approx(fa.end_s * 1e6));
+  CHECK(shared[1].at("dur").get<double>() == testing::approx((fb.end_s - fa.end_s) * 1e6));
+  CHECK(shared[1].at("args").at("bytes").get<double>() == testing::approx(bytes_b - b_first));
+  CHECK(p.segments.at("sw → gpu1").at(0).at("args").at("bytes").get<double>() == testing::approx(bytes_a));
   // The counter climbs to two flows, drops to one when a arrives, then to none.
   std::vector<int> flows;
   for (const auto& c : p.counters.at("gpu0 → sw")) flows.push_back(c.at("args").at("flows"));

@@ -1,5 +1,6 @@
 // Strict unit parsing (sim/units.hpp): every accepted form, and one SUBCASE per rejected input.
 #include "sim/units.hpp"
+#include "tests/test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -25,56 +26,56 @@ std::string rejection(Parse parse, const std::string& text) {
 }  // namespace
 
 TEST_CASE("units: bandwidth accepted forms") {
-  CHECK(parse_bandwidth_Bps("300GB/s") == doctest::Approx(300e9));
-  CHECK(parse_bandwidth_Bps("56.25GB/s") == doctest::Approx(56.25e9));
-  CHECK(parse_bandwidth_Bps("200Gb/s") == doctest::Approx(25e9));
-  CHECK(parse_bandwidth_Bps("400Gb/s") == doctest::Approx(50e9));
-  CHECK(parse_bandwidth_Bps("25GiB/s") == doctest::Approx(25.0 * 1024 * 1024 * 1024));
-  CHECK(parse_bandwidth_Bps("1kB/s") == doctest::Approx(1e3));
-  CHECK(parse_bandwidth_Bps("1MB/s") == doctest::Approx(1e6));
-  CHECK(parse_bandwidth_Bps("1TB/s") == doctest::Approx(1e12));
-  CHECK(parse_bandwidth_Bps("1PB/s") == doctest::Approx(1e15));
-  CHECK(parse_bandwidth_Bps("1KiB/s") == doctest::Approx(1024));
-  CHECK(parse_bandwidth_Bps("1MiB/s") == doctest::Approx(1024.0 * 1024));
-  CHECK(parse_bandwidth_Bps("1TiB/s") == doctest::Approx(1024.0 * 1024 * 1024 * 1024));
-  CHECK(parse_bandwidth_Bps("8b/s") == doctest::Approx(1));
-  CHECK(parse_bandwidth_Bps("16B/s") == doctest::Approx(16));
-  CHECK(parse_bandwidth_Bps("1e3MB/s") == doctest::Approx(1e9));
-  CHECK(parse_bandwidth_Bps(".5GB/s") == doctest::Approx(0.5e9));
-  CHECK(parse_bandwidth_Bps("300 GB/s") == doctest::Approx(300e9));   // one space allowed
-  CHECK(parse_bandwidth_Bps("  300GB/s ") == doctest::Approx(300e9));  // surrounding blanks
+  CHECK(parse_bandwidth_Bps("300GB/s") == testing::approx(300e9));
+  CHECK(parse_bandwidth_Bps("56.25GB/s") == testing::approx(56.25e9));
+  CHECK(parse_bandwidth_Bps("200Gb/s") == testing::approx(25e9));
+  CHECK(parse_bandwidth_Bps("400Gb/s") == testing::approx(50e9));
+  CHECK(parse_bandwidth_Bps("25GiB/s") == testing::approx(25.0 * 1024 * 1024 * 1024));
+  CHECK(parse_bandwidth_Bps("1kB/s") == testing::approx(1e3));
+  CHECK(parse_bandwidth_Bps("1MB/s") == testing::approx(1e6));
+  CHECK(parse_bandwidth_Bps("1TB/s") == testing::approx(1e12));
+  CHECK(parse_bandwidth_Bps("1PB/s") == testing::approx(1e15));
+  CHECK(parse_bandwidth_Bps("1KiB/s") == testing::approx(1024));
+  CHECK(parse_bandwidth_Bps("1MiB/s") == testing::approx(1024.0 * 1024));
+  CHECK(parse_bandwidth_Bps("1TiB/s") == testing::approx(1024.0 * 1024 * 1024 * 1024));
+  CHECK(parse_bandwidth_Bps("8b/s") == testing::approx(1));
+  CHECK(parse_bandwidth_Bps("16B/s") == testing::approx(16));
+  CHECK(parse_bandwidth_Bps("1e3MB/s") == testing::approx(1e9));
+  CHECK(parse_bandwidth_Bps(".5GB/s") == testing::approx(0.5e9));
+  CHECK(parse_bandwidth_Bps("300 GB/s") == testing::approx(300e9));   // one space allowed
+  CHECK(parse_bandwidth_Bps("  300GB/s ") == testing::approx(300e9));  // surrounding blanks
   CHECK(parse_bandwidth_Bps("0GB/s") == 0);                            // zero: the caller decides
 }
 
 TEST_CASE("units: time accepted forms") {
-  CHECK(parse_time_s("0.7us") == doctest::Approx(0.7e-6));
-  CHECK(parse_time_s("1.5us") == doctest::Approx(1.5e-6));
-  CHECK(parse_time_s("10ns") == doctest::Approx(10e-9));
-  CHECK(parse_time_s("130ns") == doctest::Approx(130e-9));
-  CHECK(parse_time_s("3ms") == doctest::Approx(3e-3));
-  CHECK(parse_time_s("2s") == doctest::Approx(2.0));
-  CHECK(parse_time_s("5\u00b5s") == doctest::Approx(5e-6));  // micro sign
-  CHECK(parse_time_s("5\u03bcs") == doctest::Approx(5e-6));  // Greek mu
-  CHECK(parse_time_s("250ps") == doctest::Approx(250e-12));
+  CHECK(parse_time_s("0.7us") == testing::approx(0.7e-6));
+  CHECK(parse_time_s("1.5us") == testing::approx(1.5e-6));
+  CHECK(parse_time_s("10ns") == testing::approx(10e-9));
+  CHECK(parse_time_s("130ns") == testing::approx(130e-9));
+  CHECK(parse_time_s("3ms") == testing::approx(3e-3));
+  CHECK(parse_time_s("2s") == testing::approx(2.0));
+  CHECK(parse_time_s("5\u00b5s") == testing::approx(5e-6));  // micro sign
+  CHECK(parse_time_s("5\u03bcs") == testing::approx(5e-6));  // Greek mu
+  CHECK(parse_time_s("250ps") == testing::approx(250e-12));
   CHECK(parse_time_s("0s") == 0);
 }
 
 TEST_CASE("units: size accepted forms") {
-  CHECK(parse_bytes("80GiB") == doctest::Approx(80.0 * 1024 * 1024 * 1024));
-  CHECK(parse_bytes("40GB") == doctest::Approx(40e9));
-  CHECK(parse_bytes("512MiB") == doctest::Approx(512.0 * 1024 * 1024));
-  CHECK(parse_bytes("8B") == doctest::Approx(8));
-  CHECK(parse_bytes("1KiB") == doctest::Approx(1024));
-  CHECK(parse_bytes("1kB") == doctest::Approx(1000));
-  CHECK(parse_bytes("2TiB") == doctest::Approx(2.0 * 1024 * 1024 * 1024 * 1024));
+  CHECK(parse_bytes("80GiB") == testing::approx(80.0 * 1024 * 1024 * 1024));
+  CHECK(parse_bytes("40GB") == testing::approx(40e9));
+  CHECK(parse_bytes("512MiB") == testing::approx(512.0 * 1024 * 1024));
+  CHECK(parse_bytes("8B") == testing::approx(8));
+  CHECK(parse_bytes("1KiB") == testing::approx(1024));
+  CHECK(parse_bytes("1kB") == testing::approx(1000));
+  CHECK(parse_bytes("2TiB") == testing::approx(2.0 * 1024 * 1024 * 1024 * 1024));
 }
 
 TEST_CASE("units: compute accepted forms") {
-  CHECK(parse_flops_per_s("312TFLOP/s") == doctest::Approx(312e12));
-  CHECK(parse_flops_per_s("19.5TFLOP/s") == doctest::Approx(19.5e12));
-  CHECK(parse_flops_per_s("989.4TFLOP/s") == doctest::Approx(989.4e12));
-  CHECK(parse_flops_per_s("1PFLOP/s") == doctest::Approx(1e15));
-  CHECK(parse_flops_per_s("5GFLOP/s") == doctest::Approx(5e9));
+  CHECK(parse_flops_per_s("312TFLOP/s") == testing::approx(312e12));
+  CHECK(parse_flops_per_s("19.5TFLOP/s") == testing::approx(19.5e12));
+  CHECK(parse_flops_per_s("989.4TFLOP/s") == testing::approx(989.4e12));
+  CHECK(parse_flops_per_s("1PFLOP/s") == testing::approx(1e15));
+  CHECK(parse_flops_per_s("5GFLOP/s") == testing::approx(5e9));
 }
 
 TEST_CASE("units: the message says what was expected and what was found") {

@@ -7,6 +7,7 @@
 #include "sim/replay.hpp"
 #include "sim/strategy.hpp"
 #include "sim/topology.hpp"
+#include "tests/test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -70,7 +71,7 @@ TEST_CASE("folded and unfolded workloads carry the same FLOPs per rank") {
   const Schedule all = build_iteration(m, p, cost, Folding::None);
   CHECK(folded.programs.size() == 2);
   CHECK(all.programs.size() == 8);
-  CHECK(all.total_flops() == doctest::Approx(folded.total_flops() * p.tp * p.dp).epsilon(1e-12));
+  CHECK(all.total_flops() == testing::approx(folded.total_flops() * p.tp * p.dp).epsilon(1e-12));
   validate(all);
 }
 
@@ -135,7 +136,7 @@ TEST_CASE("ZeRO-3: each layer's parameters gathered before every pass, prefetche
     if (op.name == "zero3.grad_reduce") {
       ++reduces;
       CHECK(op.collective == CollectiveKind::ReduceScatter);
-      CHECK(op.bytes == doctest::Approx(layer_bytes));
+      CHECK(op.bytes == testing::approx(layer_bytes));
       REQUIRE(op.deps.size() == 1);
       CHECK(prog.ops[op.deps[0]].name == "qkv.wgrad");
     }
@@ -143,7 +144,7 @@ TEST_CASE("ZeRO-3: each layer's parameters gathered before every pass, prefetche
     ++gathers;
     CHECK(op.collective == CollectiveKind::AllGather);
     CHECK(w.groups[op.group].ranks.size() == 4);
-    CHECK(op.bytes == doctest::Approx(layer_bytes));
+    CHECK(op.bytes == testing::approx(layer_bytes));
     CHECK(op.overlap_stream != 0);  // off the compute stream: prefetched
     // The layer's first op waits for it; it waits for the previous layer's pass to begin.
     int first = -1;
