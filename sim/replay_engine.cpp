@@ -82,6 +82,7 @@ void Replayer::build() {
   be_.build(topo_, ranks, pairs, opt_.link_efficiency, speeds);
   held_sms_.assign(nr, 0);
 
+  for (int ri = 0; ri < nr; ++ri) mirror_partners(ri);
   pending_.resize(nr);
   succ_begin_.resize(nr);
   succ_.resize(nr);
@@ -207,10 +208,26 @@ void Replayer::on_ready(int ri, int oi) {
     case OpType::Collective:
       coll_ready(ri, oi);
       return;
-    case OpType::Send:
+    case OpType::Send: {
       if (int h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
       p2p_send(ri, oi, op.match, false);
+      // The mirror that sends to this rank does so now too (mirror_partners).
+      if (!mirror_partner_.empty()) {
+        const auto it = mirror_partner_.find((int64_t{ri} << 32) | oi);
+        if (it != mirror_partner_.end()) {
+          const int recv = it->second;
+          mirror_partner_.erase(it);
+          mirror_partner_send_.erase((int64_t{ri} << 32) | recv);
+          const int64_t m = s_.programs[ri].ops[recv].match;
+          P2PState& st = p2p_[m];
+          st.recv_rank_idx = ri;
+          st.recv_op = recv;
+          st.mirror_sent = true;
+          p2p_send(-1, -1, m, false);
+        }
+      }
       return;
+    }
     case OpType::Recv: {
       if (int h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
       P2PState& st = p2p_[op.match];
@@ -220,11 +237,42 @@ void Replayer::on_ready(int ri, int oi) {
       if (st.arrived) {
         p2p_.erase(op.match);
         complete(ri, oi);
-      } else if (rank_idx(op.peer) < 0) {
-        // The sender is a mirror: its data leaves when this receive is posted.
+      } else if (rank_idx(op.peer) < 0 && !st.mirror_sent) {
+        // The sender is a mirror whose paired send of this rank has not been posted yet (or that
+        // has none): its data leaves when this receive is posted.
+        if (!mirror_partner_send_.empty()) {
+          const auto it = mirror_partner_send_.find((int64_t{ri} << 32) | oi);
+          if (it != mirror_partner_send_.end()) {
+            mirror_partner_.erase((int64_t{ri} << 32) | it->second);
+            mirror_partner_send_.erase(it);
+          }
+        }
+        st.mirror_sent = true;
         p2p_send(-1, -1, op.match, false);
       }
       return;
+    }
+  }
+}
+
+void Replayer::mirror_partners(int ri) {
+  const auto& ops = s_.programs[ri].ops;
+  std::map<int, std::vector<int>> sends, recvs;  // peer → op indices in program order
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    if (ops[i].type == OpType::Send && rank_idx(ops[i].peer) < 0) sends[ops[i].peer].push_back(i);
+    if (ops[i].type == OpType::Recv && rank_idx(ops[i].peer) < 0) recvs[ops[i].peer].push_back(i);
+  }
+  for (const auto& [p, rv] : recvs) {
+    int q = -1;
+    if (sends.size() == 1) {
+      q = sends.begin()->first;
+    } else if (sends.size() == 2 && sends.count(p)) {
+      q = sends.begin()->first == p ? std::next(sends.begin())->first : sends.begin()->first;
+    }
+    if (q < 0 || sends[q].size() != rv.size()) continue;
+    for (size_t k = 0; k < rv.size(); ++k) {
+      mirror_partner_[(int64_t{ri} << 32) | sends[q][k]] = rv[k];
+      mirror_partner_send_[(int64_t{ri} << 32) | rv[k]] = sends[q][k];
     }
   }
 }

@@ -114,6 +114,7 @@ struct P2PState {
   int recv_rank_idx = -1;
   int recv_op = -1;
   bool recv_ready = false;
+  bool mirror_sent = false;  ///< the receive is from a mirror whose send has been started
 };
 
 class Replayer {
@@ -124,6 +125,13 @@ class Replayer {
 
  private:
   void build();
+  /// Pairs each receive from a mirror with the send of this rank that the mirror's send mirrors
+  /// (a ring exchange: rank r receives step k from p while it sends step k to q, and p sends
+  /// its step k to r as r sends its own, by symmetry): the k-th receive from p with the k-th
+  /// send to q, where q is r's only mirror it sends to, or the one of two that is not p (a
+  /// bidirectional ring), and both counts agree. Unpaired receives start the mirror's send when
+  /// posted.
+  void mirror_partners(int ri);
   const PlannedCollective& plan_of(const Op& op);
   void on_ready(int ri, int oi);
   void complete(int ri, int oi);
@@ -179,6 +187,10 @@ class Replayer {
   std::deque<Task> tasks_;
   std::unordered_map<int64_t, CollState> colls_;
   std::unordered_map<int64_t, P2PState> p2p_;
+  /// (rank index << 32 | send op) → the receive from a mirror that the mirror sends when this
+  /// rank sends (mirror_partners()); -1 entries absent.
+  std::unordered_map<int64_t, int> mirror_partner_;
+  std::unordered_map<int64_t, int> mirror_partner_send_;  ///< the reverse: (rank index << 32 | receive) → send
   std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
   std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds
   std::unordered_map<int64_t, double> p2p_latency_;  // (src·W + dst)·4 + LL·2 + copy engine → seconds
