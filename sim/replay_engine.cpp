@@ -82,6 +82,8 @@ void Replayer::build() {
   be_.build(topo_, ranks, pairs, opt_.link_efficiency, speeds);
   held_sms_.assign(nr, 0);
 
+  mirror_partner_.resize(nr);
+  mirror_partner_send_.resize(nr);
   for (int ri = 0; ri < nr; ++ri) mirror_partners(ri);
   pending_.resize(nr);
   succ_begin_.resize(nr);
@@ -212,19 +214,16 @@ void Replayer::on_ready(int ri, int oi) {
       if (int h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
       p2p_send(ri, oi, op.match, false);
       // The mirror that sends to this rank does so now too (mirror_partners).
-      if (!mirror_partner_.empty()) {
-        const auto it = mirror_partner_.find((int64_t{ri} << 32) | oi);
-        if (it != mirror_partner_.end()) {
-          const int recv = it->second;
-          mirror_partner_.erase(it);
-          mirror_partner_send_.erase((int64_t{ri} << 32) | recv);
-          const int64_t m = s_.programs[ri].ops[recv].match;
-          P2PState& st = p2p_[m];
-          st.recv_rank_idx = ri;
-          st.recv_op = recv;
-          st.mirror_sent = true;
-          p2p_send(-1, -1, m, false);
-        }
+      if (!mirror_partner_[ri].empty() && mirror_partner_[ri][oi] >= 0) {
+        const int recv = mirror_partner_[ri][oi];
+        mirror_partner_[ri][oi] = -1;
+        mirror_partner_send_[ri][recv] = -1;
+        const int64_t m = s_.programs[ri].ops[recv].match;
+        P2PState& st = p2p_[m];
+        st.recv_rank_idx = ri;
+        st.recv_op = recv;
+        st.mirror_sent = true;
+        p2p_send(-1, -1, m, false);
       }
       return;
     }
@@ -240,12 +239,9 @@ void Replayer::on_ready(int ri, int oi) {
       } else if (rank_idx(op.peer) < 0 && !st.mirror_sent) {
         // The sender is a mirror whose paired send of this rank has not been posted yet (or that
         // has none): its data leaves when this receive is posted.
-        if (!mirror_partner_send_.empty()) {
-          const auto it = mirror_partner_send_.find((int64_t{ri} << 32) | oi);
-          if (it != mirror_partner_send_.end()) {
-            mirror_partner_.erase((int64_t{ri} << 32) | it->second);
-            mirror_partner_send_.erase(it);
-          }
+        if (!mirror_partner_send_[ri].empty() && mirror_partner_send_[ri][oi] >= 0) {
+          mirror_partner_[ri][mirror_partner_send_[ri][oi]] = -1;
+          mirror_partner_send_[ri][oi] = -1;
         }
         st.mirror_sent = true;
         p2p_send(-1, -1, op.match, false);
@@ -270,9 +266,13 @@ void Replayer::mirror_partners(int ri) {
       q = sends.begin()->first == p ? std::next(sends.begin())->first : sends.begin()->first;
     }
     if (q < 0 || sends[q].size() != rv.size()) continue;
+    if (mirror_partner_[ri].empty()) {
+      mirror_partner_[ri].assign(ops.size(), -1);
+      mirror_partner_send_[ri].assign(ops.size(), -1);
+    }
     for (size_t k = 0; k < rv.size(); ++k) {
-      mirror_partner_[(int64_t{ri} << 32) | sends[q][k]] = rv[k];
-      mirror_partner_send_[(int64_t{ri} << 32) | rv[k]] = sends[q][k];
+      mirror_partner_[ri][sends[q][k]] = rv[k];
+      mirror_partner_send_[ri][rv[k]] = sends[q][k];
     }
   }
 }

@@ -187,10 +187,10 @@ class Replayer {
   std::deque<Task> tasks_;
   std::unordered_map<int64_t, CollState> colls_;
   std::unordered_map<int64_t, P2PState> p2p_;
-  /// (rank index << 32 | send op) → the receive from a mirror that the mirror sends when this
-  /// rank sends (mirror_partners()); -1 entries absent.
-  std::unordered_map<int64_t, int> mirror_partner_;
-  std::unordered_map<int64_t, int> mirror_partner_send_;  ///< the reverse: (rank index << 32 | receive) → send
+  /// [rank index][send op]: the receive from a mirror that the mirror sends when this rank
+  /// sends (mirror_partners()), −1 none; [rank index][receive op]: the reverse. Empty for a
+  /// rank without pairs.
+  std::vector<std::vector<int>> mirror_partner_, mirror_partner_send_;
   std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
   std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds
   std::unordered_map<int64_t, double> p2p_latency_;  // (src·W + dst)·4 + LL·2 + copy engine → seconds
