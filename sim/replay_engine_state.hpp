@@ -143,8 +143,9 @@ class Replayer {
                   int idx = -1);
   void start_flow(Task::Kind kind, int src_rank, int dst_rank, double bytes, int ri, int oi, int64_t match,
                   int channel, int idx);
-  /// Contention-free time of an AllToAll (analytic), seconds: the slowest piece's latency (its
-  /// kernel's, as p2p_latency, plus its route's) plus the most loaded directed link's bytes over
+  /// Contention-free time of an AllToAll (analytic), seconds: the largest over members of its
+  /// slowest piece's kernel latency (p2p_latency) plus its farthest route's latency (the kernel
+  /// pays the first once, then every piece leaves), plus the most loaded directed link's bytes over
   /// its bandwidth, every member sending n−1 pieces of S/n at once (max-min sharing of a link
   /// whose flows all start together ends with its last byte). Cached per (group, bytes).
   double all_to_all_s(const Op& op);
