@@ -268,24 +268,15 @@ TEST_CASE("a chain's slices move at their share among the hops of their wave: fl
   // out their step latency, so flow beat the closed form: 5 GPUs of one node on 8 channels (the
   // rotations load the ports unevenly), LL128, 1 GiB: 4377 µs against 4852 µs; 2 A100 nodes,
   // 16 MiB, Simple, 8 channels: 266.5 µs against 299.3 µs.
-  struct Case {
-    std::string topology;
-    std::map<std::string, std::string> overrides;
-    int ranks;
-    Protocol protocol;
-    double size;
-  };
-  const std::vector<Case> cases{
+  const std::vector<ProtocolCase> cases{
       {"/topologies/dgx-a100.yaml", {}, 5, Protocol::LL128, 64.0 * 1024 * 1024},
       {"/topologies/dgx-a100.yaml", {}, 7, Protocol::LL128, 1024.0 * 1024 * 1024},
       {"/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}}, 16, Protocol::Simple, 16.0 * 1024 * 1024},
       {"/topologies/dgx-a100-superpod.yaml", {{"node.count", "4"}}, 32, Protocol::LL128, 256.0 * 1024 * 1024},
   };
-  for (const Case& c : cases) {
+  for (const ProtocolCase& c : cases) {
     const Topology topo = load_topology(kSrc + c.topology, c.overrides);
-    BenchOptions b;
-    b.replay.collectives.protocol_auto = false;
-    b.replay.collectives.protocol = c.protocol;
+    const BenchOptions b = forced_protocol(c);
     for (BenchOp op : {BenchOp::Broadcast, BenchOp::Reduce}) {
       const FlowAnalytic t = flow_and_analytic(topo, op, c.ranks, c.size, b);
       INFO(c.topology << " " << to_string(op) << " over " << c.ranks << ", " << c.size << " B: flow " << t.flow * 1e6

@@ -36,6 +36,13 @@ FlowAnalytic flow_and_analytic(const Topology& topo, BenchOp op, int ranks, doub
   return r;
 }
 
+BenchOptions forced_protocol(const ProtocolCase& c) {
+  BenchOptions b;
+  b.replay.collectives.protocol_auto = false;
+  b.replay.collectives.protocol = c.protocol;
+  return b;
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;

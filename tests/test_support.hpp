@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,18 @@ struct FlowAnalytic {
   double flow = 0, analytic = 0;
 };
 FlowAnalytic flow_and_analytic(const Topology& topo, BenchOp op, int ranks, double size, BenchOptions b);
+
+/// A collective on a shipped topology with a forced protocol: the topology file (from the
+/// source root), its overrides, the ranks, the protocol and the size in bytes.
+struct ProtocolCase {
+  std::string topology;
+  std::map<std::string, std::string> overrides;
+  int ranks;
+  Protocol protocol;
+  double size;
+};
+/// Bench options that force `c`'s protocol (everything else at its default).
+BenchOptions forced_protocol(const ProtocolCase& c);
 
 /// The whole content of a file ("" when it cannot be read).
 std::string slurp(const std::string& path);

@@ -239,24 +239,15 @@ TEST_CASE("tree flow == analytic where a tree's up and down hops share GPU ports
   // and a flow ran at the port's whole bandwidth while the others waited, so flow beat the
   // closed form: one DGX A100 node, 32 MiB, Simple: 346.6 µs flow against 664.4 µs. A slice
   // now reaches the next member no sooner than at its channel's share of the hop's links.
-  struct Case {
-    std::string topology;
-    std::map<std::string, std::string> overrides;
-    int ranks;
-    Protocol protocol;
-    double size;
-  };
-  const std::vector<Case> cases{
+  const std::vector<ProtocolCase> cases{
       {"/topologies/dgx-a100.yaml", {}, 8, Protocol::Simple, 32.0 * 1024 * 1024},
       {"/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}}, 8, Protocol::Simple, 16.0 * 1024 * 1024},
       {"/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}}, 16, Protocol::LL128, 128.0 * 1024 * 1024},
   };
-  for (const Case& c : cases) {
+  for (const ProtocolCase& c : cases) {
     const Topology topo = load_topology(kSrc + c.topology, c.overrides);
-    BenchOptions b;
+    BenchOptions b = forced_protocol(c);
     b.algorithm = CollectiveAlgorithm::Tree;
-    b.replay.collectives.protocol_auto = false;
-    b.replay.collectives.protocol = c.protocol;
     const auto [flow, analytic] = flow_and_analytic(topo, BenchOp::AllReduce, c.ranks, c.size, b);
     INFO(c.topology << ": flow " << flow * 1e6 << " µs, analytic " << analytic * 1e6 << " µs");
     CHECK(flow == testing::approx(analytic).epsilon(1e-6));
