@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <stdexcept>
 
 namespace overlapsim {
@@ -93,20 +94,34 @@ BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, Be
   // ranks (the root first): time it on every rank, so that the slowest is seen whether or not
   // --unfold is given (a tree simulates every member's flows anyway).
   const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  switch (op) {
+    case BenchOp::AllReduce: kind = CollectiveKind::AllReduce; break;
+    case BenchOp::AllGather: kind = CollectiveKind::AllGather; break;
+    case BenchOp::ReduceScatter: kind = CollectiveKind::ReduceScatter; break;
+    case BenchOp::AllToAll: kind = CollectiveKind::AllToAll; break;
+    case BenchOp::Broadcast: kind = CollectiveKind::Broadcast; break;
+    case BenchOp::Reduce: kind = CollectiveKind::Reduce; break;
+    case BenchOp::SendRecv: break;
+  }
+  // How the replay will run it (rings, chains, trees, NVLS; not AllToAll and SendRecv, which are
+  // point-to-point): it decides the folding below and names the row.
+  std::optional<CollectivePlan> plan;
+  if (op != BenchOp::SendRecv && op != BenchOp::AllToAll) {
+    CollectiveOptions co = opt.replay.collectives;
+    if (opt.algorithm != CollectiveAlgorithm::Auto) co.algorithm = opt.algorithm;
+    plan = plan_collective(topo, opt.replay.link_efficiency, all, kind, size, opt.channels, co);
+  }
   // A tree too large for its flows (kMaxTreeFlows) is timed by its closed form in both
   // fidelities: rank 0 and the member that ends last stand for it (regression: 16,384 ranks
   // unfolded grew past 24 GB and were killed).
   int slowest = -1;
   if (op == BenchOp::AllReduce && !opt.unfold) {
-    CollectiveOptions co = opt.replay.collectives;
-    if (opt.algorithm != CollectiveAlgorithm::Auto) co.algorithm = opt.algorithm;
-    const CollectivePlan pl =
-        plan_collective(topo, opt.replay.link_efficiency, all, CollectiveKind::AllReduce, size, opt.channels, co);
-    if (pl.algorithm == CollectiveAlgorithm::Tree && pl.tree_flows() > kMaxTreeFlows) {
-      const std::vector<double> ends = pl.member_ends_s();
+    if (plan->algorithm == CollectiveAlgorithm::Tree && plan->tree_flows() > kMaxTreeFlows) {
+      const std::vector<double> ends = plan->member_ends_s();
       slowest = static_cast<int>(std::max_element(ends.begin(), ends.end()) - ends.begin());
     } else {
-      opt.unfold = pl.algorithm == CollectiveAlgorithm::Tree;
+      opt.unfold = plan->algorithm == CollectiveAlgorithm::Tree;
     }
   }
   // One rank stands for the others only where they all see the same machine (design §9): not
@@ -154,15 +169,7 @@ BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, Be
       c.algorithm = opt.algorithm;
       c.purpose = CommPurpose::DataParallel;
       c.name = to_string(op);
-      switch (op) {
-        case BenchOp::AllReduce: c.collective = CollectiveKind::AllReduce; break;
-        case BenchOp::AllGather: c.collective = CollectiveKind::AllGather; break;
-        case BenchOp::ReduceScatter: c.collective = CollectiveKind::ReduceScatter; break;
-        case BenchOp::AllToAll: c.collective = CollectiveKind::AllToAll; break;
-        case BenchOp::Broadcast: c.collective = CollectiveKind::Broadcast; break;
-        case BenchOp::Reduce: c.collective = CollectiveKind::Reduce; break;
-        case BenchOp::SendRecv: break;
-      }
+      c.collective = kind;
       p.ops.push_back(c);
     }
     s.programs.push_back(std::move(p));
@@ -186,13 +193,9 @@ BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, Be
   if (op != BenchOp::SendRecv && opt.replay.fidelity == Fidelity::Analytic &&
       find_measured(opt.replay.measured, c, topo, all, opt.replay.collectives)) {
     row.plan = "measured";
-  } else if (op != BenchOp::SendRecv && op != BenchOp::AllToAll) {
-    CollectiveOptions co = opt.replay.collectives;
-    if (c.algorithm != CollectiveAlgorithm::Auto) co.algorithm = c.algorithm;
-    const CollectivePlan pl = plan_collective(topo, opt.replay.link_efficiency, all, c.collective, c.bytes,
-                                              c.channels, co);
-    row.plan = fmt::format("{}/{}/{}", pl.chain ? "chain" : to_string(pl.algorithm), to_string(pl.protocol),
-                           pl.channels);
+  } else if (plan) {
+    row.plan = fmt::format("{}/{}/{}", plan->chain ? "chain" : to_string(plan->algorithm), to_string(plan->protocol),
+                           plan->channels);
   }
   return row;
 }
