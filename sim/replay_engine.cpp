@@ -214,17 +214,7 @@ void Replayer::on_ready(int ri, int oi) {
       if (int h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
       p2p_send(ri, oi, op.match, false);
       // The mirror that sends to this rank does so now too (mirror_partners).
-      if (!mirror_partner_[ri].empty() && mirror_partner_[ri][oi] >= 0) {
-        const int recv = mirror_partner_[ri][oi];
-        mirror_partner_[ri][oi] = -1;
-        mirror_partner_send_[ri][recv] = -1;
-        const int64_t m = s_.programs[ri].ops[recv].match;
-        P2PState& st = p2p_[m];
-        st.recv_rank_idx = ri;
-        st.recv_op = recv;
-        st.mirror_sent = true;
-        p2p_send(-1, -1, m, false);
-      }
+      if (!mirror_partner_[ri].empty() && mirror_partner_[ri][oi] >= 0) mirror_send(ri, mirror_partner_[ri][oi]);
       return;
     }
     case OpType::Recv: {
@@ -239,16 +229,24 @@ void Replayer::on_ready(int ri, int oi) {
       } else if (rank_idx(op.peer) < 0 && !st.mirror_sent) {
         // The sender is a mirror whose paired send of this rank has not been posted yet (or that
         // has none): its data leaves when this receive is posted.
-        if (!mirror_partner_send_[ri].empty() && mirror_partner_send_[ri][oi] >= 0) {
-          mirror_partner_[ri][mirror_partner_send_[ri][oi]] = -1;
-          mirror_partner_send_[ri][oi] = -1;
-        }
-        st.mirror_sent = true;
-        p2p_send(-1, -1, op.match, false);
+        mirror_send(ri, oi);
       }
       return;
     }
   }
+}
+
+void Replayer::mirror_send(int ri, int recv) {
+  if (!mirror_partner_send_[ri].empty() && mirror_partner_send_[ri][recv] >= 0) {
+    mirror_partner_[ri][mirror_partner_send_[ri][recv]] = -1;  // its pair no longer sends it
+    mirror_partner_send_[ri][recv] = -1;
+  }
+  const int64_t m = s_.programs[ri].ops[recv].match;
+  P2PState& st = p2p_[m];
+  st.recv_rank_idx = ri;
+  st.recv_op = recv;
+  st.mirror_sent = true;
+  p2p_send(-1, -1, m, false);
 }
 
 void Replayer::mirror_partners(int ri) {

@@ -132,6 +132,9 @@ class Replayer {
   /// bidirectional ring), and both counts agree. Unpaired receives start the mirror's send when
   /// posted.
   void mirror_partners(int ri);
+  /// Starts the mirror's send into receive `recv` of simulated rank `ri` (once: its pairing is
+  /// dropped and P2PState::mirror_sent set).
+  void mirror_send(int ri, int recv);
   const PlannedCollective& plan_of(const Op& op);
   void on_ready(int ri, int oi);
   void complete(int ri, int oi);
