@@ -1,12 +1,13 @@
-// Topology: link ids, consistency checks and fewest-hop routing with deterministic ECMP.
+// Topology: link ids, consistency checks and fewest-hop routing (destination-mod-k or
+// deterministic ECMP).
 //
 // Routing: a path may pass through switches, NICs and CPU sockets but not through a GPU other
 // than its two ends. route() finds the fewest-hop length with a bidirectional breadth-first
 // search (a few hundred vertices in a fat tree of any size, where a full BFS per destination
 // would visit the whole machine: 16k destinations of a 16k-GPU fat tree took 15 s that way),
 // marks the vertices that lie on some shortest path, and walks from the source; where several
-// links qualify (equal-cost multipath: parallel links, spine planes of a fat tree) a hash of
-// (src, dst, step) picks one. The choice offered at each step is exactly that of a full BFS
+// links qualify (equal-cost multipath: parallel links, spine planes of a fat tree) the
+// destination's port (dmodk_port, fat trees) or a hash of (src, dst, step) picks one. The choice offered at each step is exactly that of a full BFS
 // from the destination (the neighbours one hop closer), so the routes are those a
 // per-destination BFS with a distance cache gives (checked equal on 159k routes), without the
 // cache: nothing is kept between calls but scratch arrays.
@@ -68,6 +69,7 @@ Topology& Topology::operator=(const Topology& other) {
   gpus = other.gpus;
   gpus_per_node = other.gpus_per_node;
   num_nodes = other.num_nodes;
+  dmodk_port = other.dmodk_port;
   links_by_id_.clear();
   if (!other.links_by_id_.empty())
     for (auto [e, end] = boost::edges(graph); e != end; ++e) links_by_id_.push_back(*e);
@@ -223,8 +225,10 @@ std::vector<Hop> Topology::route(int src_rank, int dst_rank) const {
   }
 
   // 3. Walk from src. At step s the candidates are the neighbours on a shortest path at
-  //    distance s+1 from src, in out-edge order; a hash of (src, dst, s) picks one. (This is the
-  //    same choice a full BFS from dst would offer: the neighbours one hop closer to dst.)
+  //    distance s+1 from src, in out-edge order (a leaf's spine planes in plane order); the
+  //    destination's port picks one (destination-mod-k), or a hash of (src, dst, s). (This is
+  //    the same choice a full BFS from dst would offer: the neighbours one hop closer to dst.)
+  const int dst_port = dmodk_port.empty() ? -1 : dmodk_port[static_cast<std::size_t>(dst_rank)];
   const std::uint64_t pair_hash =
       mix64((static_cast<std::uint64_t>(src_rank) << 32) ^ static_cast<std::uint64_t>(dst_rank));
   std::vector<Hop> path;
@@ -240,8 +244,9 @@ std::vector<Hop> Topology::route(int src_rank, int dst_rank) const {
       if (ok) candidates.push_back(*e);
     }
     OVERLAPSIM_CHECK(!candidates.empty(), "route(): search labels are inconsistent");
-    const std::size_t pick =
-        candidates.size() == 1 ? 0 : mix64(pair_hash + static_cast<std::uint64_t>(step)) % candidates.size();
+    const std::size_t pick = candidates.size() == 1 ? 0
+                             : dst_port >= 0    ? static_cast<std::size_t>(dst_port) % candidates.size()
+                                                : mix64(pair_hash + static_cast<std::uint64_t>(step)) % candidates.size();
     const EdgeId e = candidates[pick];
     const int id = graph[e].id;
     const VertexId stored_source = boost::source(links_by_id_[static_cast<std::size_t>(id)], graph);

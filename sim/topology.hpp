@@ -9,8 +9,10 @@
 // Routing: route() returns the path a flow takes, as hops over edges with a direction. It is the
 // path of fewest hops whose intermediate vertices are not GPUs (a GPU does not forward traffic;
 // relaying through a peer GPU, as NCCL's PXN does, is a strategy's business and shows up as two
-// flows). Among equally short paths (ECMP in a fat tree) it picks one by a deterministic hash of
-// (src, dst), so that the same input always gives the same routes.
+// flows). Among equally short paths (the spine planes of a fat tree, parallel links) it picks
+// one deterministically, so that the same input always gives the same routes: in a fat tree
+// routed destination-mod-k (the default, `dmodk_port`), the plane of the destination NIC's port
+// on its leaf; elsewhere a hash of (src, dst, step), as ECMP does.
 // Inside a DGX node the path is GPU→NVSwitch→GPU (2 hops); across nodes of the template form it
 // is GPU→NIC (the PCIe link)→leaf→spine→leaf→NIC→GPU (6 hops), or GPU→NIC→leaf→NIC→GPU (4 hops)
 // when both NICs hang off the same leaf switch (same rail within a scalable unit).
@@ -67,6 +69,14 @@ class Topology {
   std::vector<VertexId> gpus; ///< rank order
   int gpus_per_node = 0;      ///< template form: GPUs per node; explicit form: number of GPUs
   int num_nodes = 1;
+  /// Destination-mod-k routing (InfiniBand subnet managers' fat-tree routing: OpenSM's `ftree`
+  /// engine, Zahavi et al., "Optimized InfiniBand fat-tree routing for shift all-to-all
+  /// communication patterns", CCPE 22(2), 2010): per rank, the port index of its NIC on its leaf
+  /// switch. A flow to rank d that may go up to several spine planes takes plane
+  /// dmodk_port[d] mod (planes), so each spine-to-leaf link carries the traffic of one
+  /// destination port only. Empty (explicit topologies, `fabric.routing: ecmp`): every choice
+  /// among equal paths is the hash of (src, dst, step).
+  std::vector<int> dmodk_port;
 
   Topology() = default;
   /// Copies (and moves, which Boost's adjacency_list can only do by copying) re-point the
@@ -90,7 +100,8 @@ class Topology {
   /// The two endpoints of a link, by dense id (source, target as Boost stores them).
   std::pair<VertexId, VertexId> endpoints(int id) const;
 
-  /// Fewest-hop path from the GPU of rank src to that of rank dst (deterministic ECMP).
+  /// Fewest-hop path from the GPU of rank src to that of rank dst (destination-mod-k where
+  /// `dmodk_port` is set, else deterministic ECMP).
   /// REQUIRES: 0 <= src, dst < num_gpus(), src != dst. Throws InputError if unreachable.
   /// Not thread-safe (it uses scratch space in the object): one Topology per thread.
   std::vector<Hop> route(int src_rank, int dst_rank) const;

@@ -375,7 +375,8 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   if (kind != "fat-tree")
     fail(f, kind_node, "fabric.kind", "expected single-switch or fat-tree, found '" + kind + "'");
 
-  check_keys(f, fabric, {"kind", "levels", "radix", "oversubscription", "rail_optimized", "bandwidth", "latency"});
+  check_keys(f, fabric,
+             {"kind", "levels", "radix", "oversubscription", "rail_optimized", "bandwidth", "latency", "routing"});
   if (fabric["levels"].IsDefined() && as_int(f, fabric["levels"], "fabric.levels") != 2)
     fail(f, fabric["levels"], "fabric.levels", "expected 2 (only two-level fat trees are supported), found '" +
                                                    fabric["levels"].Scalar() + "'");
@@ -396,6 +397,13 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
                              : nic_bw;
   const double sw_lat =
       optional_quantity(f, fabric, "latency", "fabric.latency", kDefaultSwitchLatency, as_time_s, parse_time_s);
+  bool dmodk = true;  // InfiniBand's fat-tree routing (Topology::dmodk_port)
+  if (fabric["routing"].IsDefined()) {
+    const std::string routing = as_string(f, fabric["routing"], "fabric.routing");
+    if (routing != "d-mod-k" && routing != "ecmp")
+      fail(f, fabric["routing"], "fabric.routing", "expected d-mod-k or ecmp, found '" + routing + "'");
+    dmodk = routing == "d-mod-k";
+  }
 
   // Leaves: radix/2 ports down. Rail-optimized: NIC j of every node goes to the rail-j leaves,
   // filled node by node (leaf = j * leaves_per_rail + i / down); otherwise NICs fill leaves in
@@ -407,11 +415,16 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   for (long long k = 0; k < num_leaves; ++k)
     leaf[static_cast<std::size_t>(k)] =
         bld.add_device(Device{"leaf" + std::to_string(k), DeviceKind::Switch, "", -1, static_cast<int>(k)}, fabric, "fabric");
+  if (dmodk) t.dmodk_port.assign(static_cast<std::size_t>(num_nodes * per_node), 0);
   for (long long i = 0; i < num_nodes; ++i)
     for (long long j = 0; j < per_node; ++j) {
       const long long k = rail ? j * leaves_per_rail + i / down : (i * per_node + j) / down;
       bld.add_link(nic_of[static_cast<std::size_t>(i * per_node + j)], leaf[static_cast<std::size_t>(k)],
                    make_link(LinkKind::Network, nic_bw, nic_lat + sw_lat / 2));
+      // The NIC's port on its leaf; rank i · per_node + j is GPU j of node i (rank order).
+      if (dmodk)
+        t.dmodk_port[static_cast<std::size_t>(i * per_node + j)] =
+            static_cast<int>(rail ? i % down : (i * per_node + j) % down);
     }
   if (num_leaves == 1) return;
   // Spines: radix/2 spine *planes*. Uplink k of every leaf goes to plane k; a plane stands for

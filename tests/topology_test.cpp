@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -160,6 +161,61 @@ TEST_CASE("topology: dgx-a100-superpod expands to a rail-optimized two-level fat
     CHECK(up_links.size() > 5);  // 20 planes to pick from
     const Topology again = load_topology(shipped("dgx-a100-superpod.yaml"));
     for (int dst : {9, 300, 1119}) CHECK(same_route(t.route(0, dst), again.route(0, dst)));
+  }
+}
+
+namespace {
+
+/// The uplink (leaf -> spine plane) and downlink (spine plane -> leaf) of a 6-hop fat-tree route.
+std::pair<int, int> spine_links(const Topology& t, int src, int dst) {
+  const std::vector<Hop> r = t.route(src, dst);
+  REQUIRE(r.size() == 6);
+  return {r[2].link_id, r[3].link_id};
+}
+
+/// A shift permutation across scalable units: GPU 0 of node i (rail 0, leaf 0) sends to GPU 3 of
+/// node 20 + (i + 7) mod 20 (rail 3, the second SU's leaf), for i = 0 .. 19. Returns the number
+/// of distinct uplinks and of distinct downlinks the 20 flows use.
+std::pair<std::size_t, std::size_t> shift_spread(const Topology& t) {
+  std::set<int> up, down;
+  for (int i = 0; i < 20; ++i) {
+    const auto [u, d] = spine_links(t, 8 * i, 8 * (20 + (i + 7) % 20) + 3);
+    up.insert(u);
+    down.insert(d);
+  }
+  return {up.size(), down.size()};
+}
+
+}  // namespace
+
+TEST_CASE("topology: fat trees route destination-mod-k unless told ecmp") {
+  SUBCASE("d-mod-k (default): the plane is the destination NIC's port on its leaf") {
+    const Topology t = load_topology(shipped("dgx-a100-superpod.yaml"));
+    REQUIRE(t.dmodk_port.size() == 1120);
+    CHECK(t.dmodk_port[8 * 17 + 3] == 17);        // n17.gpu3: port 17 of its rail-3 leaf
+    CHECK(t.dmodk_port[8 * 45 + 6] == 45 % 20);   // n45.gpu6: third SU, port 5
+    // Every source reaches n37.gpu2 (port 17) through spine plane 17.
+    for (int src : {0, 8 * 3 + 5, 8 * 100 + 2, 8 * 139 + 7})
+      CHECK(path_names(t, src, 8 * 37 + 2)[3] == "spine17");
+    // A shift permutation out of one leaf: 20 flows, 20 uplinks, 20 downlinks (no link shared).
+    CHECK(shift_spread(t) == std::pair<std::size_t, std::size_t>{20, 20});
+  }
+  SUBCASE("ecmp: a hash per flow, which lets some of the same 20 flows collide") {
+    const Topology t = load_topology(bad_file("superpod-ecmp.yaml"));
+    CHECK(t.dmodk_port.empty());
+    const auto [up, down] = shift_spread(t);
+    CHECK(up < 20);
+    CHECK(down < 20);
+    const Topology again = load_topology(bad_file("superpod-ecmp.yaml"));
+    for (int dst : {9, 300, 319}) CHECK(same_route(t.route(0, dst), again.route(0, dst)));
+  }
+  SUBCASE("a non-rail fat tree numbers ports in node-major NIC order") {
+    const Topology t = load_topology(bad_file("nonrail-fat-tree.yaml"));
+    REQUIRE(t.dmodk_port.size() == static_cast<std::size_t>(t.num_gpus()));
+    for (int r = 0; r < t.num_gpus(); ++r) CHECK(t.dmodk_port[static_cast<std::size_t>(r)] == r % 5);  // radix 10
+  }
+  SUBCASE("explicit topologies keep the hash") {
+    CHECK(load_topology(shipped("a6000-8gpu-nvlink-pairs.yaml")).dmodk_port.empty());
   }
 }
 
@@ -320,6 +376,11 @@ TEST_CASE("topology: input errors name the file, the line and the key") {
     const InputError e = load_error(bad_file("unknown-key.yaml"));
     check_error(e, "unknown-key.yaml", 6, "bandwith");
     CHECK(std::string(e.what()).find("did you mean 'bandwidth'") != std::string::npos);
+  }
+  SUBCASE("unknown fabric routing") {
+    const InputError e = load_error(bad_file("bad-routing.yaml"));
+    check_error(e, "bad-routing.yaml", 10, "fabric.routing");
+    CHECK(std::string(e.what()).find("expected d-mod-k or ecmp, found 'adaptive'") != std::string::npos);
   }
   SUBCASE("count <= 0") {
     check_error(load_error(bad_file("zero-count.yaml")), "zero-count.yaml", 4, "node.count");

@@ -263,3 +263,25 @@ TEST_CASE("tree flow == analytic where a tree's up and down hops share GPU ports
   const FlowAnalytic merged = flow_and_analytic(one, BenchOp::AllReduce, 8, 16.0 * 1024 * 1024, b);
   CHECK(merged.flow == testing::approx(merged.analytic).epsilon(1e-6));
 }
+
+TEST_CASE("a tree over 16 nodes routed destination-mod-k shares no spine link; hashed (ecmp) it is slowed") {
+  // Regression: routes hashed per flow put 3-4 of the tree's cross-rail hops (a child node's
+  // head to the parent's intra[1]) on one spine link, so 1 GiB over 16 DGX A100 nodes reached
+  // 79 GB/s busbw against 141 GB/s over 4 nodes. Destination-mod-k gives each hop its own
+  // spine plane: the tree is then bound by its NICs as over 4 nodes, and flow equals the
+  // closed form.
+  const double size = 1024.0 * 1024 * 1024;
+  BenchOptions b;
+  b.algorithm = CollectiveAlgorithm::Tree;
+  const Topology dmodk = load_topology(kSuperpod, {{"node.count", "16"}});
+  const Topology ecmp = load_topology(kSrc + "/tests/data/topology/superpod-ecmp.yaml", {{"node.count", "16"}});
+  const FlowAnalytic d = flow_and_analytic(dmodk, BenchOp::AllReduce, 128, size, b);
+  const FlowAnalytic e = flow_and_analytic(ecmp, BenchOp::AllReduce, 128, size, b);
+  const double four_nodes = bench_time(load_topology(kSuperpod, {{"node.count", "4"}}), 32, size, b.replay, false,
+                                       CollectiveAlgorithm::Tree);
+  INFO("d-mod-k flow " << d.flow * 1e6 << " µs, analytic " << d.analytic * 1e6 << " µs; ecmp flow " << e.flow * 1e6
+                       << " µs; 4 nodes " << four_nodes * 1e6 << " µs");
+  CHECK(d.flow == testing::approx(d.analytic).epsilon(1e-6));
+  CHECK(d.flow == testing::approx(four_nodes).epsilon(0.05));  // NIC-bound at either node count
+  CHECK(e.flow > 1.5 * d.flow);
+}
