@@ -39,6 +39,36 @@ constexpr double kSliceBytes = 4.0 * 1024 * 1024 / 8;
 // DEFAULT_LL128_BUFFSIZE 120 · 640 · 8 · 8 B, over NCCL_STEPS 8; LL halves it, LL128 keeps 15/16).
 constexpr double kTreeChunkBytes[3] = {65536.0 / 2, 614400.0 / 16 * 15, kSliceBytes};
 
+// NCCL's per-protocol bandwidth limits of the ring (src/graph/tuning.cc ncclTopoTuneModel and
+// its tuner constants llMaxBws, perChMaxRingLL128Bws; GB/s of busBw), by NCCL's compute
+// capability index (Volta < 8.0 ≤ Ampere < 9.0 ≤ Hopper < 10.0 ≤ Blackwell):
+//   LL    busBw ≤ llMaxBw: one node by GPU (39.0, 87.7, 141.0, 282.0); across nodes by CPU
+//         vendor, of which we take the Intel row (2 nodes 39.0, more 20.4; AMD's is 22.5, 19.0);
+//   LL128 busBw ≤ nChannels · perChMaxRingLL128Bw (20.0, 20.0, 36.7, 40.0).
+// A ring's busBw is the payload rate of each of its hops summed over channels, so a channel's
+// hop moves at most llMaxBw / C (LL) or perChMaxRingLL128Bw (LL128) of payload: that over the
+// protocol's wire fraction caps its share (wire bytes/s).
+constexpr double kLlMaxBusBw[4] = {39.0e9, 87.7e9, 141.0e9, 282.0e9};
+constexpr double kLlMaxBusBwNodes[2] = {39.0e9, 20.4e9};  // 2 nodes, more (Intel row)
+constexpr double kLl128PerChannel[4] = {20.0e9, 20.0e9, 36.7e9, 40.0e9};
+
+int compute_capability_index(const Topology& topo) {
+  const int cc = device_spec(topo.gpu_model()).compute_capability;
+  return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
+}
+
+/// The cap on one ring hop's share (wire bytes/s) that NCCL's protocol limits set for `proto`
+/// over `nodes` nodes with `channels` channels (above); +inf for Simple.
+double ring_protocol_cap_Bps(const Topology& topo, Protocol proto, int nodes, int channels) {
+  const int pi = static_cast<int>(proto);
+  if (proto == Protocol::LL) {
+    const double bus = nodes == 1 ? kLlMaxBusBw[compute_capability_index(topo)] : kLlMaxBusBwNodes[nodes == 2 ? 0 : 1];
+    return bus / channels / kWireFraction[pi];
+  }
+  if (proto == Protocol::LL128) return kLl128PerChannel[compute_capability_index(topo)] / kWireFraction[pi];
+  return std::numeric_limits<double>::infinity();
+}
+
 Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, int a, int b) {
   Hop2 h;
   h.src_pos = a;
@@ -316,12 +346,16 @@ void set_tree_shares(const Topology& topo, const LinkEfficiency& eff, const std:
 
 /// The plan `model(protocol)` of least closed form over NCCL's protocols — or of the forced
 /// protocol (the rule's, else the options'); a textbook model takes Simple.
+/// `ll128_auto`: whether NCCL enables LL128 by default here (it is then a candidate of the
+/// automatic choice; forced, it runs anyway, as NCCL_PROTO=LL128 does).
 template <class Model>
-CollectivePlan least_protocol(const Model& model, const Protocol* forced_protocol, const CollectiveOptions& opt) {
+CollectivePlan least_protocol(const Model& model, const Protocol* forced_protocol, const CollectiveOptions& opt,
+                              bool ll128_auto = true) {
   const bool choose = !forced_protocol && opt.protocol_auto && !opt.textbook;
   CollectivePlan best = model(forced_protocol ? *forced_protocol : choose || opt.textbook ? Protocol::Simple : opt.protocol);
   if (choose)
     for (Protocol proto : {Protocol::LL, Protocol::LL128}) {
+      if (proto == Protocol::LL128 && !ll128_auto) continue;
       CollectivePlan q = model(proto);
       if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
     }
@@ -518,6 +552,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
   p.channels = std::max(1, channels_forced > 0 ? channels_forced : opt.channels);
   const int n = p.members;
   if (n <= 1) return p;
+  const int nodes = node_count(topo, ranks);
 
   // Rings by channel count (NCCL lowers the count for small sizes, per protocol: nccl_tuning.hpp).
   struct Rings {
@@ -557,18 +592,26 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     q.base_latency_s = opt.textbook ? 0.0 : kBaseLatRing[pi];
     q.wire_bytes = q.step_bytes / kWireFraction[pi];
     q.rings = r.rings;
+    const double cap = opt.textbook ? std::numeric_limits<double>::infinity()
+                                    : ring_protocol_cap_Bps(topo, proto, nodes, q.channels);
     for (auto& ch : q.rings) {
       ch.max_step_latency_s = 0;
       for (auto& h : ch.hops) {
         h.step_latency_s =
             opt.textbook ? h.route_latency_s : std::max(h.route_latency_s, kHwLatRing[static_cast<int>(h.kind)][pi]);
         ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
+        h.share_Bps = std::min(h.share_Bps, cap);
       }
     }
     if (q.chain) q.chain_waves = chain_waves(topo, eff, q.rings, q.wire_bytes, n, q.steps);
     return q;
   };
-  CollectivePlan best = least_protocol(model, forced_protocol, opt);
+  // NCCL enables LL128 by default only where no GPU-to-GPU path crosses PCIe (tuning.cc: typeIntra
+  // <= PATH_NVB; the GPU-NIC hop of a DGX node is within the PATH_PXB it allows across nodes).
+  bool ll128_auto = true;
+  for (const ChannelPlan& ch : rings_for(p.channels).rings)
+    for (const Hop2& h : ch.hops) ll128_auto &= h.kind != HopKind::Pcie;
+  CollectivePlan best = least_protocol(model, forced_protocol, opt, ll128_auto);
   // Even channels over the same hops load the same links alike: simulate them as one ring
   // carrying all of them, at the full bandwidth of its hops (the closed form is unchanged: C
   // times the bytes at C times the share). Channels over other hops (a chain's rotations each

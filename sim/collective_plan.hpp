@@ -54,7 +54,16 @@
 //   hwLat PCIe     ring LL 1.0 µs, LL128 2.5 µs,  Simple 5.7 µs;  tree LL 1.0, LL128 1.9,  Simple 4.0
 //   hwLat network  ring LL 2.7 µs, LL128 4.0 µs,  Simple 14.0 µs; tree LL 5.0, LL128 8.5,  Simple 14
 // A step over a hop takes max(route latency, hwLat) plus its wire bytes over the hop's
-// bandwidth. Auto protocol: the one with the least modelled time, as NCCL's tuner picks.
+// bandwidth. Auto protocol: the one with the least modelled time, as NCCL's tuner picks; LL128
+// is not a candidate where a ring hop joins GPUs over PCIe (NCCL enables it by default only up
+// to PATH_NVB inside a node), forced it runs anyway.
+// Ring protocol limits (NCCL src/graph/tuning.cc llMaxBws, perChMaxRingLL128Bws): LL busBw
+// ≤ llMaxBw (one node: Volta 39, Ampere 87.7, Hopper 141, Blackwell 282 GB/s; 2 nodes 39, more
+// 20.4 GB/s, NCCL's Intel-CPU row), LL128 busBw ≤ C · (20, 20, 36.7, 40 GB/s); a ring's busBw is
+// each hop's payload rate summed over channels, so every hop's share is capped at
+// llMaxBw / C / ½ (LL) or perCh / (120/128) (LL128) wire bytes/s, in the closed form and, by
+// the step floor, in flow. The tree's limits (perChMaxTreeBws, perChMaxTreeLL128Bws) are not
+// modelled.
 //
 // Contention-free closed form (what `analytic` fidelity uses and `flow` must match):
 //   ring:  T = baseLat + max over channels of the longest path of the channel's step DAG. On a

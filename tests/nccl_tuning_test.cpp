@@ -119,16 +119,17 @@ TEST_CASE("closed form == flow on NCCL's reduced channels") {
 }
 
 TEST_CASE("across nodes, NCCL's reduced channels use fewer NICs, in the plan and in the replay") {
-  // Two DGX A100 nodes, ring LL over 16 ranks: threshold 8 · 16, so 40,000 B runs on 1 channel
-  // of 8, one NIC per node instead of eight: slower than 8 forced channels (by 2%: the steps are
-  // latency-bound, and a step's transfer over the NIC delays only the paths that cross it).
+  // Two DGX A100 nodes, ring LL over 16 ranks: threshold 8 · 16 B · 512 threads, so 120,000 B
+  // runs on 1 channel of 8, one NIC per node instead of eight: slower than 8 forced channels,
+  // whose NICs together carry LL's whole busBw cap (NCCL's llMaxBw over 2 nodes, 39 GB/s) where
+  // one NIC carries 24 GB/s. (A step's transfer over the NIC delays only the paths that cross it.)
   const Topology topo = load_topology(kSuperpod, {{"node.count", "2"}});
   ReplayOptions analytic;
   analytic.fidelity = Fidelity::Analytic;
   analytic.collectives.protocol_auto = false;
   analytic.collectives.protocol = Protocol::LL;
   analytic.collectives.algorithm = CollectiveAlgorithm::Ring;
-  const double size = 40000;
+  const double size = 120000;
   const CollectivePlan p = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, size, 0, analytic.collectives);
   const CollectivePlan all8 = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, size, 8, analytic.collectives);
   REQUIRE(p.channels == 1);
@@ -363,4 +364,89 @@ TEST_CASE("NCCL_ALGO and NCCL_PROTO names parse in any case, and nothing else do
   CHECK_FALSE(parse_algorithm("collnet", &a));
   CHECK(a == CollectiveAlgorithm::Auto);
   CHECK(ascii_lower("AllReduce_PERF") == "allreduce_perf");
+}
+
+namespace {
+
+/// Ring closed form on a uniform ring, every hop alike (collective_plan.hpp):
+/// baseLat + steps · (step latency + wire / share), seconds.
+double uniform_ring_s(double base_s, int steps, double step_latency_s, double wire_bytes, double share_Bps) {
+  return base_s + steps * (step_latency_s + wire_bytes / share_Bps);
+}
+
+}  // namespace
+
+TEST_CASE("NCCL's protocol bandwidth limits: LL's busBw cap and LL128's per-channel cap, in plan, flow and analytic") {
+  // NCCL src/graph/tuning.cc: ring LL busBw <= llMaxBw (one node: Ampere 87.7 GB/s, Hopper
+  // 141 GB/s); ring LL128 busBw <= channels · perChMaxRingLL128Bw (Ampere 20, Hopper 36.7 GB/s).
+  // Per channel that caps a hop's wire rate at llMaxBw / C / (8/16) and perCh / (120/128).
+  const double size = 256 * kMiB;
+  struct Case {
+    const char* topology;
+    TopologyOverrides overrides;
+    Protocol protocol;
+    double cap_wire_Bps;    // per channel, 8 channels
+    double step_latency_s;  // NCCL's hwLat on NVLink (the route's latency where larger)
+    double base_s;
+    double wire_fraction;
+  };
+  const std::vector<Case> cases{
+      {"/topologies/dgx-a100.yaml", {}, Protocol::LL, 87.7e9 / 8 / 0.5, 0.7e-6, 6.6e-6, 0.5},
+      {"/topologies/dgx-a100.yaml", {}, Protocol::LL128, 20.0e9 / (120.0 / 128.0), 1.9e-6, 14.0e-6, 120.0 / 128.0},
+      {"/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}}, Protocol::LL, 141.0e9 / 8 / 0.5, 0.7e-6, 6.6e-6, 0.5},
+      {"/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}}, Protocol::LL128, 36.7e9 / (120.0 / 128.0), 1.9e-6,
+       14.0e-6, 120.0 / 128.0},
+  };
+  for (const Case& c : cases) {
+    const Topology topo = load_topology(kSrc + c.topology, c.overrides);
+    ReplayOptions flow;
+    flow.collectives.protocol_auto = false;
+    flow.collectives.protocol = c.protocol;
+    flow.collectives.algorithm = CollectiveAlgorithm::Ring;
+    ReplayOptions analytic = flow;
+    analytic.fidelity = Fidelity::Analytic;
+    const CollectivePlan p = plan_collective(topo, {}, first(8), CollectiveKind::AllReduce, size, 0, flow.collectives);
+    REQUIRE(p.channels == 8);
+    REQUIRE(p.protocol == c.protocol);
+    // Every hop at the cap, below its share of the GPU's NVSwitch port (300 or 450 GB/s over 8).
+    const double wire = size / 8 / 8 / c.wire_fraction;
+    double route_s = 0;  // GPU -> NVSwitch -> GPU
+    for (const Hop& h : topo.route(0, 1)) route_s += topo.link(h.link_id).latency_s;
+    const double expected = uniform_ring_s(c.base_s, 14, std::max(c.step_latency_s, route_s), wire, c.cap_wire_Bps);
+    INFO(c.topology << " " << to_string(c.protocol) << ": expected " << expected * 1e6 << " µs");
+    CHECK(p.closed_form_s() == testing::approx(expected).epsilon(1e-9));
+    CHECK(bench_time(topo, 8, size, flow) == testing::approx(expected).epsilon(1e-6));
+    CHECK(bench_time(topo, 8, size, analytic) == testing::approx(expected).epsilon(1e-9));
+  }
+  // Simple has no cap: its hops keep their share of the port.
+  const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  CollectiveOptions simple;
+  simple.protocol_auto = false;
+  simple.algorithm = CollectiveAlgorithm::Ring;
+  const CollectivePlan s = plan_collective(a100, {}, first(8), CollectiveKind::AllReduce, size, 0, simple);
+  CHECK(s.rings[0].hops[0].share_Bps == testing::approx(300e9).epsilon(1e-12));  // 8 channels merged: 8 · 300/8
+}
+
+TEST_CASE("NCCL leaves LL128 out of its automatic choice where GPUs talk over PCIe; forced, it runs") {
+  // tuning.cc: LL128 is enabled by default only where the ring's intra-node path is NVLink
+  // (typeIntra <= PATH_NVB). The A6000 box joins pairs by NVLink and the rest over PCIe.
+  const Topology box = load_topology(kSrc + "/topologies/a6000-8gpu-nvlink-pairs.yaml");
+  CollectiveOptions automatic;
+  automatic.algorithm = CollectiveAlgorithm::Ring;
+  for (double size = 4096; size <= 1024 * kMiB; size *= 4) {
+    INFO("size " << size);
+    CHECK(plan_collective(box, {}, first(8), CollectiveKind::AllReduce, size, 0, automatic).protocol != Protocol::LL128);
+  }
+  CollectiveOptions forced = automatic;
+  forced.protocol_auto = false;
+  forced.protocol = Protocol::LL128;
+  CHECK(plan_collective(box, {}, first(8), CollectiveKind::AllReduce, 4 * kMiB, 0, forced).protocol == Protocol::LL128);
+  // On NVSwitch it stays a candidate: one DGX A100 with the shipped profile's NVLink efficiency
+  // (0.77) picks it at 4 MiB, between LL (to 2 MiB) and Simple (from 8 MiB), as `collective` prints.
+  const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  LinkEfficiency eff;
+  eff.nvlink = 0.77;
+  CHECK(plan_collective(a100, eff, first(8), CollectiveKind::AllReduce, 2 * kMiB, 0, automatic).protocol == Protocol::LL);
+  CHECK(plan_collective(a100, eff, first(8), CollectiveKind::AllReduce, 4 * kMiB, 0, automatic).protocol == Protocol::LL128);
+  CHECK(plan_collective(a100, eff, first(8), CollectiveKind::AllReduce, 8 * kMiB, 0, automatic).protocol == Protocol::Simple);
 }

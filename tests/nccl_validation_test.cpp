@@ -146,9 +146,12 @@ std::vector<double> pow2(int lo, int hi) {
 // latencies, so the missing cost grows with size. NCCL's channel count per size (src/enqueue.cc
 // topoGetAlgoInfo, modelled in sim/nccl_tuning.hpp) is not the cause: with 8 channels it lowers
 // the count only below 256 KiB (ring Simple: 8 · 512 threads · 64 B), and these curves did not
-// move when it was added. Untested candidates: NCCL's per-protocol bandwidth limits (tuning.cc
-// llMaxBws, perChMaxRingLL128Bws: LL128 at ~20 GB/s per channel on Ampere) with the protocol
-// NCCL's own tuner then picks, and the Simple protocol's sliced pipeline per step. At
+// move when it was added. NCCL's per-protocol bandwidth limits (tuning.cc llMaxBws 87.7 GB/s,
+// perChMaxRingLL128Bws 20 GB/s per channel on Ampere; collective_plan.hpp) narrowed the gap at
+// 1-8 MiB (Azure: +57/+42/+38/+51% at 1/2/4/8 MiB to +36/+18/+19/+36%) but not from 16 MiB on,
+// where the ring runs Simple: there the measured time is S / ~230 GB/s plus ~150 µs where
+// the model has ~57 µs (NCCL's baseLat + 14 steps · hwLat). Untested candidate: the Simple
+// protocol's sliced pipeline per step. At
 // 1-4 MiB the three logs (all -g 8: one process driving 8 GPUs) take 50-120 us where the model
 // charges 32-75 us. Jumps in the measured curves
 // (stas00 8 -> 16 MiB, Azure 128 -> 256 MiB) look like NCCL algorithm/protocol switches.

@@ -136,7 +136,9 @@ TEST_CASE("flow == analytic on a ring of NVLink and NIC hops (two nodes of four 
       b.algorithm = CollectiveAlgorithm::Ring;
       const auto [flow, analytic] = flow_and_analytic(topo, BenchOp::AllReduce, 8, size, b);
       INFO("size " << size << " B, unfold " << unfold);
-      CHECK(flow == testing::approx(analytic).epsilon(1e-6));  // timers' rounding: fractions of a ns
+      // Timers' rounding: fractions of a ns (at 8 B LL's bandwidth cap gives floors of 0.2-0.3 ns,
+      // below SimGrid's 1 ns timing precision: 0.1 ns of 24.4 µs apart).
+      CHECK(flow == testing::approx(analytic).epsilon(1e-5));
     }
 }
 
