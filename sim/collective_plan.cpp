@@ -42,14 +42,15 @@ constexpr double kTreeChunkBytes[3] = {65536.0 / 2, 614400.0 / 16 * 15, kSliceBy
 // NCCL's per-protocol bandwidth limits of the ring (src/graph/tuning.cc ncclTopoTuneModel and
 // its tuner constants llMaxBws, perChMaxRingLL128Bws; GB/s of busBw), by NCCL's compute
 // capability index (Volta < 8.0 ≤ Ampere < 9.0 ≤ Hopper < 10.0 ≤ Blackwell):
-//   LL    busBw ≤ llMaxBw: one node by GPU (39.0, 87.7, 141.0, 282.0); across nodes by CPU
-//         vendor, of which we take the Intel row (2 nodes 39.0, more 20.4; AMD's is 22.5, 19.0);
+//   LL    busBw ≤ llMaxBw: one node by GPU (39.0, 87.7, 141.0, 282.0); across nodes by the
+//         nodes' CPU vendor (Topology::cpu_vendor): AMD 2 nodes 22.5, more 19.0; any other (or
+//         not stated) 39.0 and 20.4;
 //   LL128 busBw ≤ nChannels · perChMaxRingLL128Bw (20.0, 20.0, 36.7, 40.0).
 // A ring's busBw is the payload rate of each of its hops summed over channels, so a channel's
 // hop moves at most llMaxBw / C (LL) or perChMaxRingLL128Bw (LL128) of payload: that over the
 // protocol's wire fraction caps its share (wire bytes/s).
 constexpr double kLlMaxBusBw[4] = {39.0e9, 87.7e9, 141.0e9, 282.0e9};
-constexpr double kLlMaxBusBwNodes[2] = {39.0e9, 20.4e9};  // 2 nodes, more (Intel row)
+constexpr double kLlMaxBusBwNodes[2][2] = {{39.0e9, 20.4e9}, {22.5e9, 19.0e9}};  // [AMD][2 nodes, more]
 constexpr double kLl128PerChannel[4] = {20.0e9, 20.0e9, 36.7e9, 40.0e9};
 
 int compute_capability_index(const Topology& topo) {
@@ -62,7 +63,8 @@ int compute_capability_index(const Topology& topo) {
 double ring_protocol_cap_Bps(const Topology& topo, Protocol proto, int nodes, int channels) {
   const int pi = static_cast<int>(proto);
   if (proto == Protocol::LL) {
-    const double bus = nodes == 1 ? kLlMaxBusBw[compute_capability_index(topo)] : kLlMaxBusBwNodes[nodes == 2 ? 0 : 1];
+    const double bus = nodes == 1 ? kLlMaxBusBw[compute_capability_index(topo)]
+                                  : kLlMaxBusBwNodes[topo.cpu_vendor == "amd" ? 1 : 0][nodes == 2 ? 0 : 1];
     return bus / channels / kWireFraction[pi];
   }
   if (proto == Protocol::LL128) return kLl128PerChannel[compute_capability_index(topo)] / kWireFraction[pi];

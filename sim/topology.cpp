@@ -70,6 +70,7 @@ Topology& Topology::operator=(const Topology& other) {
   gpus_per_node = other.gpus_per_node;
   num_nodes = other.num_nodes;
   dmodk_port = other.dmodk_port;
+  cpu_vendor = other.cpu_vendor;
   links_by_id_.clear();
   if (!other.links_by_id_.empty())
     for (auto [e, end] = boost::edges(graph); e != end; ++e) links_by_id_.push_back(*e);

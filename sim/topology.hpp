@@ -77,6 +77,9 @@ class Topology {
   /// destination port only. Empty (explicit topologies, `fabric.routing: ecmp`): every choice
   /// among equal paths is the hash of (src, dst, step).
   std::vector<int> dmodk_port;
+  /// The nodes' CPU vendor ("intel", "amd", "arm"; empty: not stated), which NCCL's tuning
+  /// model reads for the LL protocol's bandwidth across nodes (collective_plan.hpp).
+  std::string cpu_vendor;
 
   Topology() = default;
   /// Copies (and moves, which Boost's adjacency_list can only do by copying) re-point the

@@ -291,8 +291,13 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
 
   // --- node ---
   const YAML::Node node = require(f, root, "node");
-  check_keys(f, node, {"count", "gpus", "intra", "nics"});
+  check_keys(f, node, {"count", "gpus", "intra", "nics", "cpu_vendor"});
   const long long num_nodes = count_with_override(f, node, "count", "node.count", overrides);
+  if (node["cpu_vendor"].IsDefined()) {
+    t.cpu_vendor = as_string(f, node["cpu_vendor"], "node.cpu_vendor");
+    if (t.cpu_vendor != "intel" && t.cpu_vendor != "amd" && t.cpu_vendor != "arm")
+      fail(f, node["cpu_vendor"], "node.cpu_vendor", "expected intel, amd or arm, found '" + t.cpu_vendor + "'");
+  }
   const YAML::Node gpus = require(f, node, "gpus");
   check_keys(f, gpus, {"count", "model"});
   const long long per_node = count_with_override(f, gpus, "count", "node.gpus.count", overrides);

@@ -219,6 +219,13 @@ TEST_CASE("topology: fat trees route destination-mod-k unless told ecmp") {
   }
 }
 
+TEST_CASE("topology: the nodes' CPU vendor, from the shipped datasheets") {
+  CHECK(load_topology(shipped("dgx-a100.yaml")).cpu_vendor == "amd");
+  CHECK(load_topology(shipped("dgx-a100-superpod.yaml"), {{"node.count", "2"}}).cpu_vendor == "amd");
+  CHECK(load_topology(shipped("dgx-h100-superpod.yaml"), {{"node.count", "2"}}).cpu_vendor == "intel");
+  CHECK(load_topology(bad_file("nonrail-fat-tree.yaml")).cpu_vendor.empty());
+}
+
 TEST_CASE("topology: node.count override rebuilds the template") {
   const Topology t = load_topology(shipped("dgx-a100-superpod.yaml"), {{"node.count", "4"}});
   CHECK(t.num_gpus() == 32);
@@ -381,6 +388,11 @@ TEST_CASE("topology: input errors name the file, the line and the key") {
     const InputError e = load_error(bad_file("bad-routing.yaml"));
     check_error(e, "bad-routing.yaml", 10, "fabric.routing");
     CHECK(std::string(e.what()).find("expected d-mod-k or ecmp, found 'adaptive'") != std::string::npos);
+  }
+  SUBCASE("unknown CPU vendor") {
+    const InputError e = load_error(bad_file("bad-cpu-vendor.yaml"));
+    check_error(e, "bad-cpu-vendor.yaml", 5, "node.cpu_vendor");
+    CHECK(std::string(e.what()).find("expected intel, amd or arm, found 'power9'") != std::string::npos);
   }
   SUBCASE("count <= 0") {
     check_error(load_error(bad_file("zero-count.yaml")), "zero-count.yaml", 4, "node.count");
