@@ -112,12 +112,13 @@ BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, Be
     if (opt.algorithm != CollectiveAlgorithm::Auto) co.algorithm = opt.algorithm;
     plan = plan_collective(topo, opt.replay.link_efficiency, all, kind, size, opt.channels, co);
   }
-  // A tree too large for its flows (kMaxTreeFlows) is timed by its closed form in both
-  // fidelities: rank 0 and the member that ends last stand for it (regression: 16,384 ranks
-  // unfolded grew past 24 GB and were killed).
+  // A tree or a chain too large for its flows (kMaxTreeFlows) is timed by its closed form in
+  // both fidelities: rank 0 and the member that ends last stand for it (regressions: 16,384
+  // ranks of a tree unfolded grew past 24 GB and were killed; a Broadcast over 1024 GPUs at
+  // three sizes took 71 s).
   int slowest = -1;
-  if (op == BenchOp::AllReduce && !opt.unfold) {
-    if (plan->algorithm == CollectiveAlgorithm::Tree && plan->tree_flows() > kMaxTreeFlows) {
+  if (plan && !opt.unfold) {
+    if (plan->tree_flows() > kMaxTreeFlows || plan->chain_flows() > kMaxTreeFlows) {
       const std::vector<double> ends = plan->member_ends_s();
       slowest = static_cast<int>(std::max_element(ends.begin(), ends.end()) - ends.begin());
     } else {
@@ -136,10 +137,10 @@ BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, Be
                       (op == BenchOp::AllToAll && (!topo.ranks_fill_nodes_alike(ranks) || !topo.uniform_within_nodes(all)))))
     opt.unfold = true;
   std::vector<int> simulated{0};
-  if (opt.unfold || rooted) {
-    simulated = all;
-  } else if (slowest > 0) {
+  if (slowest > 0) {
     simulated.push_back(slowest);
+  } else if (opt.unfold || (rooted && slowest < 0)) {
+    simulated = all;
   }
   for (int r : simulated) {
     RankProgram p{r, 1, {}};

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 
 namespace overlapsim {
 
@@ -22,75 +21,84 @@ double ChainWaves::end_of(long long w) const {
 }
 
 ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const std::vector<ChannelPlan>& rings,
-                       double wire, int n, int K) {
+                       double wire, int n, int K, double share_cap_Bps) {
   const int C = static_cast<int>(rings.size());
   const size_t hops = static_cast<size_t>(C) * (n - 1);
-  // Each hop's time in a wave where positions lo..hi of every channel send at once (0 for the
-  // others): step latency + wire over its share of its links among them.
-  auto hop_times = [&](int lo, int hi) {
-    std::map<int, int> users;
-    for (const ChannelPlan& ch : rings)
-      for (int p = lo; p <= hi; ++p)
-        for (int l : ch.hops[p].links) ++users[l];
-    std::vector<double> t(hops, 0.0);
-    for (int c = 0; c < C; ++c)
-      for (int p = lo; p <= hi; ++p) {
-        const Hop2& h = rings[c].hops[p];
-        double share = std::numeric_limits<double>::infinity();
-        for (int l : h.links) {
-          const Link& link = topo.link(l / 2);
-          share = std::min(share, link.bandwidth_Bps * eff.of(link.kind) / users[l]);
-        }
-        t[static_cast<size_t>(c) * (n - 1) + p] = h.step_latency_s + wire / share;
-      }
-    return t;
-  };
-  // Each channel's own pipeline below needs every distinct wave's hop times; skipped (the waves'
-  // sum stands) above 2,048 hops or 4 M grid cells per channel.
-  const bool pipelines = n >= 2 && hops <= 2048 && static_cast<long long>(n - 1) * K <= (1LL << 22);
   ChainWaves cw;
-  std::vector<std::vector<double>>& times = cw.hop_s;  // by distinct wave (pipelines only)
-  const long long W = static_cast<long long>(n - 1) + K - 1;
-  std::vector<int>& id = cw.wave_id;
-  id.assign(pipelines ? static_cast<size_t>(W) : 0, 0);
+  if (n < 2) return cw;
   const int last = n - 2;  // the last sending position
+  const long long W = static_cast<long long>(n - 1) + K - 1;
   const long long steady_from = last, steady_to = K - 1;  // every position busy
-  auto wave = [&](int lo, int hi) {
-    std::vector<double> t = hop_times(lo, hi);
-    const double slowest = *std::max_element(t.begin(), t.end());
-    if (pipelines) times.push_back(std::move(t));
-    return slowest;
+  // Users of each directed link among the hops sending in the current wave (positions lo..hi of
+  // every channel), kept as the window slides: each wave adds position hi and drops lo − 1.
+  std::vector<int> users(2 * static_cast<size_t>(topo.num_links()), 0);
+  auto enter = [&](int p, int d) {
+    for (const ChannelPlan& ch : rings)
+      for (int l : ch.hops[p].links) users[static_cast<size_t>(l)] += d;
   };
-  for (long long w = 0; w < W; ++w) {
-    if (w >= steady_from && w <= steady_to) {
-      if (cw.steady == 0) cw.steady_s = wave(0, last);
-      cw.steady = steady_to - steady_from + 1;
-      if (pipelines) std::fill(id.begin() + w, id.begin() + steady_to + 1, static_cast<int>(times.size()) - 1);
-      w = steady_to;
-      continue;
+  // A hop's time in the current wave: step latency + wire over its share of its links (at most
+  // the protocol's cap).
+  auto hop_time = [&](const Hop2& h) {
+    double share = share_cap_Bps;
+    for (int l : h.links) {
+      const Link& link = topo.link(l / 2);
+      share = std::min(share, link.bandwidth_Bps * eff.of(link.kind) / users[static_cast<size_t>(l)]);
     }
-    const int lo = static_cast<int>(std::max(0LL, w - K + 1)), hi = static_cast<int>(std::min<long long>(w, last));
-    (cw.steady == 0 ? cw.fill : cw.drain).push_back(wave(lo, hi));
-    if (pipelines) id[w] = static_cast<int>(times.size()) - 1;
-  }
-  if (!pipelines) return cw;
+    return h.step_latency_s + wire / share;
+  };
+  // The flows' floors (Task::Step) read every distinct wave's hop times; kept where that table
+  // has at most 4 M cells (distinct waves · hops), else left empty and the replay times the
+  // chain by this closed form (collective_flows.cpp).
+  const long long distinct = std::min<long long>(W, static_cast<long long>(n - 1) + std::min(K, n - 1));
+  const bool table = distinct * static_cast<long long>(hops) <= (1LL << 22);
+  if (table) cw.wave_id.assign(static_cast<size_t>(W), 0);
   // Each channel's own pipeline: slice k leaves position p in wave p + k at that hop's time in
   // that wave; it waits for slice k at p − 1 and slice k − 1 at p (longest path over the grid).
-  // On hops alike every wave's hops take its time, so this is the waves' sum; where they differ
-  // (NVLink and NIC) a slice pays each hop's own time, not the wave's slowest.
+  // dep[c][p]: when the latest slice left position p. On hops alike every wave's hops take its
+  // time, so this is the waves' sum; where they differ (NVLink and NIC) a slice pays each hop's
+  // own time, not the wave's slowest.
+  std::vector<std::vector<double>> dep(C, std::vector<double>(n - 1, 0.0));
   cw.ends.assign(C, std::vector<double>(n, 0.0));
-  std::vector<double> row(K, 0.0);
-  for (int c = 0; c < C; ++c) {
-    std::fill(row.begin(), row.end(), 0.0);
-    for (int p = 0; p <= last; ++p) {
-      for (int k = 0; k < K; ++k) {
-        const double before = std::max(p > 0 ? row[k] : 0.0, k > 0 ? row[k - 1] : 0.0);
-        row[k] = before + times[id[p + k]][static_cast<size_t>(c) * (n - 1) + p];
+  std::vector<double> t(hops, 0.0);  // this wave's hop times, by c · (n − 1) + p
+  int lo = 0, hi = -1;               // the window of sending positions
+  for (long long w = 0; w < W; ++w) {
+    const int new_lo = static_cast<int>(std::max(0LL, w - K + 1)), new_hi = static_cast<int>(std::min<long long>(w, last));
+    const bool moved = new_lo != lo || new_hi != hi;
+    for (; hi < new_hi;) enter(++hi, +1);
+    for (; lo < new_lo;) enter(lo++, -1);
+    // Hop times change only when the window does (the steady waves repeat the first of them).
+    double slowest = 0;
+    if (moved || w == 0) {
+      for (int c = 0; c < C; ++c)
+        for (int p = lo; p <= hi; ++p) {
+          double& x = t[static_cast<size_t>(c) * (n - 1) + p];
+          x = hop_time(rings[c].hops[p]);
+          slowest = std::max(slowest, x);
+        }
+      if (table) {
+        std::vector<double> row(hops, 0.0);
+        for (int c = 0; c < C; ++c)
+          for (int p = lo; p <= hi; ++p) row[static_cast<size_t>(c) * (n - 1) + p] = t[static_cast<size_t>(c) * (n - 1) + p];
+        cw.hop_s.push_back(std::move(row));
       }
-      cw.ends[c][p] = row[K - 1];
+      if (w >= steady_from && w <= steady_to) {
+        cw.steady_s = slowest;
+        cw.steady = steady_to - steady_from + 1;
+      } else {
+        (cw.steady == 0 ? cw.fill : cw.drain).push_back(slowest);
+      }
     }
-    cw.ends[c][n - 1] = row[K - 1];
+    if (table) cw.wave_id[static_cast<size_t>(w)] = static_cast<int>(cw.hop_s.size()) - 1;
+    for (int c = 0; c < C; ++c) {
+      std::vector<double>& d = dep[c];
+      for (int p = hi; p >= lo; --p) {  // descending: d[p − 1] still holds the last wave's value
+        const double before = std::max(p > 0 ? d[p - 1] : 0.0, d[p]);
+        d[p] = before + t[static_cast<size_t>(c) * (n - 1) + p];
+        if (w - p == K - 1) cw.ends[c][p] = d[p];
+      }
+    }
   }
+  for (int c = 0; c < C; ++c) cw.ends[c][n - 1] = cw.ends[c][last];
   return cw;
 }
 

@@ -31,8 +31,11 @@ void Replayer::coll_ready(int ri, int oi) {
     if (c.all_to_all)
       for (auto& mem : c.members)
         if (mem.rank_idx >= 0) mem.a2a_left = 2 * (n - 1);  // n−1 flows out, n−1 in
-    c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic ||
-                                (c.plan->algorithm == CollectiveAlgorithm::Tree && c.plan->tree_flows() > kMaxTreeFlows));
+    // (A chain whose waves' hop table was too large to keep, ChainWaves::hop_s, has no floors
+    // for its flows: its closed form times it too.)
+    c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic || c.plan->tree_flows() > kMaxTreeFlows ||
+                                c.plan->chain_flows() > kMaxTreeFlows ||
+                                (c.plan->chain && c.plan->chain_waves.hop_s.empty()));
     // Analytic AllToAll: its closed form (contention at the members' own ports included); in
     // flow too where its simulated members would start more than kMaxTreeFlows flows at once
     // (SimGrid's sharing of 65 k flows over 256 GPUs did not end in 5 minutes).

@@ -219,6 +219,13 @@ long long CollectivePlan::tree_flows() const {
   return f;
 }
 
+long long CollectivePlan::chain_flows() const {
+  if (!chain) return 0;
+  long long f = 0;
+  for (const ChannelPlan& ch : rings) f += static_cast<long long>(ch.hops.size()) * steps;
+  return f;
+}
+
 std::vector<double> CollectivePlan::member_ends_s() const {
   std::vector<double> e(members, 0.0);
   if (members <= 1 || steps == 0) return e;
@@ -605,7 +612,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
         h.share_Bps = std::min(h.share_Bps, cap);
       }
     }
-    if (q.chain) q.chain_waves = chain_waves(topo, eff, q.rings, q.wire_bytes, n, q.steps);
+    if (q.chain) q.chain_waves = chain_waves(topo, eff, q.rings, q.wire_bytes, n, q.steps, cap);
     return q;
   };
   // NCCL enables LL128 by default only where no GPU-to-GPU path crosses PCIe (tuning.cc: typeIntra

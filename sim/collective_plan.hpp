@@ -122,6 +122,7 @@
 #include "sim/schedule.hpp"
 #include "sim/topology.hpp"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -187,11 +188,12 @@ struct ChainWaves {
   long long steady = 0;       ///< how many alike waves
   std::vector<double> drain;  ///< the waves after them, seconds each
   /// ends[c][p]: when position p of channel c is done (its last slice has left; the tail: has
-  /// arrived), seconds, from each channel's own pipeline over the waves' hop times; empty
-  /// for a chain too large (the waves' sum stands for it).
+  /// arrived), seconds, from each channel's own pipeline over the waves' hop times.
   std::vector<std::vector<double>> ends;
   /// hop_s[wave_id[w]][c·(n − 1) + p]: the time of position p's hop of channel c in wave w (its
-  /// step latency + wire over its share among that wave's hops), seconds; empty where `ends` is.
+  /// step latency + wire over its share among that wave's hops), seconds; empty where the table
+  /// would exceed 4 M cells (distinct waves · hops), and the replay then times the chain by its
+  /// closed form.
   std::vector<std::vector<double>> hop_s;
   std::vector<int> wave_id;
   /// Time from the start of wave 0 to the end of wave w, seconds (w < 0: 0).
@@ -208,10 +210,13 @@ struct ChainWaves {
 /// The waves of a chain of n members sending K slices of `wire` bytes each over the channels
 /// `rings` (hops measured; each channel's order is its chain): per wave, the slowest active hop's
 /// step latency plus wire over that hop's share of its links among the hops active in that wave,
-/// and, for chains of at most 2,048 hops and 4 M (hop, slice) cells per channel, each channel's own
-/// pipeline over them (ChainWaves::ends). REQUIRES: n >= 2, K >= 1, every ring has at least n − 1 hops.
+/// and each channel's own pipeline over them (ChainWaves::ends). O(waves · active hops · route
+/// length) time (the links' users are kept as the window of sending positions slides), O(hops)
+/// memory besides the hop table. `share_cap_Bps` caps every hop's share (wire bytes/s: the
+/// protocol's bandwidth limit, as for rings). REQUIRES: n >= 2, K >= 1, every ring has at least
+/// n − 1 hops, share_cap_Bps > 0.
 ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const std::vector<ChannelPlan>& rings,
-                       double wire, int n, int K);
+                       double wire, int n, int K, double share_cap_Bps = std::numeric_limits<double>::infinity());
 
 struct CollectivePlan {
   CollectiveKind kind = CollectiveKind::AllReduce;
@@ -237,12 +242,15 @@ struct CollectivePlan {
   std::vector<double> member_ends_s() const;
   /// Flows the tree's replay issues (2 per non-root member per slice per tree), 0 for a ring.
   long long tree_flows() const;
+  /// Flows a chain's replay issues with every member simulated (one per hop per slice per
+  /// channel), 0 for a ring or a tree.
+  long long chain_flows() const;
 };
 
-/// Most flows a tree AllReduce may issue in flow fidelity (every member's, mirrors included:
-/// a tree has no symmetry for a representative to stand for), or an AllToAll's simulated members
-/// at once; above, it is timed by its closed form like in analytic fidelity, and meets no other
-/// traffic.
+/// Most flows a tree AllReduce or a Broadcast/Reduce chain may issue in flow fidelity (every
+/// member's, mirrors included: a tree has no symmetry for a representative to stand for, and a
+/// chain's members are simulated), or an AllToAll's simulated members at once; above, it is
+/// timed by its closed form like in analytic fidelity, and meets no other traffic.
 inline constexpr long long kMaxTreeFlows = 1LL << 14;
 
 /// Channel `channel`'s tree over the group (header: dtree c mod 2 between nodes, rotated chains

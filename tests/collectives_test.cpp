@@ -327,6 +327,49 @@ TEST_CASE("a chain across nodes: each slice pays each hop's own time, the slowes
   CHECK(bench_time(topo, BenchOp::Broadcast, 16, S, analytic, true) == testing::approx(f).epsilon(1e-9));
 }
 
+TEST_CASE("a chain of more than 2,048 hops: each channel's own pipeline still times it, in both fidelities") {
+  // Regression: above 2,048 hops the closed form fell back to the waves' sum (every wave at its
+  // slowest, NIC, hop) and flow ran without its floors: a Broadcast of 32 MiB over 1024 GPUs
+  // took 27915 µs analytic against 7739 µs in flow (and 71 s for three sizes). Now the pipeline
+  // is computed for any chain (O(hops) memory), a chain whose flows (over kMaxTreeFlows) or hop
+  // table (over 4 M cells) are too many is timed by it in flow too, and the bench simulates rank
+  // 0 and the member that ends last.
+  // One channel over 264 DGX A100 nodes (2,111 hops), Simple, 4 MiB = 8 slices: as over 2 nodes,
+  // T = baseLat + Σ_p t_p + (K − 1) · max_p t_p.
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "264"}});
+  CollectiveOptions o;
+  o.protocol_auto = false;
+  o.protocol = Protocol::Simple;
+  const double S = 4.0 * 1024 * 1024;
+  const CollectivePlan p = plan_collective(topo, {}, first(2112), CollectiveKind::Broadcast, S, 1, o);
+  REQUIRE(p.chain);
+  REQUIRE(p.steps == 8);
+  REQUIRE(p.chain_flows() > kMaxTreeFlows);
+  double sum = 0, slowest = 0;
+  for (const Hop2& h : p.rings[0].hops) {
+    const double t = h.step_latency_s + p.wire_bytes / h.bandwidth_Bps;
+    sum += t;
+    slowest = std::max(slowest, t);
+  }
+  CHECK(p.closed_form_s() == testing::approx(p.base_latency_s + sum + 7 * slowest).epsilon(1e-9));
+  ReplayOptions flow, analytic;
+  flow.collectives = analytic.collectives = o;
+  flow.collectives.channels = analytic.collectives.channels = 1;
+  analytic.fidelity = Fidelity::Analytic;
+  CHECK(bench_time(topo, BenchOp::Broadcast, 2112, S, flow, false) == testing::approx(p.closed_form_s()).epsilon(1e-9));
+  CHECK(bench_time(topo, BenchOp::Broadcast, 2112, S, analytic, false) == testing::approx(p.closed_form_s()).epsilon(1e-9));
+  // The regression's case: 1024 GPUs, 8 channels, automatic protocol.
+  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "128"}});
+  ReplayOptions f8, a8;
+  a8.fidelity = Fidelity::Analytic;
+  const double t_flow = bench_time(pod, BenchOp::Broadcast, 1024, 32.0 * 1024 * 1024, f8, false);
+  CHECK(t_flow == testing::approx(bench_time(pod, BenchOp::Broadcast, 1024, 32.0 * 1024 * 1024, a8, false)).epsilon(1e-9));
+  // Twice the nodes of a latency-bound chain, about twice the time (16 nodes: 2319 µs).
+  const Topology half = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "64"}});
+  const double t_half = bench_time(half, BenchOp::Broadcast, 512, 32.0 * 1024 * 1024, a8, false);
+  CHECK(t_flow / t_half == testing::approx(2.0).epsilon(0.02));
+}
+
 TEST_CASE("collective bench: folded equals unfolded where one rank cannot stand for the others") {
   // Regressions: AllGather over 8 + 4 GPUs of two nodes took 1304 µs folded against 2586 µs
   // unfolded at 256 MiB (the representative's flows had links to themselves that the short
