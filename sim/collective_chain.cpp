@@ -67,8 +67,8 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
     for (; hi < new_hi;) enter(++hi, +1);
     for (; lo < new_lo;) enter(lo++, -1);
     // Hop times change only when the window does (the steady waves repeat the first of them).
-    double slowest = 0;
-    if (moved || w == 0) {
+    if (moved) {
+      double slowest = 0;
       for (int c = 0; c < C; ++c)
         for (int p = lo; p <= hi; ++p) {
           double& x = t[static_cast<size_t>(c) * (n - 1) + p];
