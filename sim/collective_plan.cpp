@@ -423,7 +423,12 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
     set_tree_shares(topo, eff, ranks, q);
     return q;
   };
-  CollectivePlan best = least_protocol(model, forced_protocol, opt);
+  // As for the ring (plan_ring): LL128 is no automatic choice where a hop joins GPUs over PCIe.
+  bool ll128_auto = true;
+  for (const TreePlan& tp : trees_for(std::max(1, opt.channels)))
+    for (int v = 0; v < n; ++v)
+      if (v != tp.root) ll128_auto &= tp.up[v].kind != HopKind::Pcie && tp.down[v].kind != HopKind::Pcie;
+  CollectivePlan best = least_protocol(model, forced_protocol, opt, ll128_auto);
   return best;
 }
 

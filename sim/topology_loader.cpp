@@ -454,8 +454,10 @@ Topology load_topology(const std::string& path, const TopologyOverrides& overrid
 
   const bool is_explicit = f.root["devices"].IsDefined() || f.root["links"].IsDefined();
   const bool is_template = f.root["node"].IsDefined() || f.root["fabric"].IsDefined();
-  if (is_explicit && is_template)
-    fail(f, f.root, "node", "a topology is either explicit (devices, links) or a template (node, fabric), not both");
+  if (is_explicit && is_template) {
+    const char* key = f.root["node"].IsDefined() ? "node" : "fabric";  // the template key it has
+    fail(f, f.root[key], key, "a topology is either explicit (devices, links) or a template (node, fabric), not both");
+  }
   if (!is_explicit && !is_template)
     fail(f, f.root, "devices", "expected 'devices' and 'links' (explicit form) or 'node' (template form)");
 

@@ -457,6 +457,15 @@ TEST_CASE("NCCL leaves LL128 out of its automatic choice where GPUs talk over PC
     INFO("size " << size);
     CHECK(plan_collective(box, {}, first(8), CollectiveKind::AllReduce, size, 0, automatic).protocol != Protocol::LL128);
   }
+  // The tree too (regression: forced to the tree it took LL128 at every size).
+  CollectiveOptions tree = automatic;
+  tree.algorithm = CollectiveAlgorithm::Tree;
+  for (double size = 4096; size <= 1024 * kMiB; size *= 4) {
+    INFO("tree, size " << size);
+    const CollectivePlan q = plan_collective(box, {}, first(8), CollectiveKind::AllReduce, size, 0, tree);
+    CHECK(q.algorithm == CollectiveAlgorithm::Tree);
+    CHECK(q.protocol != Protocol::LL128);
+  }
   CollectiveOptions forced = automatic;
   forced.protocol_auto = false;
   forced.protocol = Protocol::LL128;

@@ -87,9 +87,10 @@ int collective_command(const CollectiveArgs& a) {
                        "not with --compare: the sizes are the log's (" + a.compare + ")");
   } else if (a.tolerance_pct >= 0 || std::isnan(a.tolerance_pct)) {
     throw InputError(cli, "--tolerance", "only with --compare LOG (the measurements to hold the simulation to)");
-  } else if (a.compare_from != "1MiB") {
+  } else if (!a.compare_from.empty()) {
     throw InputError(cli, "--compare-from", "only with --compare LOG");
   }
+  const std::string from_text = a.compare_from.empty() ? "1MiB" : a.compare_from;
   if (std::isnan(a.tolerance_pct)) throw InputError(cli, "--tolerance", "expected a percentage, found nan");
   if (a.op.empty() && !comparing) throw InputError(cli, "--op", "expected a collective (or --compare LOG), found none");
   BenchOp op;
@@ -153,7 +154,7 @@ int collective_command(const CollectiveArgs& a) {
   }
   double compare_from = 0;
   try {
-    compare_from = parse_bytes(a.compare_from);
+    compare_from = parse_bytes(from_text);
   } catch (const std::invalid_argument& e) {
     throw InputError(cli, "--compare-from", e.what());
   }
@@ -287,20 +288,20 @@ int collective_command(const CollectiveArgs& a) {
   std::cout << fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : sum_busbw / rows.size() / 1e9);
   if (comparing) {
     if (counted == 0) {
-      std::cout << fmt::format("# Compared: no measured size from {} on\n", a.compare_from);
+      std::cout << fmt::format("# Compared: no measured size from {} on\n", from_text);
       // A gate that checked nothing does not pass.
       if (a.tolerance_pct >= 0) {
-        std::cerr << fmt::format("overlapsim: --tolerance: no usable measured size from {} on in {}\n", a.compare_from,
+        std::cerr << fmt::format("overlapsim: --tolerance: no usable measured size from {} on in {}\n", from_text,
                                  a.compare);
         return 1;
       }
     } else {
       std::cout << fmt::format("# Compared from {} on: {} of {} sizes within {}%; largest error {:+.1f}% at {:.0f} B\n",
-                               a.compare_from, within, counted, bound_pct, 100 * worst, worst_size);
+                               from_text, within, counted, bound_pct, 100 * worst, worst_size);
     }
     if (over > 0) {
       std::cerr << fmt::format("overlapsim: {} of {} sizes from {} on are off by more than {}% of {}\n", over, counted,
-                               a.compare_from, a.tolerance_pct, a.compare);
+                               from_text, a.tolerance_pct, a.compare);
       return 1;
     }
   }

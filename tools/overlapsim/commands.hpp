@@ -51,7 +51,7 @@ struct CollectiveArgs {
   bool unfold = false;
   std::string compare;      ///< an nccl-tests log to compare with ("" none)
   double tolerance_pct = -1;  ///< with --compare: exit 1 when a size >= compare_from is off by more (< 0: never)
-  std::string compare_from = "1MiB";
+  std::string compare_from;    ///< with --compare: the smallest size counted (empty: 1MiB)
 };
 void add_collective_command(CLI::App& app, CollectiveArgs& args);
 int collective_command(const CollectiveArgs& args);
