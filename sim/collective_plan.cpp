@@ -536,6 +536,12 @@ std::vector<ChannelPlan> build_rings(const Topology& topo, const LinkEfficiency&
   for (int c = 0; c < channels; ++c) {
     ChannelPlan& ch = rings[c];
     ch.order = ring_order(topo, ranks, c);
+    // A chain (Broadcast from, Reduce to member 0) runs along the ring from the root: NCCL's
+    // ring pattern has the root send and its ring predecessor only receive (src/device/
+    // broadcast.h runRing), so every channel leaves the root and none enters it (regression:
+    // chains started at the channel's first member, so over 2 GPUs half the channels ran
+    // 1 -> 0, and a Broadcast reached 336 GB/s over a 300 GB/s port).
+    if (chain) std::rotate(ch.order.begin(), std::find(ch.order.begin(), ch.order.end(), 0), ch.order.end());
     const int nh = chain ? n - 1 : n;
     for (int i = 0; i < nh; ++i) ch.hops.push_back(measure_hop(topo, eff, ranks, ch.order[i], ch.order[(i + 1) % n]));
     for (int i = 0; i < nh; ++i) {

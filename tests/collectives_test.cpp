@@ -327,6 +327,28 @@ TEST_CASE("a chain across nodes: each slice pays each hop's own time, the slowes
   CHECK(bench_time(topo, BenchOp::Broadcast, 16, S, analytic, true) == testing::approx(f).epsilon(1e-9));
 }
 
+TEST_CASE("every channel's chain leaves the root: a Broadcast moves no faster than the root's port") {
+  // Regression: a chain ran along its channel's ring order from the order's first member, so over
+  // 2 GPUs half the channels sent 1 -> 0 and a Broadcast of 8 GiB reached 336 GB/s over one
+  // DGX A100 port of 300 GB/s. NCCL's broadcast runs the ring from the root (the root sends, its
+  // predecessor only receives).
+  const Topology node = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  for (CollectiveKind kind : {CollectiveKind::Broadcast, CollectiveKind::Reduce})
+    for (int n : {2, 3, 8}) {
+      const CollectivePlan p = plan_collective(node, {}, first(n), kind, 64.0 * 1024 * 1024, 0, CollectiveOptions{});
+      REQUIRE(p.chain);
+      for (const ChannelPlan& ch : p.rings) {
+        CHECK(ch.order.front() == 0);
+        CHECK(ch.hops.front().src_pos == 0);
+        for (const Hop2& h : ch.hops) CHECK(h.dst_pos != 0);
+      }
+    }
+  ReplayOptions ro;
+  const double S = 8.0 * 1024 * 1024 * 1024;
+  const double t = bench_time(node, BenchOp::Broadcast, 2, S, ro, false);
+  CHECK(S / t <= 300e9);
+}
+
 TEST_CASE("a chain of more than 2,048 hops: each channel's own pipeline still times it, in both fidelities") {
   // Regression: above 2,048 hops the closed form fell back to the waves' sum (every wave at its
   // slowest, NIC, hop) and flow ran without its floors: a Broadcast of 32 MiB over 1024 GPUs
