@@ -529,19 +529,22 @@ namespace {
 /// Channel rings of a plan with `channels` channels (hops measured, shares set); `all_even`: every
 /// channel's hops have one bandwidth.
 std::vector<ChannelPlan> build_rings(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                                     bool chain, int channels, bool* all_even) {
+                                     CollectiveKind kind, bool chain, int channels, bool* all_even) {
   const int n = static_cast<int>(ranks.size());
   std::vector<ChannelPlan> rings(channels);
   *all_even = true;
   for (int c = 0; c < channels; ++c) {
     ChannelPlan& ch = rings[c];
     ch.order = ring_order(topo, ranks, c);
-    // A chain (Broadcast from, Reduce to member 0) runs along the ring from the root: NCCL's
-    // ring pattern has the root send and its ring predecessor only receive (src/device/
-    // broadcast.h runRing), so every channel leaves the root and none enters it (regression:
-    // chains started at the channel's first member, so over 2 GPUs half the channels ran
-    // 1 -> 0, and a Broadcast reached 336 GB/s over a 300 GB/s port).
-    if (chain) std::rotate(ch.order.begin(), std::find(ch.order.begin(), ch.order.end(), 0), ch.order.end());
+    // A chain runs along the channel's ring from or to the root (member 0), as NCCL's ring
+    // patterns do (src/device/broadcast.h, reduce.h runRing): Broadcast from the root to its
+    // ring predecessor, which only receives; Reduce from the root's successor, which only sends,
+    // to the root (regression: chains started at the channel's first member, so over 2 GPUs half
+    // the channels ran 1 -> 0, and a Broadcast reached 336 GB/s over a 300 GB/s port).
+    if (chain) {
+      const auto root = std::find(ch.order.begin(), ch.order.end(), 0);
+      std::rotate(ch.order.begin(), kind == CollectiveKind::Reduce ? root + 1 : root, ch.order.end());
+    }
     const int nh = chain ? n - 1 : n;
     for (int i = 0; i < nh; ++i) ch.hops.push_back(measure_hop(topo, eff, ranks, ch.order[i], ch.order[(i + 1) % n]));
     for (int i = 0; i < nh; ++i) {
@@ -584,7 +587,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     auto found = by_count.find(channels);
     if (found != by_count.end()) return found->second;
     Rings& r = by_count[channels];
-    r.rings = build_rings(topo, eff, ranks, p.chain, channels, &r.all_even);
+    r.rings = build_rings(topo, eff, ranks, kind, p.chain, channels, &r.all_even);
     return r;
   };
   // The ring's intra-node bandwidth over all its channels (NCCL's bwIntra · nChannels), for the
@@ -634,8 +637,8 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
   CollectivePlan best = least_protocol(model, forced_protocol, opt, ll128_auto);
   // Even channels over the same hops load the same links alike: simulate them as one ring
   // carrying all of them, at the full bandwidth of its hops (the closed form is unchanged: C
-  // times the bytes at C times the share). Channels over other hops (a chain's rotations each
-  // leave out another closing hop) stay apart (regression: a Broadcast chain's 8 channels were
+  // times the bytes at C times the share). Channels over other hops (chains along rings that
+  // leave their nodes through different GPUs) stay apart (regression: a Broadcast chain's 8 channels were
   // merged onto channel 0's hops at 8 times their 1/7 share, beyond the link: flow 14% slow).
   auto hop_set = [](const ChannelPlan& ch) {
     std::vector<std::pair<int, int>> v;

@@ -9,8 +9,8 @@
 // (rail-aligned) and so that the C channels leave each node through different NICs — NCCL's
 // rings on DGX-class machines. Chain (Broadcast from, Reduce to group member 0): the buffer
 // is cut into slices of NCCL's step size (512 KiB: NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8) and
-// pipelined along the channel's ring from the root (member 0), without the hop into the root
-// (NCCL's ring pattern: the root sends, its ring predecessor only receives).
+// pipelined along the channel's ring: Broadcast from the root (member 0) to its ring
+// predecessor, Reduce from the root's ring successor to the root (NCCL's ring patterns).
 //
 // Tree (AllReduce only, as in NCCL ≥ 2.4; NCCL src/graph/trees.cc, src/graph/connect.cc,
 // src/device/all_reduce.h runTreeSplit): channel c carries 1/C of the buffer over a tree of
@@ -225,7 +225,7 @@ struct CollectivePlan {
   CollectiveKind kind = CollectiveKind::AllReduce;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring, Tree or Nvls (never Auto)
   Protocol protocol = Protocol::Simple;
-  bool chain = false;           ///< Broadcast/Reduce: pipelined chain from the root, no hop into it
+  bool chain = false;           ///< Broadcast/Reduce: pipelined chain from / to the root
   int channels = 1;             ///< channels it runs on (the op's, or NCCL's count for the size)
   int steps = 0;                ///< ring steps, or slices of a chain or of each tree channel
   int members = 0;

@@ -415,6 +415,7 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       {"-t " + a100 + " --op allreduce --compare-from 4MiB", "--compare-from: only with --compare"},
       // Regression: the default's own value (1MiB) slipped through.
       {"-t " + a100 + " --op allreduce --compare-from 1MiB", "--compare-from: only with --compare"},
+      {"-t " + a100 + " --op allreduce --compare-from ''", "expected a size, found an empty value"},
       // Another GPU's log against this topology is a mistake, not a comparison.
       {"-t " + a100 + " --compare " + logs + "all_reduce_perf_8xh100.log",
        "expected GPUs of the topology's model (a100-sxm4-80gb), found a log of NVIDIA H100 80GB HBM3"},

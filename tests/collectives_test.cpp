@@ -333,14 +333,16 @@ TEST_CASE("every channel's chain leaves the root: a Broadcast moves no faster th
   // DGX A100 port of 300 GB/s. NCCL's broadcast runs the ring from the root (the root sends, its
   // predecessor only receives).
   const Topology node = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  // Reduce runs the other way: from the root's ring successor, which only sends, into the root.
   for (CollectiveKind kind : {CollectiveKind::Broadcast, CollectiveKind::Reduce})
     for (int n : {2, 3, 8}) {
       const CollectivePlan p = plan_collective(node, {}, first(n), kind, 64.0 * 1024 * 1024, 0, CollectiveOptions{});
       REQUIRE(p.chain);
+      const bool reduce = kind == CollectiveKind::Reduce;
       for (const ChannelPlan& ch : p.rings) {
-        CHECK(ch.order.front() == 0);
-        CHECK(ch.hops.front().src_pos == 0);
-        for (const Hop2& h : ch.hops) CHECK(h.dst_pos != 0);
+        CHECK((reduce ? ch.order.back() : ch.order.front()) == 0);
+        CHECK((reduce ? ch.hops.back().dst_pos : ch.hops.front().src_pos) == 0);
+        for (const Hop2& h : ch.hops) CHECK((reduce ? h.src_pos : h.dst_pos) != 0);
       }
     }
   ReplayOptions ro;

@@ -53,7 +53,8 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                 "with --compare: exit status 1 when a size from --compare-from on is off by more than this many percent")
       ->check(CLI::Range(0.0, 1e6));
   c->add_option("--compare-from", a.compare_from, "with --compare: the smallest size the summary and --tolerance "
-                                                  "count (default 1MiB)");
+                                                  "count (default 1MiB)")
+      ->check([](const std::string& v) { return v.empty() ? std::string("expected a size, found an empty value") : std::string(); });
 }
 
 namespace {
