@@ -7,10 +7,11 @@
 // would visit the whole machine: 16k destinations of a 16k-GPU fat tree took 15 s that way),
 // marks the vertices that lie on some shortest path, and walks from the source; where several
 // links qualify (equal-cost multipath: parallel links, spine planes of a fat tree) the
-// destination's port (dmodk_port, fat trees) or a hash of (src, dst, step) picks one. The choice offered at each step is exactly that of a full BFS
-// from the destination (the neighbours one hop closer), so the routes are those a
-// per-destination BFS with a distance cache gives (checked equal on 159k routes), without the
-// cache: nothing is kept between calls but scratch arrays.
+// destination's port (dmodk_port, fat trees) or a hash of (src, dst, step) picks one. The
+// choice offered at each step is exactly that of a full BFS from the destination (the
+// neighbours one hop closer), so the routes are those a per-destination BFS with a distance
+// cache gives (checked equal on 159k routes), without the cache: nothing is kept between calls
+// but scratch arrays.
 #include "sim/topology.hpp"
 
 #include "models/device_catalog.hpp"
