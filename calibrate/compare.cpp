@@ -128,6 +128,8 @@ void print_profile_comparison(std::ostream& out, const Profile& a, const Profile
   row("network.nvlink_efficiency", a.nvlink_efficiency, b.nvlink_efficiency, "", 1);
   row("network.network_efficiency", a.network_efficiency, b.network_efficiency, "", 1);
   row("network.pcie_efficiency", a.pcie_efficiency, b.pcie_efficiency, "", 1);
+  if (a.simple_slice_nvlink_s > 0 || b.simple_slice_nvlink_s > 0)
+    row("network.simple_slice_nvlink", a.simple_slice_nvlink_s, b.simple_slice_nvlink_s, "us", 1e6);
 
   const DeviceSpec& da = device_spec(a.device);
   const DeviceSpec& db = device_spec(b.device);

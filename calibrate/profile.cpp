@@ -334,10 +334,13 @@ Profile load_profile(const std::string& path) {
   p.kernel_source = r.string(kernel, "kernel", "source");
 
   const json& network =
-      r.section(root, "network", {"nvlink_efficiency", "network_efficiency", "pcie_efficiency", "source"}, true);
+      r.section(root, "network",
+                {"nvlink_efficiency", "network_efficiency", "pcie_efficiency", "simple_slice_nvlink_s", "source"}, true);
   p.nvlink_efficiency = r.efficiency(network, "network", "nvlink_efficiency");
   p.network_efficiency = r.efficiency(network, "network", "network_efficiency");
   p.pcie_efficiency = r.efficiency(network, "network", "pcie_efficiency");
+  if (network.contains("simple_slice_nvlink_s"))
+    p.simple_slice_nvlink_s = r.seconds(network, "network", "simple_slice_nvlink_s");
   p.network_source = r.string(network, "network", "source");
 
   std::vector<const char*> attention_keys = {"efficiency", "source"};

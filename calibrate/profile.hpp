@@ -9,8 +9,8 @@
 //   schema, version, device (catalog key), provenance {kind: datasheet|measured|imported,
 //   source, date, ...}, gemm {max_efficiency, tile_m, tile_n, source}, memory {efficiency, source},
 //   kernel {launch_overhead_s, fixed_overhead_s, source},
-//   network {nvlink_efficiency, network_efficiency, pcie_efficiency, source},
-//   attention {efficiency, source}.
+//   network {nvlink_efficiency, network_efficiency, pcie_efficiency, [simple_slice_nvlink_s],
+//   source}, attention {efficiency, source}.
 // Version 2 = version 1 plus optional measured tables (profile_tables.hpp):
 //   gemm.tables [{dtype, peak_flops, m, n, k, efficiency[m][n][k]}], gemm.key_shapes,
 //   memory.hbm_bandwidth_Bps, memory.points, attention.points,
@@ -61,6 +61,9 @@ struct Profile {
   double nvlink_efficiency = 0.8;    ///< fraction of NVLink/NVSwitch bandwidth NCCL reaches (busbw/peak)
   double network_efficiency = 0.9;   ///< fraction of NIC bandwidth NCCL reaches
   double pcie_efficiency = 0.8;      ///< fraction of PCIe bandwidth reached by P2P copies
+  /// Cost of one slice of NCCL's Simple protocol on an NVLink hop, seconds: the memory fence and
+  /// flag a Simple slice pays and LL/LL128 avoid (sim/collective_plan.hpp); optional, default 0.
+  double simple_slice_nvlink_s = 0;
 
   // Where each section's numbers came from (the "source" key of each section).
   std::string gemm_source, memory_source, kernel_source, network_source, attention_source;

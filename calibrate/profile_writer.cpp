@@ -116,6 +116,7 @@ std::string profile_to_json(const Profile& p) {
                           {"network_efficiency", p.network_efficiency},
                           {"pcie_efficiency", p.pcie_efficiency},
                           {"source", p.network_source}};
+  if (p.simple_slice_nvlink_s > 0) root["network"]["simple_slice_nvlink_s"] = p.simple_slice_nvlink_s;
 
   ojson attention;
   attention["efficiency"] = p.attention_efficiency;

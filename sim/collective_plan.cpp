@@ -34,6 +34,12 @@ constexpr double kNvlsLatency = 25e-6;
 constexpr double kWireFraction[3] = {0.5, 120.0 / 128.0, 1.0};
 // NCCL's Simple protocol moves a channel's data in steps of NCCL_BUFFSIZE / NCCL_STEPS bytes.
 constexpr double kSliceBytes = 4.0 * 1024 * 1024 / 8;
+// Ring Simple (src/enqueue.cc: chunkSize = stepSize · chunkSteps; src/include/collectives.h
+// ALLREDUCE/ALLGATHER/REDUCESCATTER_CHUNKSTEPS NCCL_STEPS/2 = 4, SLICESTEPS NCCL_STEPS/4 = 2): a
+// loop of a channel moves one 2 MiB chunk per rank, each step in chunkSteps / sliceSteps = 2
+// slices of at least stepSize · sliceSteps / 32 = 32 KiB (src/device/prims_simple.h).
+constexpr double kSimpleRingChunkBytes = 4 * kSliceBytes;
+constexpr double kSimpleMinSliceBytes = 2 * kSliceBytes / 32;
 // Tree chunk payload per protocol (src/enqueue.cc: one step of the protocol's buffer,
 // src/init.cc DEFAULT_LL_BUFFSIZE 8 lines · 512 threads · 8 steps · 16 B and
 // DEFAULT_LL128_BUFFSIZE 120 · 640 · 8 · 8 B, over NCCL_STEPS 8; LL halves it, LL128 keeps 15/16).
@@ -564,6 +570,23 @@ std::vector<ChannelPlan> build_rings(const Topology& topo, const LinkEfficiency&
   return rings;
 }
 
+}  // namespace
+
+double simple_slices_per_step(double bytes, int ranks, int nccl_channels) {
+  OVERLAPSIM_CHECK(bytes >= 0 && ranks >= 1 && nccl_channels >= 1, "simple_slices_per_step: bad arguments");
+  const double loop = static_cast<double>(nccl_channels) * ranks * kSimpleRingChunkBytes;
+  const double loops = std::max(1.0, std::ceil(bytes / loop));
+  const double last_chunk = (bytes - (loops - 1) * loop) / (static_cast<double>(nccl_channels) * ranks);
+  return 2 * (loops - 1) + std::clamp(std::ceil(last_chunk / kSimpleMinSliceBytes), 1.0, 2.0);
+}
+
+double simple_chain_slices(double bytes, int nccl_channels) {
+  OVERLAPSIM_CHECK(bytes >= 0 && nccl_channels >= 1, "simple_chain_slices: bad arguments");
+  return std::max(1.0, std::ceil(bytes / (nccl_channels * kSliceBytes)));
+}
+
+namespace {
+
 CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                          CollectiveKind kind, double bytes, int channels_forced, const CollectiveOptions& opt,
                          const Protocol* forced_protocol) {
@@ -615,6 +638,20 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     q.base_latency_s = opt.textbook ? 0.0 : kBaseLatRing[pi];
     q.wire_bytes = q.step_bytes / kWireFraction[pi];
     q.rings = r.rings;
+    // Simple's per-slice cost on NVLink hops (header): NCCL's slices per step of this plan.
+    double slice_s = 0;
+    if (proto == Protocol::Simple && !opt.textbook && opt.simple_slice_nvlink_s > 0) {
+      const int comm = topo.nccl_channels(nodes) > 0 ? topo.nccl_channels(nodes) : p.channels;
+      const int nc = nccl_launch(CollectiveAlgorithm::Ring, proto, bytes, n, comm, ring_bw).channels;
+      if (q.chain) {
+        // NCCL's channel sends K_nccl slices along the chain where this plan's sends q.steps:
+        // the chain's n − 2 + K slice times carry the same total cost.
+        const double k_nccl = simple_chain_slices(bytes, nc);
+        slice_s = opt.simple_slice_nvlink_s * (k_nccl + n - 2) / (q.steps + n - 2);
+      } else {
+        slice_s = opt.simple_slice_nvlink_s * simple_slices_per_step(bytes, n, nc);
+      }
+    }
     const double cap = opt.textbook ? std::numeric_limits<double>::infinity()
                                     : ring_protocol_cap_Bps(topo, proto, nodes, q.channels);
     for (auto& ch : q.rings) {
@@ -622,6 +659,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
       for (auto& h : ch.hops) {
         h.step_latency_s =
             opt.textbook ? h.route_latency_s : std::max(h.route_latency_s, kHwLatRing[static_cast<int>(h.kind)][pi]);
+        if (h.kind == HopKind::NvLink) h.step_latency_s += slice_s;
         ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
         h.share_Bps = std::min(h.share_Bps, cap);
       }

@@ -280,7 +280,19 @@ struct CollectiveOptions {
   /// Measured algorithm/protocol rules (a profile's tuning table, nccl_tuning.hpp): where one
   /// covers a collective, what the op leaves automatic follows it; empty: the model chooses.
   std::vector<TuningRule> tuning;
+  /// Cost of one slice of NCCL's Simple protocol on an NVLink hop, seconds (header; a profile's
+  /// network.simple_slice_nvlink_s): 0 leaves NCCL's per-step hwLat alone.
+  double simple_slice_nvlink_s = 0;
 };
+
+/// NCCL's Simple slices per step of a ring AllReduce, AllGather or ReduceScatter of `bytes`
+/// (NCCL's nBytes) over `ranks` ranks on a communicator of `nccl_channels` channels, summed over
+/// a channel's loops (header): 2 per loop of nccl_channels · ranks · 2 MiB, the last loop's 1 when
+/// its chunk is at most 32 KiB. REQUIRES: bytes >= 0, ranks >= 1, nccl_channels >= 1.
+double simple_slices_per_step(double bytes, int ranks, int nccl_channels);
+/// NCCL's Simple slices per channel of a Broadcast or Reduce chain of `bytes` over `nccl_channels`
+/// channels: ceil(bytes / (nccl_channels · 512 KiB)), at least 1 (BROADCAST_CHUNKSTEPS 1).
+double simple_chain_slices(double bytes, int nccl_channels);
 
 /// Number of distinct nodes the ranks are on.
 int node_count(const Topology& topo, const std::vector<int>& ranks);

@@ -357,6 +357,7 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
   }
   CollectiveOptions o;
   o.tuning = ctx.cost.profile().tuning;  // as the replay (simulate.cpp): the profile's measured rules
+  o.simple_slice_nvlink_s = ctx.cost.profile().simple_slice_nvlink_s;
   if (algorithm != CollectiveAlgorithm::Auto) o.algorithm = algorithm;
   return plan_collective(ctx.topology, efficiency(ctx), ranks, kind, bytes, channels, o).closed_form_s();
 }

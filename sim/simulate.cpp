@@ -137,6 +137,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.link_efficiency.pcie = profile.pcie_efficiency;
   ro.launch_overhead_s = profile.launch_overhead_s;
   ro.collectives.tuning = profile.tuning;  // measured algorithm/protocol rules, if any
+  ro.collectives.simple_slice_nvlink_s = profile.simple_slice_nvlink_s;
   ro.measured = profile.collectives;       // measured collective times (analytic), if any
   // Communication kernels take SMs from computation (design §4): by the profile's measured
   // coefficient, or exactly the SMs taken when it has none.

@@ -72,6 +72,8 @@ Topology& Topology::operator=(const Topology& other) {
   num_nodes = other.num_nodes;
   dmodk_port = other.dmodk_port;
   cpu_vendor = other.cpu_vendor;
+  nccl_channels_one_node = other.nccl_channels_one_node;
+  nics_per_node = other.nics_per_node;
   links_by_id_.clear();
   if (!other.links_by_id_.empty())
     for (auto [e, end] = boost::edges(graph); e != end; ++e) links_by_id_.push_back(*e);
@@ -88,6 +90,11 @@ Topology& Topology::operator=(const Topology& other) {
 Topology::Topology(Topology&& other) { *this = static_cast<const Topology&>(other); }
 
 Topology& Topology::operator=(Topology&& other) { return *this = static_cast<const Topology&>(other); }
+
+int Topology::nccl_channels(int nodes) const {
+  if (nodes <= 1) return nccl_channels_one_node;
+  return 2 * nics_per_node;
+}
 
 int Topology::node_of(int rank) const {
   const Device& d = gpu(rank);

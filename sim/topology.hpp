@@ -80,6 +80,20 @@ class Topology {
   /// The nodes' CPU vendor ("intel", "amd", "arm"; empty: not stated), which NCCL's tuning
   /// model reads for the LL protocol's bandwidth across nodes (collective_plan.hpp).
   std::string cpu_vendor;
+  /// Channels NCCL's communicator opens over the GPUs of one node (its NCCL_DEBUG=INFO lines
+  /// "Channel 00/24"; 0: not stated). Together with nccl_channels() it sets how NCCL's Simple
+  /// protocol cuts a collective into loops and slices (collective_plan.hpp).
+  int nccl_channels_one_node = 0;
+  /// NICs per node (template form; 0: none, or the explicit form).
+  int nics_per_node = 0;
+
+  /// Channels NCCL's communicator opens over a group on `nodes` nodes, or 0 where not known.
+  /// One node: nccl_channels_one_node. Several (template form with NICs): two per NIC of a node —
+  /// NCCL's ring search gives one channel per NIC rail at the NIC's speed (src/graph/search.cc:
+  /// 200 Gb/s HDR runs at 24 GB/s, 400 Gb/s NDR at 45 GB/s, below the 25 and 50 GB/s at which
+  /// ncclTopoDupChannels would double them) and ncclTopoPostset doubles every ring
+  /// (src/graph/connect.cc); a 3-node H100 communicator logs "Channel 05/16" (NVIDIA/nccl#1453).
+  int nccl_channels(int nodes) const;
 
   Topology() = default;
   /// Copies (and moves, which Boost's adjacency_list can only do by copying) re-point the

@@ -21,6 +21,7 @@ namespace {
 
 /// Longest list one name range may expand to (guards against "gpu[0-999999999]").
 constexpr std::size_t kMaxRangeExpansion = 1u << 20;
+constexpr long long kMaxNcclChannels = 64;  ///< NCCL's MAXCHANNELS (src/include/device.h, 2.19 and later)
 
 /// PCIe Gen4 x16, per direction: 16 GT/s x 16 lanes x 128/130 encoding / 8 = 31.5 GB/s, which
 /// PCI-SIG rounds to "32 GB/s" per direction (64 GB/s total) — "PCI Express 4.0 Base
@@ -291,12 +292,20 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
 
   // --- node ---
   const YAML::Node node = require(f, root, "node");
-  check_keys(f, node, {"count", "gpus", "intra", "nics", "cpu_vendor"});
+  check_keys(f, node, {"count", "gpus", "intra", "nics", "cpu_vendor", "nccl_channels"});
   const long long num_nodes = count_with_override(f, node, "count", "node.count", overrides);
   if (node["cpu_vendor"].IsDefined()) {
     t.cpu_vendor = as_string(f, node["cpu_vendor"], "node.cpu_vendor");
     if (t.cpu_vendor != "intel" && t.cpu_vendor != "amd" && t.cpu_vendor != "arm")
       fail(f, node["cpu_vendor"], "node.cpu_vendor", "expected intel, amd or arm, found '" + t.cpu_vendor + "'");
+  }
+  if (node["nccl_channels"].IsDefined()) {
+    const long long c = positive_count(f, node["nccl_channels"], "node.nccl_channels");
+    if (c > kMaxNcclChannels)
+      fail(f, node["nccl_channels"], "node.nccl_channels",
+           "expected at most " + std::to_string(kMaxNcclChannels) + " (NCCL's MAXCHANNELS), found '" +
+               node["nccl_channels"].Scalar() + "'");
+    t.nccl_channels_one_node = static_cast<int>(c);
   }
   const YAML::Node gpus = require(f, node, "gpus");
   check_keys(f, gpus, {"count", "model"});
@@ -327,6 +336,7 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
                nics["count"].Scalar() + "'");
     nic_bw = positive_bandwidth(f, require(f, nics, "bandwidth"), "node.nics.bandwidth");
     nic_lat = as_time_s(f, require(f, nics, "latency"), "node.nics.latency");
+    t.nics_per_node = static_cast<int>(per_node);
     pcie_bw = optional_quantity(f, nics, "pcie", "node.nics.pcie", kDefaultPcieBandwidth, as_bandwidth_Bps,
                                 parse_bandwidth_Bps);
     if (pcie_bw <= 0) fail(f, nics["pcie"], "node.nics.pcie", "expected a positive bandwidth");

@@ -465,6 +465,7 @@ TEST_CASE("predicted substitutions and group splits agree with the replay of a l
   const StrategyContext ctx0{star, cost};
   ReplayOptions ro;
   ro.link_efficiency.nvlink = cost.profile().nvlink_efficiency;
+  ro.collectives.simple_slice_nvlink_s = cost.profile().simple_slice_nvlink_s;  // as simulate.cpp
   ro.launch_overhead_s = cost.launch_overhead_s();
   auto lone = [&](CollectiveKind kind, double bytes) {
     Schedule s;
