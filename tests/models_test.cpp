@@ -306,6 +306,7 @@ TEST_CASE("profile: errors name the file and the key") {
       {"unknown_key.json", "network.nvlink_eficiency"},
       {"wrong_type.json", "gemm.tile_m"},
       {"launch_overhead_too_long.json", "kernel.launch_overhead_s"},  // 1e30 s: more than an hour
+      {"simple_slice_negative.json", "network.simple_slice_nvlink_s"},  // -6.5e-6 s
   };
   for (const Case& c : cases) {
     SUBCASE(c.file) {

@@ -1,0 +1,155 @@
+// NCCL's Simple protocol pays a fence and a flag per slice on NVLink hops (sim/collective_plan.hpp,
+// profile network.simple_slice_nvlink_s): the slices NCCL's loops give per ring step and per
+// chain, run by hand; the closed form's exact increase on a uniform ring; flow = analytic with it;
+// network hops, other protocols and the textbook ring untouched; the communicator's channel
+// count from the topology; the shipped profiles' values.
+#include "calibrate/profile.hpp"
+#include "models/device_catalog.hpp"
+#include "sim/collective_bench.hpp"
+#include "sim/collective_plan.hpp"
+#include "sim/platform.hpp"
+#include "sim/topology.hpp"
+
+#include "tests/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace overlapsim;
+using namespace overlapsim::testing;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kSlice = 6.5e-6;  ///< the shipped A100 profile's value
+
+LinkEfficiency a100_efficiency() {
+  const Profile p = load_profile(default_profile_path("a100-sxm4-80gb"));
+  LinkEfficiency e;
+  e.nvlink = p.nvlink_efficiency;
+  e.network = p.network_efficiency;
+  e.pcie = p.pcie_efficiency;
+  return e;
+}
+
+CollectiveOptions simple(double slice_s) {
+  CollectiveOptions o;
+  o.protocol_auto = false;
+  o.protocol = Protocol::Simple;
+  o.simple_slice_nvlink_s = slice_s;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("Simple slices per ring step: NCCL's loops of channels x ranks x 2 MiB, run by hand") {
+  // 8 ranks, 24 channels: a loop is 24 · 8 · 2 MiB = 384 MiB; each step of a loop sends its
+  // chunk in 2 slices, 1 where the chunk is at most 32 KiB.
+  CHECK(simple_slices_per_step(1 * kMiB, 8, 24) == 1);     // chunk 1 MiB / 192 = 5.3 KiB
+  CHECK(simple_slices_per_step(6 * kMiB, 8, 24) == 1);     // chunk exactly 32 KiB
+  CHECK(simple_slices_per_step(6 * kMiB + 192, 8, 24) == 2);
+  CHECK(simple_slices_per_step(32 * kMiB, 8, 24) == 2);
+  CHECK(simple_slices_per_step(384 * kMiB, 8, 24) == 2);   // one full loop
+  CHECK(simple_slices_per_step(385 * kMiB, 8, 24) == 3);   // a full loop and a 5.3 KiB chunk
+  CHECK(simple_slices_per_step(1024 * kMiB, 8, 24) == 6);  // 3 loops, the last one 1.33 MiB per chunk
+  CHECK(simple_slices_per_step(0, 8, 24) == 1);
+  // 8 channels: loops of 128 MiB.
+  CHECK(simple_slices_per_step(256 * kMiB, 8, 8) == 4);
+  // A chain's NCCL channel sends ceil(bytes / (channels · 512 KiB)) slices.
+  CHECK(simple_chain_slices(8 * kMiB, 24) == 1);
+  CHECK(simple_chain_slices(64 * kMiB, 24) == 6);
+  CHECK(simple_chain_slices(0, 24) == 1);
+}
+
+TEST_CASE("the communicator's channels: the topology's for one node, two per NIC across nodes") {
+  const Topology one = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  CHECK(one.nccl_channels(1) == 24);
+  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "4"}});
+  CHECK(pod.nccl_channels(1) == 24);
+  CHECK(pod.nccl_channels(4) == 16);  // 8 NICs per node
+  const Topology h100 = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "2"}});
+  CHECK(h100.nccl_channels(1) == 0);  // not stated: a plan uses its own channels
+  CHECK(h100.nccl_channels(2) == 16);
+  const Topology star = load_topology(kSrc + "/tests/data/replay/star8.yaml");  // explicit form
+  CHECK(star.nccl_channels(1) == 0);
+}
+
+TEST_CASE("a uniform NVSwitch ring pays steps x slices x the slice cost on top, exactly") {
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  const LinkEfficiency eff = a100_efficiency();
+  for (double bytes : {1 * kMiB, 64 * kMiB, 1024 * kMiB}) {
+    for (CollectiveKind kind : {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
+      CAPTURE(bytes);
+      CAPTURE(to_string(kind));
+      const CollectivePlan with = plan_collective(topo, eff, first(8), kind, bytes, 0, simple(kSlice));
+      const CollectivePlan without = plan_collective(topo, eff, first(8), kind, bytes, 0, simple(0));
+      REQUIRE(with.protocol == Protocol::Simple);
+      const int steps = kind == CollectiveKind::AllReduce ? 14 : 7;
+      CHECK(with.steps == steps);
+      // The slices of NCCL's 24 channels (the topology's), whatever channels the plan runs on.
+      const double slices = simple_slices_per_step(bytes, 8, 24);
+      CHECK(with.closed_form_s() - without.closed_form_s() ==
+            doctest::Approx(steps * slices * kSlice).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("flow = analytic with the slice cost, ring and chain") {
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  for (BenchOp op : {BenchOp::AllReduce, BenchOp::AllGather, BenchOp::Broadcast}) {
+    CAPTURE(to_string(op));
+    BenchOptions b;
+    b.replay.link_efficiency = a100_efficiency();
+    b.replay.collectives = simple(kSlice);
+    b.unfold = true;
+    const std::vector<double> sizes = {4 * kMiB, 256 * kMiB};
+    b.replay.fidelity = Fidelity::Flow;
+    const std::vector<BenchRow> flow = run_collective_bench(topo, op, 8, sizes, b);
+    b.replay.fidelity = Fidelity::Analytic;
+    const std::vector<BenchRow> analytic = run_collective_bench(topo, op, 8, sizes, b);
+    b.replay.collectives.simple_slice_nvlink_s = 0;
+    const std::vector<BenchRow> free = run_collective_bench(topo, op, 8, sizes, b);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      CAPTURE(sizes[i]);
+      CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(0.01));
+      CHECK(analytic[i].time_s > free[i].time_s);  // the cost is there, in both
+    }
+  }
+}
+
+TEST_CASE("the slice cost is Simple's on NVLink only: network hops, LL/LL128 and the textbook ring keep their time") {
+  const LinkEfficiency eff = a100_efficiency();
+  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  // One GPU per node: every hop is a network hop.
+  const std::vector<int> across = {0, 8};
+  CHECK(plan_collective(pod, eff, across, CollectiveKind::AllReduce, 64 * kMiB, 0, simple(kSlice)).closed_form_s() ==
+        plan_collective(pod, eff, across, CollectiveKind::AllReduce, 64 * kMiB, 0, simple(0)).closed_form_s());
+  const Topology one = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  for (Protocol p : {Protocol::LL, Protocol::LL128}) {
+    CollectiveOptions o = simple(kSlice);
+    o.protocol = p;
+    CollectiveOptions z = o;
+    z.simple_slice_nvlink_s = 0;
+    CHECK(plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 8 * kMiB, 0, o).closed_form_s() ==
+          plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 8 * kMiB, 0, z).closed_form_s());
+  }
+  CollectiveOptions textbook = simple(kSlice);
+  textbook.textbook = true;
+  CollectiveOptions textbook0 = textbook;
+  textbook0.simple_slice_nvlink_s = 0;
+  CHECK(plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 64 * kMiB, 0, textbook).closed_form_s() ==
+        plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 64 * kMiB, 0, textbook0).closed_form_s());
+}
+
+TEST_CASE("shipped profiles: A100 has the fitted slice cost, the others none; it survives a write and a read") {
+  const Profile a100 = load_profile(default_profile_path("a100-sxm4-80gb"));
+  CHECK(a100.simple_slice_nvlink_s == 6.5e-6);
+  CHECK(a100.nvlink_efficiency == 0.80);
+  CHECK(load_profile(default_profile_path("h100-sxm5-80gb")).simple_slice_nvlink_s == 0);
+  const std::string path = temp_path(".json");
+  write_profile(a100, path);
+  CHECK(load_profile(path).simple_slice_nvlink_s == 6.5e-6);
+}
