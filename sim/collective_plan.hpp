@@ -68,6 +68,22 @@
 // pipelined tree, and per hop of the model's tree (one slice per channel at small sizes) they
 // would add up along its leaf-root-leaf paths.
 //
+// Simple's slices (CollectiveOptions::simple_slice_nvlink_s, a profile's
+// network.simple_slice_nvlink_s): a Simple slice ends with a memory fence and a flag the
+// receiver polls, which LL and LL128 avoid by carrying their flags in the data (S. Jeaugey,
+// NVIDIA/nccl#281); on NVLink, where the SMs move the data themselves, that cost is serial with
+// the transfer. NCCL cuts a ring AllReduce, AllGather or ReduceScatter into loops of
+// channels · ranks · 2 MiB (the communicator's channels, Topology::nccl_channels, else the
+// plan's own), each step of a loop sending its chunk in 2 slices (1 when the chunk is at most
+// 32 KiB): simple_slices_per_step. Every NVLink hop of a Simple ring adds slices · cost to its
+// step latency, so below one loop (384 MiB over 8 GPUs of a DGX A100) the collective pays a
+// constant 2 · steps · cost — the slow approach to the plateau that measured NCCL curves show
+// (tests/nccl_validation_test.cpp) — and above it a cost per byte that shrinks with the channel
+// count. A chain's hop adds the cost times NCCL's slices over the plan's (simple_chain_slices:
+// 512 KiB chunks over NCCL's channels), so that the chain's n − 2 + K slice times carry NCCL's
+// total. PCIe and network hops keep NCCL's hwLat alone (the proxy, not the SM, drives a network
+// send); the tree, NVLS and point-to-point messages do not pay it (not measured).
+//
 // Contention-free closed form (what `analytic` fidelity uses and `flow` must match):
 //   ring:  T = baseLat + max over channels of the longest path of the channel's step DAG. On a
 //          uniform ring (every hop alike) that is steps · (step latency + wire/bw) exactly. Else
