@@ -380,6 +380,7 @@ CollectivePlan least_protocol(const Model& model, const Protocol* forced_protoco
 CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
                          int channels_forced, const CollectiveOptions& opt, const Protocol* forced_protocol) {
   const int n = static_cast<int>(ranks.size());
+  const int nodes = node_count(topo, ranks);
   // Channels' trees (identical channels merged) and their hops, by channel count.
   std::map<int, std::vector<TreePlan>> by_count;
   auto trees_for = [&](int channels) -> const std::vector<TreePlan>& {
@@ -415,6 +416,9 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
     q.channels = channels_forced > 0 || opt.textbook
                      ? std::max(1, channels_forced > 0 ? channels_forced : opt.channels)
                      : nccl_launch(CollectiveAlgorithm::Tree, proto, bytes, n, std::max(1, opt.channels)).channels;
+    const int comm = topo.nccl_channels(nodes) > 0 ? topo.nccl_channels(nodes) : std::max(1, opt.channels);
+    q.sm_blocks = channels_forced > 0 || opt.textbook ? q.channels
+                                                      : nccl_launch(CollectiveAlgorithm::Tree, proto, bytes, n, comm).channels;
     const double per_channel = bytes / q.channels;
     q.steps = std::max(1, static_cast<int>(std::ceil(per_channel / kTreeChunkBytes[pi])));
     q.step_bytes = per_channel / q.steps;
@@ -467,6 +471,7 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
   p.protocol = Protocol::Simple;
   p.members = static_cast<int>(ranks.size());
   p.channels = channels_forced > 0 ? std::max(2, channels_forced) : cc >= 100 ? 24 : 16;
+  p.sm_blocks = p.channels;
   p.steps = 1;
   p.step_bytes = bytes;
   const double efficiency = (cc >= 100 ? 0.74 : 0.85) * (p.channels - 1) / p.channels;
@@ -638,11 +643,15 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     q.base_latency_s = opt.textbook ? 0.0 : kBaseLatRing[pi];
     q.wire_bytes = q.step_bytes / kWireFraction[pi];
     q.rings = r.rings;
+    // NCCL's thread blocks: its launch loop over the communicator's channels (header).
+    const int comm = topo.nccl_channels(nodes) > 0 ? topo.nccl_channels(nodes) : p.channels;
+    const int nc = channels_forced > 0 || opt.textbook
+                       ? q.channels
+                       : nccl_launch(CollectiveAlgorithm::Ring, proto, bytes, n, comm, ring_bw).channels;
+    q.sm_blocks = nc;
     // Simple's per-slice cost on NVLink hops (header): NCCL's slices per step of this plan.
     double slice_s = 0;
     if (proto == Protocol::Simple && !opt.textbook && opt.simple_slice_nvlink_s > 0) {
-      const int comm = topo.nccl_channels(nodes) > 0 ? topo.nccl_channels(nodes) : p.channels;
-      const int nc = nccl_launch(CollectiveAlgorithm::Ring, proto, bytes, n, comm, ring_bw).channels;
       if (q.chain) {
         // NCCL's channel sends K_nccl slices along the chain where this plan's sends q.steps:
         // the chain's n − 2 + K slice times carry the same total cost.

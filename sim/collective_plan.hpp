@@ -243,6 +243,13 @@ struct CollectivePlan {
   Protocol protocol = Protocol::Simple;
   bool chain = false;           ///< Broadcast/Reduce: pipelined chain from / to the root
   int channels = 1;             ///< channels it runs on (the op's, or NCCL's count for the size)
+  /// Thread blocks NCCL's kernel runs on, one SM each (what the replay holds, replay.hpp): the
+  /// op's forced channels, else NCCL's launch loop (nccl_launch) over the communicator's
+  /// channels — Topology::nccl_channels where the topology states them (DGX A100: 24 inside a
+  /// node, 16 across nodes), else CollectiveOptions::channels. The flows run on `channels` rings
+  /// either way: channels sharing their links (a GPU's NVSwitch port) take the same time in
+  /// any number, and across nodes 8 rings load 8 NICs as NCCL's 16 do.
+  int sm_blocks = 1;
   int steps = 0;                ///< ring steps, or slices of a chain or of each tree channel
   int members = 0;
   double step_bytes = 0;        ///< payload per step (tree: per slice) per ring/tree, bytes

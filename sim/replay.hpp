@@ -39,8 +39,9 @@
 //    Analytic replays run without SimGrid, on an event queue (sim/activity_backend.hpp): GPUs
 //    still share their speed among concurrent kernels; flows take latency + bytes / bandwidth.
 //  - SM interference: while a communication op runs (from the moment it can start until it
-//    completes, as an NCCL kernel spins), it holds num_sm SMs (−1: one per channel for a
-//    collective — the channels its plan runs on, NCCL's count for its size —, one for send/recv;
+//    completes, as an NCCL kernel spins), it holds num_sm SMs (−1: for a collective, the thread
+//    blocks NCCL's kernel runs on, CollectivePlan::sm_blocks — NCCL's count for its size over
+//    the communicator's channels, 24 for a large AllReduce in a DGX A100 —; one for send/recv;
 //    0: copy engine), slowing that GPU's kernels (ReplayOptions).
 //  - Send: one flow to the peer, started when the send op starts (eager); the op completes when
 //    the flow has arrived. Recv completes when it has started and the matching flow has arrived.

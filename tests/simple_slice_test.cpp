@@ -8,6 +8,8 @@
 #include "sim/collective_bench.hpp"
 #include "sim/collective_plan.hpp"
 #include "sim/platform.hpp"
+#include "sim/replay.hpp"
+#include "sim/schedule.hpp"
 #include "sim/topology.hpp"
 
 #include "tests/test_support.hpp"
@@ -152,4 +154,63 @@ TEST_CASE("shipped profiles: A100 has the fitted slice cost, the others none; it
   const std::string path = temp_path(".json");
   write_profile(a100, path);
   CHECK(load_profile(path).simple_slice_nvlink_s == 6.5e-6);
+}
+
+TEST_CASE("NCCL's kernel holds the communicator's channels' SMs, not the plan's rings") {
+  const LinkEfficiency eff = a100_efficiency();
+  CollectiveOptions o;  // 8 rings by default
+  const Topology one = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  const CollectivePlan big = plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 1024 * kMiB, 0, o);
+  CHECK(big.channels == 8);
+  CHECK(big.sm_blocks == 24);  // NCCL's 24 channels in a DGX A100 (topology), all used at 1 GiB
+  // NCCL's launch loop lowers the count for small sizes: ring LL, 8 ranks, 512 threads, threshold
+  // 8 · 8: while bytes < nc · 512 · 64, nc −= 1 — 64 KiB gives nc = 2.
+  const CollectivePlan small = plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 64 * 1024, 0, o);
+  CHECK(small.protocol == Protocol::LL);
+  CHECK(small.sm_blocks == nccl_launch(CollectiveAlgorithm::Ring, Protocol::LL, 64 * 1024, 8, 24).channels);
+  CHECK(small.sm_blocks == 2);
+  // An op's forced channels are its blocks.
+  CHECK(plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 1024 * kMiB, 4, o).sm_blocks == 4);
+  // Across nodes: two per NIC (16 on DGX A100), ring and tree.
+  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "4"}});
+  for (CollectiveAlgorithm a : {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree}) {
+    CollectiveOptions t = o;
+    t.algorithm = a;
+    CHECK(plan_collective(pod, eff, first(32), CollectiveKind::AllReduce, 1024 * kMiB, 0, t).sm_blocks == 16);
+  }
+  // A topology that does not state them: the plan's own channels.
+  const Topology star = load_topology(kSrc + "/tests/data/replay/star8.yaml");
+  CHECK(plan_collective(star, eff, first(8), CollectiveKind::AllReduce, 1024 * kMiB, 0, o).sm_blocks == 8);
+}
+
+TEST_CASE("SM interference in the replay: a kernel beside a DGX A100 AllReduce runs on 84 of 108 SMs") {
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  ReplayOptions ro;
+  ro.link_efficiency = a100_efficiency();
+  ro.sm_count = 108;
+  Schedule s;
+  s.world_size = 8;
+  const int g = s.intern_group(first(8), CommPurpose::TensorParallel);
+  for (int r = 0; r < 8; ++r) {
+    RankProgram p{r, 2, {}};
+    Op c;
+    c.type = OpType::Collective;
+    c.group = g;
+    c.match = 1;
+    c.bytes = 1024 * kMiB;
+    c.stream = 1;
+    c.name = "ar";
+    Op k;
+    k.type = OpType::Compute;
+    k.duration_s = 0.001;  // ends well inside the collective (~8 ms)
+    k.name = "gemm";
+    p.ops = {k, c};
+    s.programs.push_back(p);
+  }
+  for (Fidelity f : {Fidelity::Flow, Fidelity::Analytic}) {
+    ro.fidelity = f;
+    const ReplayTimes t = replay(s, topo, ro);
+    REQUIRE(t.end_s[0][1] > 0.002);
+    CHECK(t.end_s[0][0] == testing::approx(0.001 * 108.0 / 84.0).epsilon(1e-9));
+  }
 }
