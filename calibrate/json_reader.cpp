@@ -58,6 +58,10 @@ json parse_json_file(const std::string& path, const std::string& what) {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(locate(path, text, e.byte), "", std::string("expected valid JSON, found a syntax error (") + e.what() + ")");
+  } catch (const json::out_of_range& e) {
+    // nlohmann's parser reports a number beyond a double (1e400) as out_of_range 406, no position.
+    throw InputError(SourceLocation{path, 0, 0}, "",
+                     std::string("expected numbers a double can hold, found one beyond (") + e.what() + ")");
   }
 }
 

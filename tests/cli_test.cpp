@@ -445,3 +445,15 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
   CHECK(two.output.find("ReduceScatter over 16 of 16 GPUs") != std::string::npos);
   CHECK(two.output.find("16 ranks on 2 node(s)") != std::string::npos);
 }
+
+TEST_CASE("topo says what NCCL's model reads; --protocol on a point-to-point collective says it is left alone") {
+  const Run t = run_cli("topo " + kSrc + "/topologies/dgx-a100-superpod.yaml --override node.count=2");
+  REQUIRE(t.status == 0);
+  CHECK(t.output.find("nccl: cpu vendor amd, channels 24 in one node, 16 across nodes") != std::string::npos);
+  const Run star = run_cli("topo " + kSrc + "/tests/data/replay/star8.yaml");
+  REQUIRE(star.status == 0);
+  CHECK(star.output.find("nccl:") == std::string::npos);  // nothing stated
+  const Run a2a = run_cli("collective --op alltoall -t " + kSrc + "/topologies/dgx-a100.yaml --sizes 1MiB:1MiB --protocol ll");
+  REQUIRE(a2a.status == 0);
+  CHECK(a2a.output.find("# note: --protocol ll leaves AllToAll alone") != std::string::npos);
+}

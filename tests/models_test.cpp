@@ -345,6 +345,11 @@ TEST_CASE("profile: errors name the file and the key") {
     CHECK(contains(msg, "syntax_error.json"));
     CHECK(line == 5);
   }
+  SUBCASE("a number beyond a double is an input error naming the file") {
+    const std::string path = profile_fixture("number_overflow.json");
+    const std::string msg = input_error_of([&] { load_profile(path); });
+    CHECK(contains(msg, path + ": expected numbers a double can hold"));
+  }
   SUBCASE("missing file") {
     CHECK_THROWS_AS(load_profile(profile_fixture("no_such_file.json")), InputError);
   }

@@ -42,7 +42,10 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--fidelity", a.fidelity, "flow | analytic");
   c->add_option("--protocol", a.protocol, "auto | ll | ll128 | simple (NCCL_PROTO)");
   c->add_option("--algo", a.algo, "auto | ring | tree | nvls (NCCL_ALGO; tree and nvls apply to allreduce only; nvls inside one Hopper NVSwitch node, else the ring)");
-  c->add_option("--channels", a.channels, "rings per collective (default 8; NCCL_MIN/MAX_NCHANNELS)")
+  c->add_option("--channels", a.channels,
+                 "NCCL's channels for every size (NCCL_MIN/MAX_NCHANNELS): the SMs held, Simple's slices and the "
+                 "rings the flows run on (default: NCCL's count for the size over the topology's node.nccl_channels, "
+                 "else 8, on 8 rings)")
       ->check(CLI::Range(1, 64));
   c->add_option("--calibration", a.calibration, "profile JSON (default: the GPU's datasheet profile)");
   c->add_flag("--unfold", a.unfold, "simulate every rank instead of rank 0 with mirrors");
@@ -206,6 +209,9 @@ int collective_command(const CollectiveArgs& a) {
     opt.replay.collectives.protocol_auto = false;
     if (!parse_protocol(protocol, &opt.replay.collectives.protocol))
       throw InputError(cli, "--protocol", "expected auto, ll, ll128 or simple, found '" + protocol + "'");
+    if (op == BenchOp::AllToAll || op == BenchOp::SendRecv)
+      notes.push_back("--protocol " + protocol + " leaves " + to_string(op) +
+                      " alone: point-to-point messages take LL up to 16 KiB and Simple above (NCCL_P2P_LL_THRESHOLD)");
   }
   if (!parse_algorithm(algo, &opt.algorithm))
     throw InputError(cli, "--algo", "expected auto, ring, tree or nvls, found '" + algo + "'");
