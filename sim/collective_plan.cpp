@@ -425,11 +425,18 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
     q.wire_bytes = q.step_bytes / kWireFraction[pi];
     q.base_latency_s = opt.textbook ? 0.0 : kBaseLatTree[pi];
     q.trees = trees_for(q.channels);
+    // Simple's per-slice cost on NVLink hops (header): NCCL's tree channel sends
+    // simple_chain_slices 512 KiB slices where this plan's sends q.steps.
+    const double slice_s = proto == Protocol::Simple && !opt.textbook && opt.simple_slice_nvlink_s > 0
+                               ? opt.simple_slice_nvlink_s * simple_chain_slices(bytes, q.sm_blocks) / q.steps
+                               : 0.0;
     for (auto& tp : q.trees)
       for (int v = 0; v < n; ++v)
-        for (Hop2* h : {&tp.up[v], &tp.down[v]})
+        for (Hop2* h : {&tp.up[v], &tp.down[v]}) {
           h->step_latency_s = opt.textbook ? h->route_latency_s
                                            : std::max(h->route_latency_s, kHwLatTree[static_cast<int>(h->kind)][pi]);
+          if (h->kind == HopKind::NvLink) h->step_latency_s += slice_s;
+        }
     set_tree_shares(topo, eff, ranks, q);
     return q;
   };

@@ -82,7 +82,9 @@
 // count. A chain's hop adds the cost times NCCL's slices over the plan's (simple_chain_slices:
 // 512 KiB chunks over NCCL's channels), so that the chain's n − 2 + K slice times carry NCCL's
 // total. PCIe and network hops keep NCCL's hwLat alone (the proxy, not the SM, drives a network
-// send); the tree, NVLS and point-to-point messages do not pay it (not measured).
+// send). A tree's NVLink hop adds the cost times NCCL's 512 KiB slices per channel over the
+// plan's (simple_chain_slices over NCCL's channels, divided by the plan's slices). NVLS and
+// point-to-point messages do not pay it (not measured).
 //
 // Contention-free closed form (what `analytic` fidelity uses and `flow` must match):
 //   ring:  T = baseLat + max over channels of the longest path of the channel's step DAG. On a

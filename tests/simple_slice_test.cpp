@@ -214,3 +214,24 @@ TEST_CASE("SM interference in the replay: a kernel beside a DGX A100 AllReduce r
     CHECK(t.end_s[0][0] == testing::approx(0.001 * 108.0 / 84.0).epsilon(1e-9));
   }
 }
+
+TEST_CASE("a tree's NVLink hops pay the slice cost too: slower, and flow = analytic") {
+  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  BenchOptions b;
+  b.replay.link_efficiency = a100_efficiency();
+  b.replay.collectives = simple(kSlice);
+  b.algorithm = CollectiveAlgorithm::Tree;
+  const std::vector<double> sizes = {8 * kMiB, 128 * kMiB};
+  b.replay.fidelity = Fidelity::Flow;
+  const std::vector<BenchRow> flow = run_collective_bench(pod, BenchOp::AllReduce, 16, sizes, b);
+  b.replay.fidelity = Fidelity::Analytic;
+  const std::vector<BenchRow> analytic = run_collective_bench(pod, BenchOp::AllReduce, 16, sizes, b);
+  b.replay.collectives.simple_slice_nvlink_s = 0;
+  const std::vector<BenchRow> free = run_collective_bench(pod, BenchOp::AllReduce, 16, sizes, b);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    CAPTURE(sizes[i]);
+    REQUIRE(analytic[i].plan.rfind("tree/Simple", 0) == 0);
+    CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(0.01));
+    CHECK(analytic[i].time_s > free[i].time_s);
+  }
+}
