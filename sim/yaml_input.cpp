@@ -58,7 +58,10 @@ YamlFile load_yaml_file(const std::string& path) {
 SourceLocation location_of(const YamlFile& f, const YAML::Node& node) {
   SourceLocation where{f.path, 0, 0};
   if (!node.IsDefined()) return where;  // also covers a missing key (an invalid node)
-  const YAML::Mark m = node.Mark();
+  YAML::Mark m = node.Mark();
+  if (node.IsNull())
+    for (const auto& [value, key_mark] : f.empty_values)
+      if (value.is(node)) m = key_mark;
   if (m.is_null()) return where;
   where.line = m.line + 1;
   where.column = m.column + 1;
@@ -85,6 +88,7 @@ void check_keys(const YamlFile& f, const YAML::Node& map, std::initializer_list<
     if (!key_node.IsScalar()) fail(f, key_node, "", "expected a plain key, found " + describe(key_node));
     const std::string& key = key_node.Scalar();
     if (!seen.insert(key).second) fail(f, key_node, key, "duplicate key");
+    if (it->second.IsNull()) f.empty_values.emplace_back(it->second, key_node.Mark());
     const bool known = std::any_of(allowed.begin(), allowed.end(),
                                    [&](const char* a) { return key == a; });
     if (known) continue;

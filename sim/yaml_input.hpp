@@ -9,12 +9,18 @@
 
 #include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace overlapsim {
 
 struct YamlFile {
   std::string path;  ///< as given by the user
   YAML::Node root;
+  /// Empty values (`key:` with nothing after it) met by check_keys, with their key's position:
+  /// yaml-cpp marks an empty value where the next token starts (the next line, or past the end
+  /// of the file), so location_of reports the key's line instead.
+  mutable std::vector<std::pair<YAML::Node, YAML::Mark>> empty_values;
 };
 
 /// Parses a file. Throws InputError (with the line of a syntax error) if it cannot be read or parsed.

@@ -394,6 +394,11 @@ TEST_CASE("topology: input errors name the file, the line and the key") {
     check_error(e, "bad-cpu-vendor.yaml", 5, "node.cpu_vendor");
     CHECK(std::string(e.what()).find("expected intel, amd or arm, found 'power9'") != std::string::npos);
   }
+  SUBCASE("an empty value is reported at its key's line, not the next one") {
+    const InputError e = load_error(bad_file("bad-empty-value.yaml"));
+    check_error(e, "bad-empty-value.yaml", 5, "node.nccl_channels");
+    CHECK(std::string(e.what()).find("found an empty value") != std::string::npos);
+  }
   SUBCASE("more NCCL channels than NCCL opens") {
     const InputError e = load_error(bad_file("bad-nccl-channels.yaml"));
     check_error(e, "bad-nccl-channels.yaml", 5, "node.nccl_channels");
