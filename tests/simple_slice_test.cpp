@@ -45,6 +45,29 @@ CollectiveOptions simple(double slice_s) {
   return o;
 }
 
+/// At each size, forced Simple with the slice cost: flow within 1% of analytic, and analytic
+/// slower than without the cost; the plan is `plan_prefix` where one is given.
+void check_flow_analytic_slower(const Topology& topo, BenchOp op, int n, const std::vector<double>& sizes,
+                                CollectiveAlgorithm algorithm, const std::string& plan_prefix = "") {
+  BenchOptions b;
+  b.replay.link_efficiency = a100_efficiency();
+  b.replay.collectives = simple(kSlice);
+  b.algorithm = algorithm;
+  b.unfold = true;
+  b.replay.fidelity = Fidelity::Flow;
+  const std::vector<BenchRow> flow = run_collective_bench(topo, op, n, sizes, b);
+  b.replay.fidelity = Fidelity::Analytic;
+  const std::vector<BenchRow> analytic = run_collective_bench(topo, op, n, sizes, b);
+  b.replay.collectives.simple_slice_nvlink_s = 0;
+  const std::vector<BenchRow> free = run_collective_bench(topo, op, n, sizes, b);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    CAPTURE(sizes[i]);
+    if (!plan_prefix.empty()) REQUIRE(analytic[i].plan.rfind(plan_prefix, 0) == 0);
+    CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(0.01));
+    CHECK(analytic[i].time_s > free[i].time_s);  // the cost is there, in both
+  }
+}
+
 }  // namespace
 
 TEST_CASE("Simple slices per ring step: NCCL's loops of channels x ranks x 2 MiB, run by hand") {
@@ -103,47 +126,32 @@ TEST_CASE("flow = analytic with the slice cost, ring and chain") {
   const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
   for (BenchOp op : {BenchOp::AllReduce, BenchOp::AllGather, BenchOp::Broadcast}) {
     CAPTURE(to_string(op));
-    BenchOptions b;
-    b.replay.link_efficiency = a100_efficiency();
-    b.replay.collectives = simple(kSlice);
-    b.unfold = true;
-    const std::vector<double> sizes = {4 * kMiB, 256 * kMiB};
-    b.replay.fidelity = Fidelity::Flow;
-    const std::vector<BenchRow> flow = run_collective_bench(topo, op, 8, sizes, b);
-    b.replay.fidelity = Fidelity::Analytic;
-    const std::vector<BenchRow> analytic = run_collective_bench(topo, op, 8, sizes, b);
-    b.replay.collectives.simple_slice_nvlink_s = 0;
-    const std::vector<BenchRow> free = run_collective_bench(topo, op, 8, sizes, b);
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      CAPTURE(sizes[i]);
-      CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(0.01));
-      CHECK(analytic[i].time_s > free[i].time_s);  // the cost is there, in both
-    }
+    check_flow_analytic_slower(topo, op, 8, {4 * kMiB, 256 * kMiB}, CollectiveAlgorithm::Auto);
   }
 }
 
 TEST_CASE("the slice cost is Simple's on NVLink only: network hops, LL/LL128 and the textbook ring keep their time") {
   const LinkEfficiency eff = a100_efficiency();
-  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  // The closed form with options `o` equals the one without the slice cost.
+  auto unchanged = [&](const Topology& topo, const std::vector<int>& ranks, double bytes, const CollectiveOptions& o) {
+    CollectiveOptions z = o;
+    z.simple_slice_nvlink_s = 0;
+    return plan_collective(topo, eff, ranks, CollectiveKind::AllReduce, bytes, 0, o).closed_form_s() ==
+           plan_collective(topo, eff, ranks, CollectiveKind::AllReduce, bytes, 0, z).closed_form_s();
+  };
   // One GPU per node: every hop is a network hop.
-  const std::vector<int> across = {0, 8};
-  CHECK(plan_collective(pod, eff, across, CollectiveKind::AllReduce, 64 * kMiB, 0, simple(kSlice)).closed_form_s() ==
-        plan_collective(pod, eff, across, CollectiveKind::AllReduce, 64 * kMiB, 0, simple(0)).closed_form_s());
+  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CHECK(unchanged(pod, {0, 8}, 64 * kMiB, simple(kSlice)));
   const Topology one = load_topology(kSrc + "/topologies/dgx-a100.yaml");
   for (Protocol p : {Protocol::LL, Protocol::LL128}) {
     CollectiveOptions o = simple(kSlice);
     o.protocol = p;
-    CollectiveOptions z = o;
-    z.simple_slice_nvlink_s = 0;
-    CHECK(plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 8 * kMiB, 0, o).closed_form_s() ==
-          plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 8 * kMiB, 0, z).closed_form_s());
+    CHECK(unchanged(one, first(8), 8 * kMiB, o));
   }
   CollectiveOptions textbook = simple(kSlice);
   textbook.textbook = true;
-  CollectiveOptions textbook0 = textbook;
-  textbook0.simple_slice_nvlink_s = 0;
-  CHECK(plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 64 * kMiB, 0, textbook).closed_form_s() ==
-        plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 64 * kMiB, 0, textbook0).closed_form_s());
+  CHECK(unchanged(one, first(8), 64 * kMiB, textbook));
+  CHECK_FALSE(unchanged(one, first(8), 64 * kMiB, simple(kSlice)));  // the check can fail
 }
 
 TEST_CASE("shipped profiles: A100 has the fitted slice cost, the others none; it survives a write and a read") {
@@ -217,21 +225,6 @@ TEST_CASE("SM interference in the replay: a kernel beside a DGX A100 AllReduce r
 
 TEST_CASE("a tree's NVLink hops pay the slice cost too: slower, and flow = analytic") {
   const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
-  BenchOptions b;
-  b.replay.link_efficiency = a100_efficiency();
-  b.replay.collectives = simple(kSlice);
-  b.algorithm = CollectiveAlgorithm::Tree;
-  const std::vector<double> sizes = {8 * kMiB, 128 * kMiB};
-  b.replay.fidelity = Fidelity::Flow;
-  const std::vector<BenchRow> flow = run_collective_bench(pod, BenchOp::AllReduce, 16, sizes, b);
-  b.replay.fidelity = Fidelity::Analytic;
-  const std::vector<BenchRow> analytic = run_collective_bench(pod, BenchOp::AllReduce, 16, sizes, b);
-  b.replay.collectives.simple_slice_nvlink_s = 0;
-  const std::vector<BenchRow> free = run_collective_bench(pod, BenchOp::AllReduce, 16, sizes, b);
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    CAPTURE(sizes[i]);
-    REQUIRE(analytic[i].plan.rfind("tree/Simple", 0) == 0);
-    CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(0.01));
-    CHECK(analytic[i].time_s > free[i].time_s);
-  }
+  check_flow_analytic_slower(pod, BenchOp::AllReduce, 16, {8 * kMiB, 128 * kMiB}, CollectiveAlgorithm::Tree,
+                             "tree/Simple");
 }
