@@ -77,6 +77,13 @@ double ring_protocol_cap_Bps(const Topology& topo, Protocol proto, int nodes, in
   return std::numeric_limits<double>::infinity();
 }
 
+/// The channels of NCCL's communicator over `nodes` nodes (Topology::nccl_channels), or
+/// `fallback` (the plan's own) where the topology does not state them.
+int communicator_channels(const Topology& topo, int nodes, int fallback) {
+  const int c = topo.nccl_channels(nodes);
+  return c > 0 ? c : std::max(1, fallback);
+}
+
 Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, int a, int b) {
   Hop2 h;
   h.src_pos = a;
@@ -416,7 +423,7 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
     q.channels = channels_forced > 0 || opt.textbook
                      ? std::max(1, channels_forced > 0 ? channels_forced : opt.channels)
                      : nccl_launch(CollectiveAlgorithm::Tree, proto, bytes, n, std::max(1, opt.channels)).channels;
-    const int comm = topo.nccl_channels(nodes) > 0 ? topo.nccl_channels(nodes) : std::max(1, opt.channels);
+    const int comm = communicator_channels(topo, nodes, opt.channels);
     q.sm_blocks = channels_forced > 0 || opt.textbook ? q.channels
                                                       : nccl_launch(CollectiveAlgorithm::Tree, proto, bytes, n, comm).channels;
     const double per_channel = bytes / q.channels;
@@ -651,7 +658,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     q.wire_bytes = q.step_bytes / kWireFraction[pi];
     q.rings = r.rings;
     // NCCL's thread blocks: its launch loop over the communicator's channels (header).
-    const int comm = topo.nccl_channels(nodes) > 0 ? topo.nccl_channels(nodes) : p.channels;
+    const int comm = communicator_channels(topo, nodes, p.channels);
     const int nc = channels_forced > 0 || opt.textbook
                        ? q.channels
                        : nccl_launch(CollectiveAlgorithm::Ring, proto, bytes, n, comm, ring_bw).channels;
