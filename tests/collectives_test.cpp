@@ -51,6 +51,25 @@ double one_channel_chain_s(const CollectivePlan& p) {
   return p.base_latency_s + sum + (p.steps - 1) * slowest;
 }
 
+/// A Broadcast of 4 MiB (8 slices) from rank 0 over ranks 0..n−1 on one channel, Simple: its
+/// plan, and replay options that run it so in flow and in analytic fidelity.
+struct OneChannelChain {
+  static constexpr double kBytes = 4.0 * 1024 * 1024;
+  CollectivePlan plan;
+  ReplayOptions flow, analytic;
+};
+OneChannelChain one_channel_chain(const Topology& topo, int n) {
+  OneChannelChain c;
+  CollectiveOptions o;
+  o.protocol_auto = false;
+  o.protocol = Protocol::Simple;
+  c.plan = plan_collective(topo, {}, first(n), CollectiveKind::Broadcast, OneChannelChain::kBytes, 1, o);
+  c.flow.collectives = c.analytic.collectives = o;
+  c.flow.collectives.channels = c.analytic.collectives.channels = 1;
+  c.analytic.fidelity = Fidelity::Analytic;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("NCCL protocol latencies: a large Simple ring AllReduce adds baseLat and hwLat per step") {
@@ -316,21 +335,15 @@ TEST_CASE("a chain across nodes: each slice pays each hop's own time, the slowes
   // bandwidth), and flow equals it (regression: the closed form charged every wave its slowest,
   // NIC, hop: 2.3× flow at 16 nodes and 16 MiB).
   const Topology topo = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
-  CollectiveOptions o;
-  o.protocol_auto = false;
-  o.protocol = Protocol::Simple;
-  const double S = 4.0 * 1024 * 1024;
-  const CollectivePlan p = plan_collective(topo, {}, first(16), CollectiveKind::Broadcast, S, 1, o);
+  const OneChannelChain c = one_channel_chain(topo, 16);
+  const CollectivePlan& p = c.plan;
   REQUIRE(p.chain);
   REQUIRE(p.steps == 8);
   CHECK(p.closed_form_s() == testing::approx(one_channel_chain_s(p)).epsilon(1e-9));
-  ReplayOptions flow, analytic;
-  flow.collectives = analytic.collectives = o;
-  flow.collectives.channels = analytic.collectives.channels = 1;
-  analytic.fidelity = Fidelity::Analytic;
-  const double f = bench_time(topo, BenchOp::Broadcast, 16, S, flow, true);
+  const double S = OneChannelChain::kBytes;
+  const double f = bench_time(topo, BenchOp::Broadcast, 16, S, c.flow, true);
   CHECK(f == testing::approx(p.closed_form_s()).epsilon(1e-9));
-  CHECK(bench_time(topo, BenchOp::Broadcast, 16, S, analytic, true) == testing::approx(f).epsilon(1e-9));
+  CHECK(bench_time(topo, BenchOp::Broadcast, 16, S, c.analytic, true) == testing::approx(f).epsilon(1e-9));
 }
 
 TEST_CASE("every channel's chain leaves the root: a Broadcast moves no faster than the root's port") {
@@ -367,21 +380,15 @@ TEST_CASE("a chain of more than 2,048 hops: each channel's own pipeline still ti
   // One channel over 264 DGX A100 nodes (2,111 hops), Simple, 4 MiB = 8 slices: as over 2 nodes,
   // T = baseLat + Σ_p t_p + (K − 1) · max_p t_p.
   const Topology topo = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "264"}});
-  CollectiveOptions o;
-  o.protocol_auto = false;
-  o.protocol = Protocol::Simple;
-  const double S = 4.0 * 1024 * 1024;
-  const CollectivePlan p = plan_collective(topo, {}, first(2112), CollectiveKind::Broadcast, S, 1, o);
+  const OneChannelChain c = one_channel_chain(topo, 2112);
+  const CollectivePlan& p = c.plan;
   REQUIRE(p.chain);
   REQUIRE(p.steps == 8);
   REQUIRE(p.chain_flows() > kMaxTreeFlows);
   CHECK(p.closed_form_s() == testing::approx(one_channel_chain_s(p)).epsilon(1e-9));
-  ReplayOptions flow, analytic;
-  flow.collectives = analytic.collectives = o;
-  flow.collectives.channels = analytic.collectives.channels = 1;
-  analytic.fidelity = Fidelity::Analytic;
-  CHECK(bench_time(topo, BenchOp::Broadcast, 2112, S, flow, false) == testing::approx(p.closed_form_s()).epsilon(1e-9));
-  CHECK(bench_time(topo, BenchOp::Broadcast, 2112, S, analytic, false) == testing::approx(p.closed_form_s()).epsilon(1e-9));
+  const double S = OneChannelChain::kBytes;
+  CHECK(bench_time(topo, BenchOp::Broadcast, 2112, S, c.flow, false) == testing::approx(p.closed_form_s()).epsilon(1e-9));
+  CHECK(bench_time(topo, BenchOp::Broadcast, 2112, S, c.analytic, false) == testing::approx(p.closed_form_s()).epsilon(1e-9));
   // The regression's case: 1024 GPUs, 8 channels, automatic protocol.
   const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "128"}});
   ReplayOptions f8, a8;
