@@ -4,11 +4,14 @@
 #include "models/flops.hpp"
 #include "models/memory_model.hpp"
 #include "sim/error.hpp"
+#include "sim/micro_batch_extrapolation.hpp"
 #include "sim/strategy.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <optional>
 
 namespace overlapsim {
 
@@ -23,6 +26,31 @@ std::string describe_layout(const Parallelism& p) {
   if (!p.async_tp_reduce) s += ", sync TP reduce";
   s += p.flash_attention ? ", flash attention" : ", unfused attention";
   return s;
+}
+
+/// Refuses (InputError) a schedule of `m` micro-batches estimated above `max_ops` ops.
+void check_op_estimate(const Scenario& sc, const Parallelism& par, Folding folding, int m, long long max_ops) {
+  // Ops per layer and micro-batch: about 20 forward, 30 backward, 20 recomputed (unfused
+  // attention, SP); the estimate is within a factor 1.5 of the built schedule.
+  const long long ranks = folding == Folding::Representatives ? par.pp : par.world();
+  const long long per_layer = par.recompute == Recompute::Full ? 70 : 50;
+  const long long est = ranks * m * (sc.model.layers / par.pp) * per_layer;
+  if (est > max_ops)
+    throw InputError(SourceLocation{sc.path, 0, 0}, "parallelism",
+                     fmt::format("the iteration would have about {} ops on {} simulated rank(s) ({} micro-batches "
+                                 "of {} layers each); the limit is {} (--max-ops): lower global_batch or raise "
+                                 "micro_batch",
+                                 est, ranks, m, sc.model.layers / par.pp, max_ops));
+}
+
+/// Whether the analytic steady-state extrapolation (sim/micro_batch_extrapolation.hpp) is tried:
+/// analytic fidelity, no caller that needs every op's times (a trace, recorded flows), and at
+/// least twice the micro-batches the three samples replay together (nearer, their three builds
+/// cost about what they save: 16 micro-batches against samples of 4 + 5 + 6 ran 0.09 s against
+/// 0.06 s for all 16).
+bool steady_state_applies(const SimulateOptions& opt, Fidelity fidelity, int m, int m0) {
+  return !opt.every_micro_batch && fidelity == Fidelity::Analytic && !opt.on_replayed && !opt.record_flows &&
+         m >= 2 * (3 * m0 + 3);
 }
 
 }  // namespace
@@ -67,20 +95,6 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   }
   const bool uneven = !topo.ranks_fill_nodes_alike(par.world()) || !groups_alike;
   if (uneven) folding = Folding::None;
-  {
-    // Ops per layer and micro-batch: about 20 forward, 30 backward, 20 recomputed (unfused
-    // attention, SP); the estimate is within a factor 1.5 of the built schedule.
-    const long long ranks = folding == Folding::Representatives ? par.pp : par.world();
-    const long long per_layer = par.recompute == Recompute::Full ? 70 : 50;
-    const long long est = ranks * par.num_micro_batches() * (sc.model.layers / par.pp) * per_layer;
-    if (est > opt.max_ops)
-      throw InputError(where, "parallelism",
-                       fmt::format("the iteration would have about {} ops on {} simulated rank(s) ({} micro-batches "
-                                   "of {} layers each); the limit is {} (--max-ops): lower global_batch or raise "
-                                   "micro_batch",
-                                   est, ranks, par.num_micro_batches(), sc.model.layers / par.pp, opt.max_ops));
-  }
-
   const DeviceSpec& dev = device_spec(topo.gpu_model());
   try {
     (void)dev.peak_flops(sc.model.dtype);
@@ -125,8 +139,6 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     peak_mem = std::max(peak_mem, estimate_memory(sc.model, par, stage).total_bytes());
   const bool oom = peak_mem > dev.hbm_bytes;
 
-  Schedule workload = build_iteration(sc.model, par, cost, folding);
-  rr.simulated_ranks = static_cast<int>(workload.programs.size());
   const double flops_recompute = narayanan_flops(sc.model, par.global_batch);
   const double flops_model = model_flops(sc.model, par.global_batch);
 
@@ -146,40 +158,126 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.record_flows = opt.record_flows;
 
   const std::vector<std::string> names = opt.strategies.empty() ? sc.strategies : opt.strategies;
-  for (const std::string& name : names) {
+  // Replays `name` on `workload` (taken when `take`, copied otherwise); the strategy's notes and
+  // plan go to the sample.
+  // `periodic`, when given, is set to whether the replay ran periodically at its end
+  // (runs_periodically, within 1e-7 of the iteration: a filter, the exact check comes after).
+  const auto replay_strategy = [&](const std::string& name, Schedule& workload, bool take, const Parallelism& p,
+                                   bool* periodic) {
+    ReplaySample out;
+    auto strategy = make_strategy(name);
+    StrategyContext ctx{topo, cost, &sc.model, &p, &out.notes, &out.plan, ro.sm_count, ro.sm_interference};
+    // The last strategy takes the workload itself (copying 10^5–10^6 ops took a seventh of the
+    // default scenario's analytic run).
+    const Schedule sched = strategy->apply(take ? std::move(workload) : Schedule(workload), ctx);
+    for (const auto& prog : sched.programs) out.ops += static_cast<long long>(prog.ops.size());
+    // The workload was checked against --max-ops before it was built; a strategy's pieces count too.
+    if (out.ops > opt.max_ops)
+      throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
+                       fmt::format("'{}' turns the iteration into {} ops on {} simulated rank(s); the limit is {} "
+                                   "(--max-ops): use fewer chunks or a smaller global_batch",
+                                   name, out.ops, sched.programs.size(), opt.max_ops));
+    const ReplayTimes t = replay(sched, topo, ro);
+    if (opt.on_replayed) opt.on_replayed(name, sched, t, topo);
+    if (periodic != nullptr) *periodic = runs_periodically(sched, t, 1e-7 * t.makespan_s);
+    const Breakdown b = breakdown(sched, t);
+    out.iteration_s = t.makespan_s;
+    out.activities = t.activities;
+    out.compute_s = b.compute_s;
+    out.exposed_comm_s = b.exposed_comm_s;
+    out.bubble_s = b.idle_s;
+    return out;
+  };
+
+  // Analytic fidelity: replay m0, m0 + 1 and m0 + 2 micro-batches and extend the steady state to
+  // all m (sim/micro_batch_extrapolation.hpp); a strategy whose samples are not collinear is
+  // replayed in full below.
+  std::vector<std::optional<ReplaySample>> extrapolated(names.size());
+  const int m = par.num_micro_batches();
+  const int m0 = std::max(4, par.pp);
+  if (steady_state_applies(opt, fidelity, m, m0) && !oom) {
+    check_op_estimate(sc, par, folding, m0 + 2, opt.max_ops);
+    std::array<std::vector<ReplaySample>, 3> samples;
+    std::vector<bool> periodic(names.size(), true);
+    if (opt.progress) {
+      std::string all;
+      for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+      opt.progress(fmt::format("simulating {} ({} fidelity): {}, {} and {} of the {} micro-batches, for the steady state",
+                               all, rr.fidelity, m0, m0 + 1, m0 + 2, m));
+    }
+    // The largest sample first: a strategy whose pipeline does not run periodically there is
+    // replayed in full without the two others.
+    for (int k = 2; k >= 0; --k) {
+      Parallelism pk = par;
+      pk.global_batch = (m0 + k) * par.dp * par.micro_batch;
+      Schedule w = build_iteration(sc.model, pk, cost, folding);
+      rr.simulated_ranks = static_cast<int>(w.programs.size());
+      size_t last = names.size();
+      for (size_t i = 0; i < names.size(); ++i)
+        if (periodic[i]) last = i;
+      for (size_t i = 0; i < names.size(); ++i) {
+        samples[k].emplace_back();
+        if (!periodic[i]) continue;
+        bool flag = true;
+        samples[k].back() = replay_strategy(names[i], w, i == last, pk, k == 2 ? &flag : nullptr);
+        if (k == 2) periodic[i] = flag;
+      }
+    }
+    for (size_t i = 0; i < names.size(); ++i)
+      if (periodic[i]) extrapolated[i] = extrapolate_micro_batches({samples[0][i], samples[1][i], samples[2][i]}, m0, m);
+  }
+  const bool any_full = std::any_of(extrapolated.begin(), extrapolated.end(), [](const auto& e) { return !e; });
+  Schedule workload;
+  if (any_full && !oom) {
+    check_op_estimate(sc, par, folding, m, opt.max_ops);
+    workload = build_iteration(sc.model, par, cost, folding);
+    rr.simulated_ranks = static_cast<int>(workload.programs.size());
+  }
+  const size_t last_full = [&] {
+    size_t l = names.size();
+    for (size_t i = 0; i < names.size(); ++i)
+      if (!extrapolated[i]) l = i;
+    return l;
+  }();
+  std::vector<std::string> extended;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
     StrategyResult r;
     r.strategy = name;
     r.peak_memory_bytes = peak_mem;
-    auto strategy = make_strategy(name);
+    (void)make_strategy(name);  // an unknown name fails here, as without extrapolation
     if (oom) {
       r.out_of_memory = true;
       rr.strategies.push_back(r);
       continue;
     }
-    if (opt.progress) opt.progress(fmt::format("simulating {} ({} fidelity)", name, rr.fidelity));
-    StrategyContext ctx{topo, cost, &sc.model, &par, &r.notes, &r.plan, ro.sm_count, ro.sm_interference};
-    // The last strategy takes the workload itself (copying 10^5–10^6 ops took a seventh of the
-    // default scenario's analytic run).
-    const Schedule sched = strategy->apply(&name == &names.back() ? std::move(workload) : Schedule(workload), ctx);
-    for (const auto& p : sched.programs) r.ops += static_cast<long long>(p.ops.size());
-    // The workload was checked against --max-ops before it was built; a strategy's pieces count too.
-    if (r.ops > opt.max_ops)
-      throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
-                       fmt::format("'{}' turns the iteration into {} ops on {} simulated rank(s); the limit is {} "
-                                   "(--max-ops): use fewer chunks or a smaller global_batch",
-                                   name, r.ops, sched.programs.size(), opt.max_ops));
-    const ReplayTimes t = replay(sched, topo, ro);
-    if (opt.on_replayed) opt.on_replayed(name, sched, t, topo);
-    const Breakdown b = breakdown(sched, t);
-    r.iteration_s = t.makespan_s;
-    r.activities = t.activities;
-    r.compute_s = b.compute_s;
-    r.exposed_comm_s = b.exposed_comm_s;
-    r.bubble_s = b.idle_s;
-    r.tflops_per_gpu = flops_recompute / (t.makespan_s * rr.gpus) / 1e12;
-    r.model_tflops_per_gpu = flops_model / (t.makespan_s * rr.gpus) / 1e12;
-    r.mfu = flops_model / (t.makespan_s * rr.gpus) / rr.peak_flops;
+    ReplaySample s;
+    if (extrapolated[i]) {
+      s = *extrapolated[i];
+      extended.push_back(name);
+    } else {
+      if (opt.progress) opt.progress(fmt::format("simulating {} ({} fidelity)", name, rr.fidelity));
+      s = replay_strategy(name, workload, i == last_full, par, nullptr);
+    }
+    r.iteration_s = s.iteration_s;
+    r.activities = s.activities;
+    r.ops = s.ops;
+    r.compute_s = s.compute_s;
+    r.exposed_comm_s = s.exposed_comm_s;
+    r.bubble_s = s.bubble_s;
+    r.notes = std::move(s.notes);
+    r.plan = std::move(s.plan);
+    r.tflops_per_gpu = flops_recompute / (r.iteration_s * rr.gpus) / 1e12;
+    r.model_tflops_per_gpu = flops_model / (r.iteration_s * rr.gpus) / 1e12;
+    r.mfu = flops_model / (r.iteration_s * rr.gpus) / rr.peak_flops;
     rr.strategies.push_back(r);
+  }
+  if (!extended.empty()) {
+    std::string who;
+    for (const auto& n : extended) who += (who.empty() ? "" : ", ") + n;
+    rr.notes += fmt::format("{}{}: the {} micro-batches' steady state extended from replays of {}, {} and {} "
+                            "(collinear in every figure; --every-micro-batch replays all)",
+                            rr.notes.empty() ? "" : "; ", who, m, m0, m0 + 1, m0 + 2);
   }
   const auto meg = std::find_if(rr.strategies.begin(), rr.strategies.end(),
                                 [](const StrategyResult& r) { return r.strategy == "megatron" && !r.out_of_memory; });

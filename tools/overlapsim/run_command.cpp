@@ -37,6 +37,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                "after the table, each searching strategy's choice per communication op and the predicted time of "
                "every alternative it considered (e.g. --strategy centauri)");
   run->add_flag("--unfold", a.unfold, "simulate every rank instead of one representative per pipeline stage");
+  run->add_flag("--every-micro-batch", a.every_micro_batch,
+               "analytic fidelity: replay every micro-batch instead of extending the steady state of a few "
+               "(the default when it is exact: the figures of three replays are collinear)");
   run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
   run->add_option("--max-ops", a.max_ops, "refuse schedules estimated above this many ops (memory guard)")
       ->check(CLI::Range(1LL, 1LL << 40));
@@ -81,6 +84,7 @@ int run_command(const RunArgs& a) {
       throw InputError(SourceLocation{"<command line>", 0, 0}, "--fidelity", e.what());
     }
   }
+  opt.every_micro_batch = a.every_micro_batch;
   opt.folding = a.unfold ? Folding::None : Folding::Representatives;
   if (!a.quiet) opt.progress = [](const std::string& line) { std::cerr << "overlapsim: " << line << "\n"; };
   std::unique_ptr<TraceWriter> trace;

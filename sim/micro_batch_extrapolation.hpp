@@ -1,0 +1,72 @@
+// Steady-state extrapolation over micro-batches (analytic fidelity).
+//
+// Every micro-batch of an iteration runs the same ops with the same sizes, so once a pipeline's
+// schedule (1F1B or GPipe) has filled, each further micro-batch adds the same work to every
+// stage and shifts the cool-down, the gradient reduction and the optimizer step by the same
+// period: the iteration time, the compute, exposed-communication and bubble times, the op and
+// activity counts are all affine in the number of micro-batches m from some m0 on (a pipeline
+// of fixed-duration ops is a max-plus linear system, which becomes periodic after its transient).
+// Measured on the default scenario (GPT-3 175B, PP 8, analytic): T(m) for m = 8..25 and 96 lies
+// on one line to 1e-9 s.
+//
+// So the analytic fidelity may replay m0, m0 + 1 and m0 + 2 micro-batches instead of all m
+// (m0 = max(PP, 4): a pipeline of PP stages has filled by micro-batch PP; at least 4 keeps the
+// last stage's first backward pass, spaced unlike the later ones, out of the spacing filter
+// below), check that the three samples are collinear in every figure (the check that makes this
+// exact rather than assumed: a transient still running, a period of two micro-batches or a choice
+// that depends on m shows as a kink), and extend the line to m. Where the check fails the caller
+// replays all m micro-batches. It does fail where streams overlap and slow each other by SM
+// interference in a pattern that drifts: on the default scenario with SP on, megatron's
+// micro-batch spacing on a stage grows by about 0.05 µs per micro-batch and jumps by 0.4 ms every
+// PP micro-batches, so its samples are not collinear (1e-4 of the iteration) and it is replayed
+// in full. The largest sample is replayed first and its own spacing checked (runs_periodically),
+// so that such a strategy costs one sample, not three, before its full replay.
+#pragma once
+
+#include "sim/replay.hpp"
+#include "sim/strategy.hpp"
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+/// What one strategy's replay gives (StrategyResult's replayed figures; seconds).
+struct ReplaySample {
+  double iteration_s = 0, compute_s = 0, exposed_comm_s = 0, bubble_s = 0;
+  long long ops = 0, activities = 0;
+  std::vector<std::string> notes;  ///< the strategy's notes (counts in them grow with m)
+  std::vector<OpPlan> plan;        ///< a searching strategy's choices (instances grow with m)
+};
+
+/// Whether a replayed schedule of m micro-batches ran periodically before its end: on every rank,
+/// the first ops of the three backward passes before the last (m − 4 … m − 2; the gradient
+/// reduction overlaps the last) started at spacings equal within `tolerance_s`. (Backward
+/// passes: a 1F1B pipeline's forward passes on its first stage are in warm-up until micro-batch
+/// PP, its backward passes are spaced by the period from the first.) A cheap filter before the
+/// collinearity check: a pipeline still settling, or one whose overlapping streams drift against
+/// each other, fails it from one replay, where the check needs three. True where a rank has no
+/// such ops.
+bool runs_periodically(const Schedule& schedule, const ReplayTimes& times, double tolerance_s);
+
+/// Relative tolerance of the collinearity check, against the largest of a figure's three values
+/// (and 1e-12 s absolute): event times of a few seconds summed over 10^5 ops carry rounding of
+/// about 1e-12 s, a change of regime moves a figure by far more than 1e-9 of it.
+constexpr double kExtrapolationTolerance = 1e-9;
+
+/// The sample at `m` micro-batches on the line through `s[0..2]`, taken at m0, m0 + 1 and m0 + 2
+/// micro-batches (m > m0 + 2), or nullopt where the three are not collinear in some figure:
+/// a time off the line by more than kExtrapolationTolerance of it, an op or activity count or an
+/// integer in a note not exactly affine, a note's text or a plan (other than its instances)
+/// that differs between the samples.
+std::optional<ReplaySample> extrapolate_micro_batches(const std::array<ReplaySample, 3>& s, int m0, int m);
+
+/// The text `a`, `b`, `c` (taken at m0, m0 + 1, m0 + 2) would read at m: equal apart from
+/// unsigned integers, each exactly affine over the three (a count of ops or sites), which are
+/// extended to m. Nullopt where anything else differs or an integer is not affine.
+std::optional<std::string> extrapolate_text(const std::string& a, const std::string& b, const std::string& c, int m0,
+                                            int m);
+
+}  // namespace overlapsim
