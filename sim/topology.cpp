@@ -154,10 +154,17 @@ std::pair<VertexId, VertexId> Topology::endpoints(int id) const {
   return {boost::source(e, graph), boost::target(e, graph)};
 }
 
-std::vector<Hop> Topology::route(int src_rank, int dst_rank) const {
+const std::vector<Hop>& Topology::route(int src_rank, int dst_rank) const {
   OVERLAPSIM_CHECK(src_rank >= 0 && src_rank < num_gpus() && dst_rank >= 0 && dst_rank < num_gpus(),
                    "route(): rank out of range");
   OVERLAPSIM_CHECK(src_rank != dst_rank, "route(): source and destination are the same rank");
+  const int64_t key = int64_t{src_rank} * num_gpus() + dst_rank;
+  const auto it = routes_.find(key);
+  if (it != routes_.end()) return it->second;
+  return routes_.emplace(key, search_route(src_rank, dst_rank)).first->second;
+}
+
+std::vector<Hop> Topology::search_route(int src_rank, int dst_rank) const {
   OVERLAPSIM_CHECK(num_links() == static_cast<int>(boost::num_edges(graph)) &&
                        fwd_hops_.size() == boost::num_vertices(graph),
                    "route(): call finalize() after building the graph");
@@ -323,6 +330,7 @@ void Topology::finalize() {
   on_path_.assign(n, 0);
   fwd_seen_.clear();
   bwd_seen_.clear();
+  routes_.clear();
   int next_id = 0;
   for (auto [e, end] = boost::edges(graph); e != end; ++e) {
     graph[*e].id = next_id++;
