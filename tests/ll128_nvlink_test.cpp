@@ -105,3 +105,17 @@ TEST_CASE("LL128 as measured is LL128's on NVLink only: network hops, LL/Simple,
   CHECK(unchanged(one, first(8), CollectiveKind::AllReduce, 8 * kMiB, textbook));
   CHECK_FALSE(unchanged(one, first(8), CollectiveKind::AllReduce, 8 * kMiB, forced(Protocol::LL128, kStep, kBusBw)));
 }
+
+TEST_CASE("shipped profiles: A100 has the fitted LL128 step and ceiling, H100 none; they survive a write and a read") {
+  const Profile a100 = load_profile(default_profile_path("a100-sxm4-80gb"));
+  CHECK(a100.ll128_step_nvlink_s == kStep);
+  CHECK(a100.ll128_busbw_nvlink_Bps == kBusBw);
+  const Profile h100 = load_profile(default_profile_path("h100-sxm5-80gb"));
+  CHECK(h100.ll128_step_nvlink_s == 0);
+  CHECK(h100.ll128_busbw_nvlink_Bps == 0);
+  const std::string path = temp_path(".json");
+  write_profile(a100, path);
+  const Profile back = load_profile(path);
+  CHECK(back.ll128_step_nvlink_s == kStep);
+  CHECK(back.ll128_busbw_nvlink_Bps == kBusBw);
+}
