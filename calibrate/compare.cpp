@@ -130,6 +130,10 @@ void print_profile_comparison(std::ostream& out, const Profile& a, const Profile
   row("network.pcie_efficiency", a.pcie_efficiency, b.pcie_efficiency, "", 1);
   if (a.simple_slice_nvlink_s > 0 || b.simple_slice_nvlink_s > 0)
     row("network.simple_slice_nvlink", a.simple_slice_nvlink_s, b.simple_slice_nvlink_s, "us", 1e6);
+  if (a.ll128_step_nvlink_s > 0 || b.ll128_step_nvlink_s > 0)
+    row("network.ll128_step_nvlink", a.ll128_step_nvlink_s, b.ll128_step_nvlink_s, "us", 1e6);
+  if (a.ll128_busbw_nvlink_Bps > 0 || b.ll128_busbw_nvlink_Bps > 0)
+    row("network.ll128_busbw_nvlink", a.ll128_busbw_nvlink_Bps, b.ll128_busbw_nvlink_Bps, "GB/s", 1e-9);
 
   const DeviceSpec& da = device_spec(a.device);
   const DeviceSpec& db = device_spec(b.device);

@@ -10,6 +10,7 @@
 //   source, date, ...}, gemm {max_efficiency, tile_m, tile_n, source}, memory {efficiency, source},
 //   kernel {launch_overhead_s, fixed_overhead_s, source},
 //   network {nvlink_efficiency, network_efficiency, pcie_efficiency, [simple_slice_nvlink_s],
+//   [ll128_step_nvlink_s], [ll128_busbw_nvlink_Bps],
 //   source}, attention {efficiency, source}.
 // Version 2 = version 1 plus optional measured tables (profile_tables.hpp):
 //   gemm.tables [{dtype, peak_flops, m, n, k, efficiency[m][n][k]}], gemm.key_shapes,
@@ -64,6 +65,12 @@ struct Profile {
   /// Cost of one slice of NCCL's Simple protocol on an NVLink hop, seconds: the memory fence and
   /// flag a Simple slice pays and LL/LL128 avoid (sim/collective_plan.hpp); optional, default 0.
   double simple_slice_nvlink_s = 0;
+  /// LL128 on NVLink hops, as measured rather than as NCCL's tuning model has it
+  /// (sim/collective_plan.hpp): seconds each ring step adds on an NVLink hop, and the ring's LL128
+  /// busbw ceiling over its NVLink hops in bytes/s; optional, 0 leaves NCCL's hwLat and
+  /// perChMaxRingLL128Bw alone.
+  double ll128_step_nvlink_s = 0;
+  double ll128_busbw_nvlink_Bps = 0;
 
   // Where each section's numbers came from (the "source" key of each section).
   std::string gemm_source, memory_source, kernel_source, network_source, attention_source;

@@ -677,14 +677,21 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     }
     const double cap = opt.textbook ? std::numeric_limits<double>::infinity()
                                     : ring_protocol_cap_Bps(topo, proto, nodes, q.channels);
+    // LL128 on NVLink hops as measured (header): a step cost and a busbw ceiling over the channels.
+    const bool ll128_measured = proto == Protocol::LL128 && !opt.textbook && !q.chain;
+    const double ll128_step_s = ll128_measured ? opt.ll128_step_nvlink_s : 0.0;
+    const double ll128_nvlink_cap = ll128_measured && opt.ll128_busbw_nvlink_Bps > 0
+                                        ? opt.ll128_busbw_nvlink_Bps / q.channels / kWireFraction[pi]
+                                        : std::numeric_limits<double>::infinity();
     for (auto& ch : q.rings) {
       ch.max_step_latency_s = 0;
       for (auto& h : ch.hops) {
         h.step_latency_s =
             opt.textbook ? h.route_latency_s : std::max(h.route_latency_s, kHwLatRing[static_cast<int>(h.kind)][pi]);
-        if (h.kind == HopKind::NvLink) h.step_latency_s += slice_s;
+        if (h.kind == HopKind::NvLink) h.step_latency_s += slice_s + ll128_step_s;
         ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
         h.share_Bps = std::min(h.share_Bps, cap);
+        if (h.kind == HopKind::NvLink) h.share_Bps = std::min(h.share_Bps, ll128_nvlink_cap);
       }
     }
     if (q.chain) q.chain_waves = chain_waves(topo, eff, q.rings, q.wire_bytes, n, q.steps, cap);

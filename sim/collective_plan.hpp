@@ -86,6 +86,19 @@
 // plan's (simple_chain_slices over NCCL's channels, divided by the plan's slices). NVLS and
 // point-to-point messages do not pay it (not measured).
 //
+// LL128 on NVLink as measured (CollectiveOptions::ll128_step_nvlink_s, ll128_busbw_nvlink_Bps; a
+// profile's network keys of those names): NCCL's tuning model gives a ring's LL128 step hwLat
+// 1.9 us on NVLink and a busbw of min(0.92 · ring bandwidth, channels · perChMaxRingLL128Bw)
+// (src/graph/tuning.cc; 221 GB/s in a DGX A100), but published A100 curves at 4-16 MiB, where
+// NCCL's tuner runs LL128, climb at ~130-140 GB/s busbw after a ~50 us intercept (40.6 us in the
+// model). No NCCL constant gives that rate; the profile carries it as measured: every LL128 step
+// of a ring on an NVLink hop adds ll128_step_nvlink_s (seconds) to its step latency, and its
+// NVLink hops' shares are capped so that the channels' payload rates sum to at most
+// ll128_busbw_nvlink_Bps (bytes/s of busbw: busbw / C / (120/128) wire bytes/s a hop), beside
+// NCCL's own caps. Both fidelities read the plan's step latencies and shares, so flow and analytic
+// agree. Network and PCIe hops, LL and Simple, chains (Broadcast/Reduce) and the tree keep NCCL's
+// figures (not measured). The A100 values are fitted to one log (calibrate/profiles/).
+//
 // Contention-free closed form (what `analytic` fidelity uses and `flow` must match):
 //   ring:  T = baseLat + max over channels of the longest path of the channel's step DAG. On a
 //          uniform ring (every hop alike) that is steps · (step latency + wire/bw) exactly. Else
@@ -308,6 +321,12 @@ struct CollectiveOptions {
   /// Cost of one slice of NCCL's Simple protocol on an NVLink hop, seconds (header; a profile's
   /// network.simple_slice_nvlink_s): 0 leaves NCCL's per-step hwLat alone.
   double simple_slice_nvlink_s = 0;
+  /// LL128 on NVLink hops as measured (header; a profile's network.ll128_step_nvlink_s and
+  /// network.ll128_busbw_nvlink_Bps): seconds added to each LL128 ring step on an NVLink hop, and
+  /// the ring's LL128 busbw ceiling on its NVLink hops, bytes/s. 0: NCCL's hwLat and
+  /// perChMaxRingLL128Bw alone.
+  double ll128_step_nvlink_s = 0;
+  double ll128_busbw_nvlink_Bps = 0;
 };
 
 /// NCCL's Simple slices per step of a ring AllReduce, AllGather or ReduceScatter of `bytes`

@@ -150,6 +150,8 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.launch_overhead_s = profile.launch_overhead_s;
   ro.collectives.tuning = profile.tuning;  // measured algorithm/protocol rules, if any
   ro.collectives.simple_slice_nvlink_s = profile.simple_slice_nvlink_s;
+  ro.collectives.ll128_step_nvlink_s = profile.ll128_step_nvlink_s;
+  ro.collectives.ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;
   ro.measured = profile.collectives;       // measured collective times (analytic), if any
   // Communication kernels take SMs from computation (design §4): by the profile's measured
   // coefficient, or exactly the SMs taken when it has none.

@@ -466,6 +466,8 @@ TEST_CASE("predicted substitutions and group splits agree with the replay of a l
   ReplayOptions ro;
   ro.link_efficiency.nvlink = cost.profile().nvlink_efficiency;
   ro.collectives.simple_slice_nvlink_s = cost.profile().simple_slice_nvlink_s;  // as simulate.cpp
+  ro.collectives.ll128_step_nvlink_s = cost.profile().ll128_step_nvlink_s;
+  ro.collectives.ll128_busbw_nvlink_Bps = cost.profile().ll128_busbw_nvlink_Bps;
   ro.launch_overhead_s = cost.launch_overhead_s();
   auto lone = [&](CollectiveKind kind, double bytes) {
     Schedule s;

@@ -233,6 +233,8 @@ int collective_command(const CollectiveArgs& a) {
   opt.replay.link_efficiency.pcie = profile.pcie_efficiency;
   opt.replay.collectives.tuning = profile.tuning;
   opt.replay.collectives.simple_slice_nvlink_s = profile.simple_slice_nvlink_s;
+  opt.replay.collectives.ll128_step_nvlink_s = profile.ll128_step_nvlink_s;
+  opt.replay.collectives.ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;
   opt.replay.measured = profile.collectives;  // analytic: measured times where the profile has them
   const std::vector<BenchRow> rows = run_collective_bench(topo, op, ranks, sizes, opt);
 
