@@ -45,8 +45,9 @@ bool same_alternatives(const std::vector<PlanAlternative>& x, const std::vector<
 
 }  // namespace
 
-bool runs_periodically(const Schedule& schedule, const ReplayTimes& times, double tolerance_s) {
+bool runs_periodically(const Schedule& schedule, const ReplayTimes& times, int first_rank, double tolerance_s) {
   for (size_t r = 0; r < schedule.programs.size(); ++r) {
+    if (schedule.programs[r].rank < first_rank) continue;
     const auto& ops = schedule.programs[r].ops;
     int m = 0;
     for (const Op& op : ops) m = std::max(m, op.micro_batch + 1);

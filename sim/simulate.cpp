@@ -43,14 +43,13 @@ void check_op_estimate(const Scenario& sc, const Parallelism& par, Folding foldi
                                  est, ranks, m, sc.model.layers / par.pp, max_ops));
 }
 
-/// Whether the analytic steady-state extrapolation (sim/micro_batch_extrapolation.hpp) is tried:
-/// analytic fidelity, no caller that needs every op's times (a trace, recorded flows), and at
+/// Whether the steady-state extrapolation (sim/micro_batch_extrapolation.hpp) is tried: no caller
+/// that needs every op's times (a trace, recorded flows), and at
 /// least twice the micro-batches the three samples replay together (nearer, their three builds
 /// cost about what they save: 16 micro-batches against samples of 4 + 5 + 6 ran 0.09 s against
 /// 0.06 s for all 16).
-bool steady_state_applies(const SimulateOptions& opt, Fidelity fidelity, int m, int m0) {
-  return !opt.every_micro_batch && fidelity == Fidelity::Analytic && !opt.on_replayed && !opt.record_flows &&
-         m >= 2 * (3 * m0 + 3);
+bool steady_state_applies(const SimulateOptions& opt, int m, int m0) {
+  return !opt.every_micro_batch && !opt.on_replayed && !opt.record_flows && m >= 2 * (3 * m0 + 3);
 }
 
 }  // namespace
@@ -181,7 +180,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
                                    name, out.ops, sched.programs.size(), opt.max_ops));
     const ReplayTimes t = replay(sched, topo, ro);
     if (opt.on_replayed) opt.on_replayed(name, sched, t, topo);
-    if (periodic != nullptr) *periodic = runs_periodically(sched, t, 1e-7 * t.makespan_s);
+    if (periodic != nullptr) *periodic = runs_periodically(sched, t, p.rank_of(0, 0, p.pp - 1), 1e-7 * t.makespan_s);
     const Breakdown b = breakdown(sched, t);
     out.iteration_s = t.makespan_s;
     out.activities = t.activities;
@@ -191,13 +190,13 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     return out;
   };
 
-  // Analytic fidelity: replay m0, m0 + 1 and m0 + 2 micro-batches and extend the steady state to
+  // Replay m0, m0 + 1 and m0 + 2 micro-batches and extend the steady state to
   // all m (sim/micro_batch_extrapolation.hpp); a strategy whose samples are not collinear is
   // replayed in full below.
   std::vector<std::optional<ReplaySample>> extrapolated(names.size());
   const int m = par.num_micro_batches();
   const int m0 = std::max(4, par.pp);
-  if (steady_state_applies(opt, fidelity, m, m0) && !oom) {
+  if (steady_state_applies(opt, m, m0) && !oom) {
     check_op_estimate(sc, par, folding, m0 + 2, opt.max_ops);
     std::array<std::vector<ReplaySample>, 3> samples;
     std::vector<bool> periodic(names.size(), true);

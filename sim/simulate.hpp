@@ -26,7 +26,7 @@ struct SimulateOptions {
   /// Called after each strategy's replay with its schedule, op times and the machine (e.g. to
   /// write a trace).
   std::function<void(const std::string& strategy, const Schedule&, const ReplayTimes&, const Topology&)> on_replayed;
-  /// Analytic fidelity replays every micro-batch instead of extending the steady state of a few
+  /// Replay every micro-batch instead of extending the steady state of a few
   /// (sim/micro_batch_extrapolation.hpp); a trace or recorded flows always replay them all.
   bool every_micro_batch = false;
   /// Have the replay record every flow (ReplayTimes::flows, for the trace's link tracks).

@@ -1,7 +1,7 @@
-// The analytic fidelity's steady-state extrapolation over micro-batches
-// (sim/micro_batch_extrapolation.hpp): the collinearity check itself, and end to end that the
-// extended figures are those of replaying every micro-batch, for every strategy, 1F1B and GPipe,
-// with and without a pipeline, folded and unfolded.
+// The steady-state extrapolation over micro-batches (sim/micro_batch_extrapolation.hpp): the
+// collinearity check and the spacing filter themselves, and end to end that the extended figures
+// are those of replaying every micro-batch, for every strategy, 1F1B and GPipe, with and without
+// a pipeline, folded and unfolded, in both fidelities.
 #include "sim/micro_batch_extrapolation.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
@@ -41,13 +41,15 @@ ReplaySample line_at(int m) {
   return s;
 }
 
-/// Runs `sc` in analytic fidelity twice, extended and with every micro-batch replayed, and checks
+/// Runs `sc` twice (analytic fidelity unless `fidelity` says), extended and with every micro-batch
+/// replayed, and checks
 /// that every figure agrees and that the strategies `extended` (a prefix of `strategies`, all of
 /// them by default) were extended; returns the extended run's notes.
 std::string check_extended_equals_full(const Scenario& sc, const std::vector<std::string>& strategies,
-                                       Folding folding = Folding::Representatives, size_t extended = SIZE_MAX) {
+                                       Folding folding = Folding::Representatives, size_t extended = SIZE_MAX,
+                                       Fidelity fidelity = Fidelity::Analytic) {
   SimulateOptions o;
-  o.fidelity = Fidelity::Analytic;
+  o.fidelity = fidelity;
   o.strategies = strategies;
   o.folding = folding;
   const RunResult ext = simulate(sc, o);
@@ -146,10 +148,12 @@ TEST_CASE("extrapolate_micro_batches extends collinear samples exactly and refus
   }
 }
 
-TEST_CASE("runs_periodically reads the spacing of the backward passes before the last") {
-  // One rank, 6 micro-batches, a forward and a backward op each; backward j starts at 10 + 2 j.
+TEST_CASE("runs_periodically reads the spacing of the last stage's backward passes before the last") {
+  // One rank (rank 8, the last stage's first), 6 micro-batches, a forward and a backward op each;
+  // backward j starts at 10 + 2 j.
   Schedule s;
   s.programs.resize(1);
+  s.programs[0].rank = 8;
   ReplayTimes t;
   t.start_s.resize(1);
   for (int j = 0; j < 6; ++j)
@@ -161,15 +165,20 @@ TEST_CASE("runs_periodically reads the spacing of the backward passes before the
       t.start_s[0].push_back(ph == Phase::Forward ? 0.5 * j * j : 10.0 + 2.0 * j);
     }
   // The forward passes (a warm-up: 0, 0.5, 2, 4.5, …) are not read.
-  CHECK(runs_periodically(s, t, 1e-12));
+  CHECK(runs_periodically(s, t, 8, 1e-12));
   SUBCASE("the last backward pass is not read either") {
     t.start_s[0][11] += 1;
-    CHECK(runs_periodically(s, t, 1e-12));
+    CHECK(runs_periodically(s, t, 8, 1e-12));
   }
   SUBCASE("backward 4 (one of micro-batches 2, 3, 4) late by more than the tolerance") {
     t.start_s[0][9] += 1e-9;
-    CHECK_FALSE(runs_periodically(s, t, 1e-10));
-    CHECK(runs_periodically(s, t, 1e-8));
+    CHECK_FALSE(runs_periodically(s, t, 8, 1e-10));
+    CHECK(runs_periodically(s, t, 8, 1e-8));
+  }
+  SUBCASE("an earlier stage's rank is not read") {
+    t.start_s[0][9] += 1;
+    CHECK_FALSE(runs_periodically(s, t, 8, 1e-12));
+    CHECK(runs_periodically(s, t, 9, 1e-12));
   }
 }
 
@@ -217,7 +226,16 @@ TEST_CASE("analytic: a strategy whose pipeline drifts is replayed in full, besid
         std::string::npos);
 }
 
-TEST_CASE("analytic: few micro-batches, flow fidelity and --every-micro-batch replay them all") {
+TEST_CASE("flow: the extended steady state equals replaying every micro-batch, contention included") {
+  // The small scenario's pipeline sends, TP collectives and DP reduction share one node's NVSwitch.
+  Scenario sc = load_scenario(kSrc + "/tests/data/scenarios/small.yaml");
+  sc.parallelism.global_batch = 64;
+  CHECK(check_extended_equals_full(sc, {"serial", "megatron", "te-overlap"}, Folding::Representatives, SIZE_MAX,
+                                   Fidelity::Flow)
+            .find("replays of 4, 5 and 6") != std::string::npos);
+}
+
+TEST_CASE("few micro-batches, a trace and --every-micro-batch replay them all") {
   Scenario sc = load_scenario(kSrc + "/tests/data/scenarios/small.yaml");
   SimulateOptions o;
   o.strategies = {"megatron"};
@@ -231,6 +249,10 @@ TEST_CASE("analytic: few micro-batches, flow fidelity and --every-micro-batch re
   o.every_micro_batch = true;
   CHECK(simulate(sc, o).notes.find("steady state") == std::string::npos);
   o.every_micro_batch = false;
-  o.fidelity = Fidelity::Flow;
+  // A trace needs every op's times.
+  o.on_replayed = [](const std::string&, const Schedule&, const ReplayTimes&, const Topology&) {};
+  CHECK(simulate(sc, o).notes.find("steady state") == std::string::npos);
+  o.on_replayed = nullptr;
+  o.record_flows = true;
   CHECK(simulate(sc, o).notes.find("steady state") == std::string::npos);
 }

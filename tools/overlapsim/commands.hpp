@@ -17,7 +17,7 @@ struct RunArgs {
   std::string trace;                  ///< Chrome/Perfetto trace file (sim/trace.hpp)
   std::vector<std::string> settings;  ///< KEY=VALUE
   bool unfold = false;
-  bool every_micro_batch = false;  ///< analytic: no steady-state extrapolation
+  bool every_micro_batch = false;  ///< no steady-state extrapolation
   bool explain = false;               ///< print each searching strategy's plan per op
   bool quiet = false;
   long long max_ops = 20'000'000;

@@ -38,7 +38,7 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                "every alternative it considered (e.g. --strategy centauri)");
   run->add_flag("--unfold", a.unfold, "simulate every rank instead of one representative per pipeline stage");
   run->add_flag("--every-micro-batch", a.every_micro_batch,
-               "analytic fidelity: replay every micro-batch instead of extending the steady state of a few "
+               "replay every micro-batch instead of extending the steady state of a few "
                "(the default when it is exact: the figures of three replays are collinear)");
   run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
   run->add_option("--max-ops", a.max_ops, "refuse schedules estimated above this many ops (memory guard)")
