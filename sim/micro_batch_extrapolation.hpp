@@ -62,9 +62,9 @@ constexpr double kExtrapolationTolerance = 1e-9;
 
 /// The sample at `m` micro-batches on the line through `s[0..2]`, taken at m0, m0 + 1 and m0 + 2
 /// micro-batches (m > m0 + 2), or nullopt where the three are not collinear in some figure:
-/// a time off the line by more than kExtrapolationTolerance of it, an op or activity count or an
-/// integer in a note not exactly affine, a note's text or a plan (other than its instances)
-/// that differs between the samples.
+/// a time off the line by more than kExtrapolationTolerance of it, the op count or an integer in
+/// a note not exactly affine, a note's text or a plan (other than its instances) that differs
+/// between the samples. The activity count (what the replay cost) is extended unchecked.
 std::optional<ReplaySample> extrapolate_micro_batches(const std::array<ReplaySample, 3>& s, int m0, int m);
 
 /// The text `a`, `b`, `c` (taken at m0, m0 + 1, m0 + 2) would read at m: equal apart from
