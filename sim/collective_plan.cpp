@@ -29,6 +29,15 @@ constexpr double kHwLatTree[3][3] = {
 // NVLS (src/graph/tuning.cc): hwLat NVLink 25 µs, no base latency; nvlsEfficiency Hopper 0.85,
 // Blackwell 0.74; channels (src/transport/nvls.cc NVLS_NCHANNELS_SM90 16, _SM100_NVL 24).
 constexpr double kNvlsLatency = 25e-6;
+// NVLS AllReduce's chunk (v2.18.5 src/enqueue.cc): at most 131072 B, halved to 65536 B below 64
+// loops of it, 32768 B below 8 and 16384 B below 2, a loop being channels · heads chunks.
+double nvls_chunk_bytes(double bytes, double concurrent_ops) {
+  double c = 131072;
+  if (bytes < 64 * concurrent_ops * c) c = 65536;
+  if (bytes < 8 * concurrent_ops * c) c = 32768;
+  if (bytes < 2 * concurrent_ops * c) c = 16384;
+  return c;
+}
 // Payload fraction on the wire (NCCL src/include/device.h: LL lines are 8 B data + 8 B flags;
 // LL128 lines are 120 B data + 8 B flags).
 constexpr double kWireFraction[3] = {0.5, 120.0 / 128.0, 1.0};
@@ -498,8 +507,11 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
   std::vector<Hop2*> hops;
   for (Hop2& h : ch.hops) hops.push_back(&h);
   set_shares(topo, eff, ranks, hops);
+  // The pipeline's fill (header): (ceil(S / L) + 2) · L bytes pass where S is carried.
+  const double loop = p.channels * n * nvls_chunk_bytes(bytes, static_cast<double>(p.channels) * n);
+  const double fill_bytes = bytes > 0 ? (std::ceil(bytes / loop) + 2) * loop - bytes : 0;
   for (Hop2& h : ch.hops) {
-    h.step_latency_s = std::max(h.route_latency_s, kNvlsLatency);
+    h.step_latency_s = std::max(h.route_latency_s, kNvlsLatency) + fill_bytes / efficiency / h.share_Bps;
     ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
   }
   p.rings.push_back(std::move(ch));

@@ -40,10 +40,18 @@
 // to i+1) of S / η wire bytes, which loads every port by exactly that, with η = NCCL's
 // nvlsEfficiency (0.85 Hopper, 0.74 Blackwell) · (C − 1)/C over its C channels (16 on Hopper,
 // 24 on Blackwell: src/transport/nvls.cc), as NCCL's tuning model (src/graph/tuning.cc) scales
-// NVLS bandwidth, and a step latency of NCCL's NVLS hwLat on NVLink (25 µs, no base latency):
-//   T = 25 µs + (S / η) / B_port.
-// The in-switch pipeline of 128 KiB chunks is not modelled (one flow per GPU). NVLS across nodes
-// (NVLS_TREE), and NVLS for ReduceScatter and AllGather, are not modelled.
+// NVLS bandwidth, and a step latency of NCCL's NVLS hwLat on NVLink (25 µs, no base latency)
+// plus the fill of NCCL's three-stage pipeline: its kernel's scatter, reduce-and-broadcast
+// (through the switch) and gather warps (v2.18.5 src/collectives/device/all_reduce.h, NVLS
+// AllReduce) each work on one loop of C · n · c bytes at a time (C channels, n heads = the
+// node's members, c NCCL's chunk: 128 KiB, cut to 64 KiB below 64 loops of it, 32 KiB below 8,
+// 16 KiB below 2: src/enqueue.cc), so the last loop leaves the gather two loops after the
+// scatter has finished: ceil(S / L) + 2 loops of L = C · n · c bytes pass at the port's rate,
+//   T = 25 µs + ((ceil(S / L) + 2) · L / η) / B_port
+// (a partial last loop counts whole: each channel that has work moves its whole n · c unit).
+// One flow per GPU carries S / η; the fill, the other loops' worth, is in its step latency at
+// the uncontended share. NVLS across nodes (NVLS_TREE), and NVLS for ReduceScatter and
+// AllGather, are not modelled.
 //
 // Protocols (NCCL src/graph/tuning.cc and src/include/device.h): LL moves 8 bytes of data per
 // 16 on the wire, LL128 120 per 128, Simple all of them; each has a base latency per collective

@@ -25,7 +25,7 @@ Topology h100_node() { return load_topology(kSrc + "/topologies/dgx-h100-superpo
 
 }  // namespace
 
-TEST_CASE("NVLS closed form: 25 µs + S / (NCCL's NVLS efficiency · 15/16) over the GPU's NVSwitch port") {
+TEST_CASE("NVLS closed form: 25 µs + (ceil(S / L) + 2) · L / (NCCL's NVLS efficiency · 15/16) over the GPU's port") {
   const Topology topo = h100_node();
   LinkEfficiency eff;
   eff.nvlink = 0.8;
@@ -38,7 +38,21 @@ TEST_CASE("NVLS closed form: 25 µs + S / (NCCL's NVLS efficiency · 15/16) over
   CHECK(p.base_latency_s == 0);
   // The DGX H100 node: 450 GB/s per GPU per direction into the NVSwitch fabric (topology file).
   const double port = 450e9 * 0.8;
-  CHECK(p.closed_form_s() == testing::approx(25e-6 + S / (0.85 * 15.0 / 16.0) / port).epsilon(1e-9));
+  const double eta = 0.85 * 15.0 / 16.0;
+  // 256 MiB: below 64 loops of 16 · 8 · 128 KiB (1 GiB), so 64 KiB chunks, loops L = 8 MiB; the
+  // three-stage pipeline passes 32 + 2 loops.
+  CHECK(p.closed_form_s() == testing::approx(25e-6 + (32 + 2) * 8 * kMiB / eta / port).epsilon(1e-9));
+  SUBCASE("NCCL's chunk steps down with the size: L = 16, 8, 4, 2 MiB") {
+    // {bytes, loop L, loops}: 1 GiB and up 128 KiB chunks; below 8 · (16 · 8 · 64 KiB) = 64 MiB
+    // 32 KiB; below 2 · (16 · 8 · 32 KiB) = 8 MiB 16 KiB; a partial loop counts whole.
+    const double cases[][3] = {{1024 * kMiB, 16 * kMiB, 64}, {64 * kMiB, 8 * kMiB, 8}, {32 * kMiB, 4 * kMiB, 8},
+                               {4 * kMiB, 2 * kMiB, 2},      {1 * kMiB, 2 * kMiB, 1}};
+    for (const auto& c : cases) {
+      CAPTURE(c[0]);
+      const CollectivePlan q = plan_collective(topo, eff, first(8), CollectiveKind::AllReduce, c[0], 0, o);
+      CHECK(q.closed_form_s() == testing::approx(25e-6 + (c[2] + 2) * c[1] / eta / port).epsilon(1e-9));
+    }
+  }
   // Every member receives S: the switch's reduced shard and every other member's result.
   CHECK(received_bytes_per_rank(p) == testing::approx(S));
 }
