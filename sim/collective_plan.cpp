@@ -508,9 +508,16 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
   std::vector<Hop2*> hops;
   for (Hop2& h : ch.hops) hops.push_back(&h);
   set_shares(topo, eff, ranks, hops);
-  // The pipeline's fill (header): (ceil(S / L) + 2) · L bytes pass where S is carried.
-  const double loop = p.channels * n * nvls_chunk_bytes(bytes, static_cast<double>(p.channels) * n);
-  const double fill_bytes = bytes > 0 ? (std::ceil(bytes / loop) + 2) * loop - bytes : 0;
+  // The pipeline's fill (header): each channel's three stages pass its units of u = n · c bytes
+  // (a loop L = C · u); the busiest channel, channel 0, has ceil(S / L) − 1 whole units and a last
+  // of min(u, rest), and its pipeline takes its units plus two of its largest at the channel's
+  // rate, a C-th of the port's: E = C · (units + 2 · largest) bytes pass where S is carried.
+  const double unit = n * nvls_chunk_bytes(bytes, static_cast<double>(p.channels) * n);
+  const double loop = p.channels * unit;
+  const double loops = std::max(1.0, std::ceil(bytes / loop));
+  const double last = std::min(unit, bytes - (loops - 1) * loop);
+  const double largest = loops > 1 ? unit : last;
+  const double fill_bytes = bytes > 0 ? std::max(0.0, p.channels * ((loops - 1) * unit + last + 2 * largest) - bytes) : 0;
   for (Hop2& h : ch.hops) {
     h.step_latency_s = std::max(h.route_latency_s, kNvlsLatency) + fill_bytes / efficiency / h.share_Bps;
     ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);

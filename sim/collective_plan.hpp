@@ -48,7 +48,10 @@
 // 16 KiB below 2: src/enqueue.cc), so the last loop leaves the gather two loops after the
 // scatter has finished: ceil(S / L) + 2 loops of L = C · n · c bytes pass at the port's rate,
 //   T = 25 µs + ((ceil(S / L) + 2) · L / η) / B_port
-// (a partial last loop counts whole: each channel that has work moves its whole n · c unit).
+// where S fills its loops. A channel moves units of u = n · c bytes at a C-th of that rate, so
+// a partial last loop costs its busiest channel's share: channel 0 has ceil(S / L) − 1 whole
+// units and a last of min(u, rest), and E = C · (its units + 2 · its largest) bytes pass (for
+// S ≤ u: 3 · C · S, so 8 B cost 25 µs, not three loops).
 // One flow per GPU carries S / η; the fill, the other loops' worth, is in its step latency at
 // the uncontended share. NVLS across nodes (NVLS_TREE), and NVLS for ReduceScatter and
 // AllGather, are not modelled.

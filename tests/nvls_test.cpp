@@ -53,6 +53,13 @@ TEST_CASE("NVLS closed form: 25 µs + (ceil(S / L) + 2) · L / (NCCL's NVLS effi
       CHECK(q.closed_form_s() == testing::approx(25e-6 + (c[2] + 2) * c[1] / eta / port).epsilon(1e-9));
     }
   }
+  SUBCASE("below one channel's unit (8 · 16 KiB) only channel 0 works: 3 · C · S pass, not three loops") {
+    for (double size : {8.0, 64.0 * 1024}) {
+      CAPTURE(size);
+      const CollectivePlan q = plan_collective(topo, eff, first(8), CollectiveKind::AllReduce, size, 0, o);
+      CHECK(q.closed_form_s() == testing::approx(25e-6 + 3 * 16 * size / eta / port).epsilon(1e-9));
+    }
+  }
   // Every member receives S: the switch's reduced shard and every other member's result.
   CHECK(received_bytes_per_rank(p) == testing::approx(S));
 }
