@@ -97,10 +97,14 @@ std::optional<ReplaySample> extrapolate_micro_batches(const std::array<ReplaySam
   const auto bub = extend(s[0].bubble_s, s[1].bubble_s, s[2].bubble_s, m0, m);
   const auto ops = extend_exact(s[0].ops, s[1].ops, s[2].ops, m0, m);
   if (!t || !comp || !exp || !bub || !ops) return std::nullopt;
-  r.iteration_s = *t;
-  r.compute_s = *comp;
-  r.exposed_comm_s = *exp;
-  r.bubble_s = *bub;
+  // Times are never negative: a rounding below zero (−1e-15 s of a bubble that is 0 in every
+  // sample) reads 0; anything more is no steady state.
+  for (const std::optional<double>* v : {&t, &comp, &exp, &bub})
+    if (**v < -kExtrapolationTolerance * std::max(1.0, std::abs(*t))) return std::nullopt;
+  r.iteration_s = std::max(0.0, *t);
+  r.compute_s = std::max(0.0, *comp);
+  r.exposed_comm_s = std::max(0.0, *exp);
+  r.bubble_s = std::max(0.0, *bub);
   r.ops = *ops;
   // What the replay cost, not what it found: extended at the two steps' mean rate, unchecked (in
   // flow fidelity a ring step's pacing timer may or may not be needed by a rounding, 55066 and

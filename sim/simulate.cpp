@@ -28,13 +28,20 @@ std::string describe_layout(const Parallelism& p) {
   return s;
 }
 
-/// Refuses (InputError) a schedule of `m` micro-batches estimated above `max_ops` ops.
-void check_op_estimate(const Scenario& sc, const Parallelism& par, Folding folding, int m, long long max_ops) {
+/// Refuses (InputError) a schedule of `m` micro-batches estimated above `max_ops` ops; `sample`:
+/// the schedule is the steady state's largest sample of a run of `of` micro-batches.
+void check_op_estimate(const Scenario& sc, const Parallelism& par, Folding folding, int m, long long max_ops,
+                       bool sample = false, int of = 0) {
   // Ops per layer and micro-batch: about 20 forward, 30 backward, 20 recomputed (unfused
   // attention, SP); the estimate is within a factor 1.5 of the built schedule.
   const long long ranks = folding == Folding::Representatives ? par.pp : par.world();
   const long long per_layer = par.recompute == Recompute::Full ? 70 : 50;
   const long long est = ranks * m * (sc.model.layers / par.pp) * per_layer;
+  if (est > max_ops && sample)
+    throw InputError(SourceLocation{sc.path, 0, 0}, "parallelism",
+                     fmt::format("the steady state's largest sample ({} of the {} micro-batches, {} layers each) would "
+                                 "have about {} ops on {} simulated rank(s); the limit is {} (--max-ops): raise it",
+                                 m, of, sc.model.layers / par.pp, est, ranks, max_ops));
   if (est > max_ops)
     throw InputError(SourceLocation{sc.path, 0, 0}, "parallelism",
                      fmt::format("the iteration would have about {} ops on {} simulated rank(s) ({} micro-batches "
@@ -196,8 +203,9 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   std::vector<std::optional<ReplaySample>> extrapolated(names.size());
   const int m = par.num_micro_batches();
   const int m0 = std::max(4, par.pp);
-  if (steady_state_applies(opt, m, m0) && !oom) {
-    check_op_estimate(sc, par, folding, m0 + 2, opt.max_ops);
+  const bool tried = steady_state_applies(opt, m, m0) && !oom;
+  if (tried) {
+    check_op_estimate(sc, par, folding, m0 + 2, opt.max_ops, true, m);
     std::array<std::vector<ReplaySample>, 3> samples;
     std::vector<bool> periodic(names.size(), true);
     if (opt.progress) {
@@ -240,7 +248,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       if (!extrapolated[i]) l = i;
     return l;
   }();
-  std::vector<std::string> extended;
+  std::vector<std::string> extended, refused;
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];
     StrategyResult r;
@@ -257,6 +265,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       s = *extrapolated[i];
       extended.push_back(name);
     } else {
+      if (tried) refused.push_back(name);
       if (opt.progress) opt.progress(fmt::format("simulating {} ({} fidelity)", name, rr.fidelity));
       s = replay_strategy(name, workload, i == last_full, par, nullptr);
     }
@@ -273,13 +282,19 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     r.mfu = flops_model / (r.iteration_s * rr.gpus) / rr.peak_flops;
     rr.strategies.push_back(r);
   }
-  if (!extended.empty()) {
-    std::string who;
-    for (const auto& n : extended) who += (who.empty() ? "" : ", ") + n;
+  const auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  if (!extended.empty())
     rr.notes += fmt::format("{}{}: the {} micro-batches' steady state extended from replays of {}, {} and {} "
                             "(collinear in every figure; --every-micro-batch replays all)",
-                            rr.notes.empty() ? "" : "; ", who, m, m0, m0 + 1, m0 + 2);
-  }
+                            rr.notes.empty() ? "" : "; ", join(extended), m, m0, m0 + 1, m0 + 2);
+  if (!refused.empty())
+    rr.notes += fmt::format("{}{}: all {} micro-batches replayed (the replays of {}, {} and {} were not, or by their spacing would not be, collinear: "
+                            "overlapping streams that slow each other drift, README \"Steady state\")",
+                            rr.notes.empty() ? "" : "; ", join(refused), m, m0, m0 + 1, m0 + 2);
   const auto meg = std::find_if(rr.strategies.begin(), rr.strategies.end(),
                                 [](const StrategyResult& r) { return r.strategy == "megatron" && !r.out_of_memory; });
   if (meg != rr.strategies.end())

@@ -121,6 +121,19 @@ TEST_CASE("extrapolate_micro_batches extends collinear samples exactly and refus
   CHECK(r->plan[0].instances == want.plan[0].instances);
   CHECK(r->plan[0].chosen == 1);
 
+  SUBCASE("a bubble 0 in every sample but rounded below 0 on the line reads 0") {
+    auto k = s;
+    for (auto& x : k) x.bubble_s = 0;
+    k[0].bubble_s = 1e-16;  // collinear within the tolerance; the line reaches -1.5e-15 at 96
+    const auto e = extrapolate_micro_batches(k, m0, 96);
+    REQUIRE(e);
+    CHECK(e->bubble_s == 0);
+  }
+  SUBCASE("a figure whose line falls well below zero is no steady state") {
+    auto k = s;
+    k[0].bubble_s = 0.3, k[1].bubble_s = 0.2, k[2].bubble_s = 0.1;
+    CHECK_FALSE(extrapolate_micro_batches(k, m0, 96));
+  }
   SUBCASE("no extension to m0 + 2 or below") { CHECK_FALSE(extrapolate_micro_batches(s, m0, m0 + 2)); }
   SUBCASE("the third iteration time off the line by 1e-6 of it") {
     auto k = s;
@@ -232,6 +245,7 @@ TEST_CASE("analytic: a strategy whose pipeline drifts is replayed in full, besid
   const std::string notes = check_extended_equals_full(sc, {"serial", "megatron"}, Folding::Representatives, 1);
   CHECK(notes.find("serial: the 56 micro-batches' steady state extended from replays of 8, 9 and 10") !=
         std::string::npos);
+  CHECK(notes.find("megatron: all 56 micro-batches replayed (the replays of 8, 9 and 10 were not") != std::string::npos);
 }
 
 TEST_CASE("flow: the extended steady state equals replaying every micro-batch, contention included") {
