@@ -468,3 +468,24 @@ TEST_CASE("topo says what NCCL's model reads; --protocol on a point-to-point col
   REQUIRE(a2a.status == 0);
   CHECK(a2a.output.find("# note: --protocol ll leaves AllToAll alone") != std::string::npos);
 }
+
+TEST_CASE("collective: a forced algorithm that cannot run here says what ran instead") {
+  const std::string h100 = " -t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=1 --sizes 1MiB:4MiB";
+  // NVLS needs two or more channels; Tree is AllReduce only.
+  const Run one = run_cli("collective --op allreduce --algo nvls --channels 1" + h100);
+  REQUIRE(one.status == 0);
+  CHECK(one.output.find("# note: --algo nvls did not run at 3 of 3 size(s), ring ran instead") != std::string::npos);
+  const Run ag = run_cli("collective --op allgather --algo tree" + h100);
+  REQUIRE(ag.status == 0);
+  CHECK(ag.output.find("# note: --algo tree did not run at 3 of 3 size(s), ring ran instead") != std::string::npos);
+  // What runs as forced says nothing: NVLS here, and the ring's chain for Broadcast.
+  const Run nvls = run_cli("collective --op allreduce --algo nvls" + h100);
+  REQUIRE(nvls.status == 0);
+  CHECK(nvls.output.find("# note:") == std::string::npos);
+  const Run bc = run_cli("collective --op broadcast --algo ring" + h100);
+  REQUIRE(bc.status == 0);
+  CHECK(bc.output.find("# note:") == std::string::npos);
+  const Run a2a = run_cli("collective --op alltoall --algo ring" + h100);
+  REQUIRE(a2a.status == 0);
+  CHECK(a2a.output.find("# note: --algo ring leaves AllToAll alone") != std::string::npos);
+}

@@ -237,6 +237,27 @@ int collective_command(const CollectiveArgs& a) {
   opt.replay.collectives.ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;
   opt.replay.measured = profile.collectives;  // analytic: measured times where the profile has them
   const std::vector<BenchRow> rows = run_collective_bench(topo, op, ranks, sizes, opt);
+  // A forced algorithm that cannot run here gives what NCCL would run instead (the last column
+  // says which); say so once rather than let the column alone tell.
+  if (opt.algorithm != CollectiveAlgorithm::Auto && (op == BenchOp::AllToAll || op == BenchOp::SendRecv)) {
+    notes.push_back("--algo " + std::string(to_string(opt.algorithm)) + " leaves " + to_string(op) +
+                    " alone: point-to-point messages");
+  } else if (opt.algorithm != CollectiveAlgorithm::Auto) {
+    const std::string want = std::string(to_string(opt.algorithm)) + "/";
+    int other = 0;
+    std::string ran;
+    for (const BenchRow& r : rows)
+      // NCCL's ring algorithm runs Broadcast and Reduce as a pipelined chain along the ring.
+      if (r.plan.rfind(want, 0) != 0 && !(opt.algorithm == CollectiveAlgorithm::Ring && r.plan.rfind("chain/", 0) == 0)) {
+        ++other;
+        if (ran.empty()) ran = r.plan.substr(0, r.plan.find('/'));
+      }
+    if (other > 0)
+      notes.push_back(fmt::format(
+          "--algo {} did not run at {} of {} size(s), {} ran instead (NCCL runs Tree and NVLS for AllReduce only; NVLS "
+          "inside one node of 3 or more Hopper-or-later GPUs on NVSwitch, with Simple and 2 or more channels)",
+          to_string(opt.algorithm), other, rows.size(), ran));
+  }
 
   std::cout << fmt::format("# overlapsim collective: {} over {} of {} GPUs of {} ({}), {} fidelity, profile {}\n",
                            to_string(op), ranks, topo.num_gpus(), topo.name, topo.gpu_model(),
