@@ -469,7 +469,7 @@ TEST_CASE("topo says what NCCL's model reads; --protocol on a point-to-point col
   CHECK(a2a.output.find("# note: --protocol ll leaves AllToAll alone") != std::string::npos);
 }
 
-TEST_CASE("collective: a forced algorithm that cannot run here says what ran instead") {
+TEST_CASE("collective: a forced algorithm that cannot run says what ran; sizes below one float are refused, above the GPU noted") {
   const std::string h100 = " -t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=1 --sizes 1MiB:4MiB";
   // NVLS needs two or more channels; Tree is AllReduce only.
   const Run one = run_cli("collective --op allreduce --algo nvls --channels 1" + h100);
@@ -485,6 +485,14 @@ TEST_CASE("collective: a forced algorithm that cannot run here says what ran ins
   const Run bc = run_cli("collective --op broadcast --algo ring" + h100);
   REQUIRE(bc.status == 0);
   CHECK(bc.output.find("# note:") == std::string::npos);
+  // Below one float nothing moves; above the GPU's memory the run says it could not be real.
+  const Run tiny = run_cli("collective --op allreduce --sizes 3B:3B -t " + kSrc + "/topologies/dgx-a100.yaml");
+  CHECK(tiny.status == 2);
+  CHECK(tiny.output.find("--sizes: expected whole numbers of bytes >= 4B") != std::string::npos);
+  const Run huge = run_cli("collective --op allreduce --fidelity analytic --sizes 128GiB:128GiB -t " + kSrc +
+                           "/topologies/dgx-a100.yaml");
+  CHECK(huge.status == 0);
+  CHECK(huge.output.find("do not fit in one a100-sxm4-80gb's 86 GB of memory") != std::string::npos);
   const Run a2a = run_cli("collective --op alltoall --algo ring" + h100);
   REQUIRE(a2a.status == 0);
   CHECK(a2a.output.find("# note: --algo ring leaves AllToAll alone") != std::string::npos);

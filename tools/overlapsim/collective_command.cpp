@@ -148,8 +148,9 @@ int collective_command(const CollectiveArgs& a) {
     if (colon == std::string::npos) throw InputError(cli, "--sizes", "expected FROM:TO such as 8B:8GiB, found '" + range + "'");
     try {
       const double from = parse_bytes(range.substr(0, colon)), to = parse_bytes(range.substr(colon + 1));
-      if (from != std::floor(from) || to != std::floor(to) || from < 1)
-        throw std::invalid_argument("expected whole numbers of bytes >= 1B");
+      // nccl-tests counts floats: below 4 B the count is 0 and nothing moves.
+      if (from != std::floor(from) || to != std::floor(to) || from < 4)
+        throw std::invalid_argument("expected whole numbers of bytes >= 4B (one float, the element counted)");
       sizes = size_range(from, to, a.factor == 0 ? 2.0 : a.factor);
       for (double& s : sizes) s = std::floor(s);
     } catch (const std::invalid_argument& e) {
@@ -236,6 +237,9 @@ int collective_command(const CollectiveArgs& a) {
   opt.replay.collectives.ll128_step_nvlink_s = profile.ll128_step_nvlink_s;
   opt.replay.collectives.ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;
   opt.replay.measured = profile.collectives;  // analytic: measured times where the profile has them
+  if (!sizes.empty() && dev.hbm_bytes > 0 && sizes.back() > dev.hbm_bytes)
+    notes.push_back(fmt::format("sizes above {:.0f} B do not fit in one {}'s {:.0f} GB of memory: simulated all the same",
+                                dev.hbm_bytes, dev.model, dev.hbm_bytes / 1e9));
   const std::vector<BenchRow> rows = run_collective_bench(topo, op, ranks, sizes, opt);
   // A forced algorithm that cannot run here gives what NCCL would run instead (the last column
   // says which); say so once rather than let the column alone tell.
