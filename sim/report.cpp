@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 
@@ -25,21 +26,32 @@ void print_table(std::ostream& out, const RunResult& r) {
                      r.simulated_ranks);
   size_t w = 12;  // composed strategy names (megatron+PASS...) widen the first column
   for (const auto& s : r.strategies) w = std::max(w, s.strategy.size());
-  out << fmt::format("{:<{}} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9} {:>8}\n", "strategy", w, "iteration",
-                     "TFLOP/s", "model", "MFU", "compute", "exposed", "bubble", "memory", "speedup");
-  out << fmt::format("{:<{}} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9} {:>8}\n", "", w, "(s)", "per GPU",
-                     "TFLOP/s", "(%)", "(s)", "comm (s)", "(s)", "(GiB)", "vs meg.");
+  // Each row's cells first, so that a column widens for a value too long for it (an iteration of
+  // 10^7 s, the memory of a model that cannot fit) and the columns stay aligned.
+  std::vector<std::array<std::string, 10>> rows;
   for (const auto& s : r.strategies) {
     if (s.out_of_memory) {
-      out << fmt::format("{:<{}} {:>11} {:>9} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9.1f} {:>8}\n", s.strategy, w, "OOM",
-                         "-", "-", "-", "-", "-", "-", s.peak_memory_bytes / kGiB, "-");
+      rows.push_back({s.strategy, "OOM", "-", "-", "-", "-", "-", "-", fmt::format("{:.1f}", s.peak_memory_bytes / kGiB),
+                      "-"});
       continue;
     }
-    const std::string speedup = s.speedup_vs_megatron > 0 ? fmt::format("{:.3f}x", s.speedup_vs_megatron) : "-";
-    out << fmt::format("{:<{}} {:>11.4f} {:>9.1f} {:>9.1f} {:>6.1f} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>8}\n",
-                       s.strategy, w, s.iteration_s, s.tflops_per_gpu, s.model_tflops_per_gpu, 100 * s.mfu, s.compute_s,
-                       s.exposed_comm_s, s.bubble_s, s.peak_memory_bytes / kGiB, speedup);
+    rows.push_back({s.strategy, fmt::format("{:.4f}", s.iteration_s), fmt::format("{:.1f}", s.tflops_per_gpu),
+                    fmt::format("{:.1f}", s.model_tflops_per_gpu), fmt::format("{:.1f}", 100 * s.mfu),
+                    fmt::format("{:.4f}", s.compute_s), fmt::format("{:.4f}", s.exposed_comm_s),
+                    fmt::format("{:.4f}", s.bubble_s), fmt::format("{:.1f}", s.peak_memory_bytes / kGiB),
+                    s.speedup_vs_megatron > 0 ? fmt::format("{:.3f}x", s.speedup_vs_megatron) : "-"});
   }
+  std::array<size_t, 10> width{w, 11, 9, 9, 6, 10, 10, 10, 9, 8};
+  for (const auto& row : rows)
+    for (size_t c = 1; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  const auto line = [&](const std::array<std::string, 10>& cells) {
+    std::string l = fmt::format("{:<{}}", cells[0], width[0]);
+    for (size_t c = 1; c < cells.size(); ++c) l += fmt::format(" {:>{}}", cells[c], width[c]);
+    out << l << "\n";
+  };
+  line({"strategy", "iteration", "TFLOP/s", "model", "MFU", "compute", "exposed", "bubble", "memory", "speedup"});
+  line({"", "(s)", "per GPU", "TFLOP/s", "(%)", "(s)", "comm (s)", "(s)", "(GiB)", "vs meg."});
+  for (const auto& row : rows) line(row);
   if (r.published_tflops_per_gpu) {
     out << fmt::format("\npublished {:.1f} TFLOP/s per GPU ({})\n", *r.published_tflops_per_gpu, r.published_source);
     for (const auto& s : r.strategies)
