@@ -118,6 +118,21 @@ TEST_CASE("a million micro-batches run from their steady state, holding only the
         std::string::npos);
 }
 
+TEST_CASE("the table keeps its columns aligned for figures too long for them") {
+  // 2^30 sequences: iterations of about 10^6 s, wider than the 11 characters of the column.
+  const Run r = run_cli("run -q --fidelity analytic --set parallelism.global_batch=1073741824 " + kSrc +
+                        "/tests/data/scenarios/small.yaml");
+  REQUIRE(r.status == 0);
+  std::istringstream in(r.output);
+  std::string line;
+  std::vector<size_t> lengths;  // the header's two lines and the strategies' rows
+  while (std::getline(in, line))
+    if (line.rfind("strategy", 0) == 0 || (!lengths.empty() && !line.empty() && lengths.size() < 4))
+      lengths.push_back(line.size());
+  REQUIRE(lengths.size() == 4);
+  for (size_t n : lengths) CHECK(n == lengths[0]);
+}
+
 TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2") {
   struct Case {
     const char* file;
