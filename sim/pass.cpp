@@ -330,13 +330,7 @@ Op memory_kernel(const std::string& name, double bytes, const PassContext& ctx) 
 // ---- Predictions ----------------------------------------------------------------------------------
 
 namespace {
-LinkEfficiency efficiency(const PassContext& ctx) {
-  LinkEfficiency e;
-  e.nvlink = ctx.cost.profile().nvlink_efficiency;
-  e.network = ctx.cost.profile().network_efficiency;
-  e.pcie = ctx.cost.profile().pcie_efficiency;
-  return e;
-}
+LinkEfficiency efficiency(const PassContext& ctx) { return LinkEfficiency::of_profile(ctx.cost.profile()); }
 }  // namespace
 
 double predict_collective_s(const Schedule& s, const Op& op, const PassContext& ctx) {

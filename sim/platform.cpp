@@ -1,5 +1,6 @@
 #include "sim/platform.hpp"
 
+#include "calibrate/profile.hpp"
 #include "sim/error.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -10,6 +11,14 @@
 namespace sg4 = simgrid::s4u;
 
 namespace overlapsim {
+
+LinkEfficiency LinkEfficiency::of_profile(const Profile& profile) {
+  LinkEfficiency e;
+  e.nvlink = profile.nvlink_efficiency;
+  e.network = profile.network_efficiency;
+  e.pcie = profile.pcie_efficiency;
+  return e;
+}
 
 double LinkEfficiency::of(LinkKind k) const {
   switch (k) {

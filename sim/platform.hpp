@@ -23,6 +23,8 @@ class Host;
 
 namespace overlapsim {
 
+struct Profile;
+
 /// Fraction of each link kind's bandwidth that flows reach (NCCL's achieved busbw over the
 /// link's peak; from the calibration profile). 1.0 means the ideal link.
 struct LinkEfficiency {
@@ -30,6 +32,8 @@ struct LinkEfficiency {
   double network = 1.0;  ///< NIC and fabric links
   double pcie = 1.0;     ///< PCIe (and UPI) links
   double of(LinkKind k) const;
+  /// A calibration profile's (its nvlink_efficiency, network_efficiency, pcie_efficiency).
+  static LinkEfficiency of_profile(const Profile& profile);
 };
 
 struct Platform {

@@ -150,9 +150,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
 
   ReplayOptions ro;
   ro.fidelity = fidelity;
-  ro.link_efficiency.nvlink = profile.nvlink_efficiency;
-  ro.link_efficiency.network = profile.network_efficiency;
-  ro.link_efficiency.pcie = profile.pcie_efficiency;
+  ro.link_efficiency = LinkEfficiency::of_profile(profile);
   ro.launch_overhead_s = profile.launch_overhead_s;
   ro.collectives.tuning = profile.tuning;  // measured algorithm/protocol rules, if any
   ro.collectives.simple_slice_nvlink_s = profile.simple_slice_nvlink_s;

@@ -27,12 +27,7 @@ constexpr double kStep = 0.5e-6;   ///< the shipped A100 profile's values
 constexpr double kBusBw = 131e9;
 
 LinkEfficiency a100_efficiency() {
-  const Profile p = load_profile(default_profile_path("a100-sxm4-80gb"));
-  LinkEfficiency e;
-  e.nvlink = p.nvlink_efficiency;
-  e.network = p.network_efficiency;
-  e.pcie = p.pcie_efficiency;
-  return e;
+  return LinkEfficiency::of_profile(load_profile(default_profile_path("a100-sxm4-80gb")));
 }
 
 CollectiveOptions forced(Protocol p, double step_s, double busbw_Bps) {

@@ -55,13 +55,7 @@ std::string profile_with_tuning(const nlohmann::json& tuning) {
   return write_temp(j.dump(2), ".json");
 }
 
-LinkEfficiency efficiency_of(const Profile& p) {
-  LinkEfficiency e;
-  e.nvlink = p.nvlink_efficiency;
-  e.network = p.network_efficiency;
-  e.pcie = p.pcie_efficiency;
-  return e;
-}
+LinkEfficiency efficiency_of(const Profile& p) { return LinkEfficiency::of_profile(p); }
 
 }  // namespace
 

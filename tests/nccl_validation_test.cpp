@@ -102,9 +102,7 @@ std::vector<Compared> simulate(const Dataset& d, const std::vector<Row>& rows) {
   const Profile profile = load_profile(default_profile_path(device_spec(topo.gpu_model()).model));
   BenchOptions opt;  // as `overlapsim collective` with no flags but the source's --algo
   opt.algorithm = d.algorithm;
-  opt.replay.link_efficiency.nvlink = profile.nvlink_efficiency;
-  opt.replay.link_efficiency.network = profile.network_efficiency;
-  opt.replay.link_efficiency.pcie = profile.pcie_efficiency;
+  opt.replay.link_efficiency = LinkEfficiency::of_profile(profile);
   opt.replay.collectives.simple_slice_nvlink_s = profile.simple_slice_nvlink_s;
   opt.replay.collectives.ll128_step_nvlink_s = profile.ll128_step_nvlink_s;
   opt.replay.collectives.ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;

@@ -29,12 +29,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kSlice = 6.5e-6;  ///< the shipped A100 profile's value
 
 LinkEfficiency a100_efficiency() {
-  const Profile p = load_profile(default_profile_path("a100-sxm4-80gb"));
-  LinkEfficiency e;
-  e.nvlink = p.nvlink_efficiency;
-  e.network = p.network_efficiency;
-  e.pcie = p.pcie_efficiency;
-  return e;
+  return LinkEfficiency::of_profile(load_profile(default_profile_path("a100-sxm4-80gb")));
 }
 
 CollectiveOptions simple(double slice_s) {

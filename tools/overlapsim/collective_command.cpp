@@ -229,9 +229,7 @@ int collective_command(const CollectiveArgs& a) {
     if (nodes != log.nodes)
       notes.push_back(fmt::format("the log's ranks ran on {} node(s), here on {}", log.nodes, nodes));
   }
-  opt.replay.link_efficiency.nvlink = profile.nvlink_efficiency;
-  opt.replay.link_efficiency.network = profile.network_efficiency;
-  opt.replay.link_efficiency.pcie = profile.pcie_efficiency;
+  opt.replay.link_efficiency = LinkEfficiency::of_profile(profile);
   opt.replay.collectives.tuning = profile.tuning;
   opt.replay.collectives.simple_slice_nvlink_s = profile.simple_slice_nvlink_s;
   opt.replay.collectives.ll128_step_nvlink_s = profile.ll128_step_nvlink_s;
