@@ -1,5 +1,6 @@
 #include "sim/collective_plan.hpp"
 
+#include "calibrate/profile.hpp"
 #include "models/device_catalog.hpp"
 #include "sim/error.hpp"
 #include "sim/platform.hpp"
@@ -113,6 +114,13 @@ Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vec
 }
 
 }  // namespace
+
+void CollectiveOptions::read_profile(const Profile& profile) {
+  tuning = profile.tuning;
+  simple_slice_nvlink_s = profile.simple_slice_nvlink_s;
+  ll128_step_nvlink_s = profile.ll128_step_nvlink_s;
+  ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;
+}
 
 double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
                            double copy_engine_s, bool textbook) {

@@ -176,6 +176,7 @@ namespace overlapsim {
 const char* to_string(Protocol p);
 enum class HopKind : uint8_t { NvLink, Pcie, Network };
 
+struct Profile;
 struct LinkEfficiency;
 
 struct Hop2 {
@@ -338,6 +339,10 @@ struct CollectiveOptions {
   /// perChMaxRingLL128Bw alone.
   double ll128_step_nvlink_s = 0;
   double ll128_busbw_nvlink_Bps = 0;
+  /// Takes what a calibration profile says of collectives: its tuning table and its
+  /// network.simple_slice_nvlink_s, ll128_step_nvlink_s and ll128_busbw_nvlink_Bps (the one
+  /// place a new such key is read; the link efficiencies are LinkEfficiency::of_profile's).
+  void read_profile(const Profile& profile);
 };
 
 /// NCCL's Simple slices per step of a ring AllReduce, AllGather or ReduceScatter of `bytes`

@@ -350,10 +350,7 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
     return predict_p2p_step_s(ctx.topology, ctx, flows, bytes / n);
   }
   CollectiveOptions o;
-  o.tuning = ctx.cost.profile().tuning;  // as the replay (simulate.cpp): the profile's measured rules
-  o.simple_slice_nvlink_s = ctx.cost.profile().simple_slice_nvlink_s;
-  o.ll128_step_nvlink_s = ctx.cost.profile().ll128_step_nvlink_s;
-  o.ll128_busbw_nvlink_Bps = ctx.cost.profile().ll128_busbw_nvlink_Bps;
+  o.read_profile(ctx.cost.profile());  // as the replay (simulate.cpp): the profile's measured rules and costs
   if (algorithm != CollectiveAlgorithm::Auto) o.algorithm = algorithm;
   return plan_collective(ctx.topology, efficiency(ctx), ranks, kind, bytes, channels, o).closed_form_s();
 }

@@ -152,10 +152,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.fidelity = fidelity;
   ro.link_efficiency = LinkEfficiency::of_profile(profile);
   ro.launch_overhead_s = profile.launch_overhead_s;
-  ro.collectives.tuning = profile.tuning;  // measured algorithm/protocol rules, if any
-  ro.collectives.simple_slice_nvlink_s = profile.simple_slice_nvlink_s;
-  ro.collectives.ll128_step_nvlink_s = profile.ll128_step_nvlink_s;
-  ro.collectives.ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;
+  ro.collectives.read_profile(profile);  // measured algorithm/protocol rules, slice and LL128 costs
   ro.measured = profile.collectives;       // measured collective times (analytic), if any
   // Communication kernels take SMs from computation (design §4): by the profile's measured
   // coefficient, or exactly the SMs taken when it has none.

@@ -103,9 +103,7 @@ std::vector<Compared> simulate(const Dataset& d, const std::vector<Row>& rows) {
   BenchOptions opt;  // as `overlapsim collective` with no flags but the source's --algo
   opt.algorithm = d.algorithm;
   opt.replay.link_efficiency = LinkEfficiency::of_profile(profile);
-  opt.replay.collectives.simple_slice_nvlink_s = profile.simple_slice_nvlink_s;
-  opt.replay.collectives.ll128_step_nvlink_s = profile.ll128_step_nvlink_s;
-  opt.replay.collectives.ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;
+  opt.replay.collectives.read_profile(profile);
   std::vector<double> sizes;
   for (const Row& r : rows) sizes.push_back(r.size_bytes);
   const std::vector<BenchRow> sim = run_collective_bench(topo, d.op, topo.num_gpus(), sizes, opt);

@@ -230,10 +230,7 @@ int collective_command(const CollectiveArgs& a) {
       notes.push_back(fmt::format("the log's ranks ran on {} node(s), here on {}", log.nodes, nodes));
   }
   opt.replay.link_efficiency = LinkEfficiency::of_profile(profile);
-  opt.replay.collectives.tuning = profile.tuning;
-  opt.replay.collectives.simple_slice_nvlink_s = profile.simple_slice_nvlink_s;
-  opt.replay.collectives.ll128_step_nvlink_s = profile.ll128_step_nvlink_s;
-  opt.replay.collectives.ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;
+  opt.replay.collectives.read_profile(profile);
   opt.replay.measured = profile.collectives;  // analytic: measured times where the profile has them
   if (!sizes.empty() && dev.hbm_bytes > 0 && sizes.back() > dev.hbm_bytes)
     notes.push_back(fmt::format("sizes above {:.0f} B do not fit in one {}'s {:.0f} GB of memory: simulated all the same",
