@@ -78,8 +78,7 @@ std::optional<std::string> extrapolate_text(const std::string& a, const std::str
       continue;
     }
     // A count that grows with m; a decimal fraction's digits ("0.25" vs "0.26") are not one.
-    const bool fraction = i > 0 && ta[i - 1].back() == '.' && i >= 2 &&
-                          std::isdigit(static_cast<unsigned char>(ta[i - 2][0])) != 0;
+    const bool fraction = i >= 2 && ta[i - 1].back() == '.' && std::isdigit(static_cast<unsigned char>(ta[i - 2][0])) != 0;
     if (fraction || ta[i].size() > 15 || tb[i].size() > 15 || tc[i].size() > 15) return std::nullopt;
     const auto v = extend_exact(std::stoll(ta[i]), std::stoll(tb[i]), std::stoll(tc[i]), m0, m);
     if (!v || *v < 0) return std::nullopt;

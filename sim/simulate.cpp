@@ -161,6 +161,19 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.record_flows = opt.record_flows;
 
   const std::vector<std::string> names = opt.strategies.empty() ? sc.strategies : opt.strategies;
+  const auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  // The last strategy index for which `pred` holds (names.size() if none): that replay may take
+  // the workload instead of copying it.
+  const auto last_where = [&](const auto& pred) {
+    size_t l = names.size();
+    for (size_t i = 0; i < names.size(); ++i)
+      if (pred(i)) l = i;
+    return l;
+  };
   // Replays `name` on `workload` (taken when `take`, copied otherwise); the strategy's notes and
   // plan go to the sample.
   // `periodic`, when given, is set to whether the replay ran periodically at its end
@@ -203,12 +216,9 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     check_op_estimate(sc, par, folding, m0 + 2, opt.max_ops, true, m);
     std::array<std::vector<ReplaySample>, 3> samples;
     std::vector<bool> periodic(names.size(), true);
-    if (opt.progress) {
-      std::string all;
-      for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+    if (opt.progress)
       opt.progress(fmt::format("simulating {} ({} fidelity): {}, {} and {} of the {} micro-batches, for the steady state",
-                               all, rr.fidelity, m0, m0 + 1, m0 + 2, m));
-    }
+                               join(names), rr.fidelity, m0, m0 + 1, m0 + 2, m));
     // The largest sample first: a strategy whose pipeline does not run periodically there is
     // replayed in full without the two others.
     for (int k = 2; k >= 0; --k) {
@@ -216,9 +226,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       pk.global_batch = (m0 + k) * par.dp * par.micro_batch;
       Schedule w = build_iteration(sc.model, pk, cost, folding);
       rr.simulated_ranks = static_cast<int>(w.programs.size());
-      size_t last = names.size();
-      for (size_t i = 0; i < names.size(); ++i)
-        if (periodic[i]) last = i;
+      const size_t last = last_where([&](size_t i) { return periodic[i]; });
       for (size_t i = 0; i < names.size(); ++i) {
         samples[k].emplace_back();
         if (!periodic[i]) continue;
@@ -237,12 +245,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     workload = build_iteration(sc.model, par, cost, folding);
     rr.simulated_ranks = static_cast<int>(workload.programs.size());
   }
-  const size_t last_full = [&] {
-    size_t l = names.size();
-    for (size_t i = 0; i < names.size(); ++i)
-      if (!extrapolated[i]) l = i;
-    return l;
-  }();
+  const size_t last_full = last_where([&](size_t i) { return !extrapolated[i]; });
   std::vector<std::string> extended, refused;
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];
@@ -277,11 +280,6 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     r.mfu = flops_model / (r.iteration_s * rr.gpus) / rr.peak_flops;
     rr.strategies.push_back(r);
   }
-  const auto join = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
-    return s;
-  };
   if (!extended.empty())
     rr.notes += fmt::format("{}{}: the {} micro-batches' steady state extended from replays of {}, {} and {} "
                             "(collinear in every figure; --every-micro-batch replays all)",

@@ -26,10 +26,6 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kStep = 0.5e-6;   ///< the shipped A100 profile's values
 constexpr double kBusBw = 131e9;
 
-LinkEfficiency a100_efficiency() {
-  return LinkEfficiency::of_profile(load_profile(default_profile_path("a100-sxm4-80gb")));
-}
-
 CollectiveOptions forced(Protocol p, double step_s, double busbw_Bps) {
   CollectiveOptions o;
   o.protocol_auto = false;
@@ -47,7 +43,7 @@ TEST_CASE("LL128 on NVLink as measured: the uniform ring's closed form, run by h
   // bytes S cross in 2 · 7/8 · S / busbw.
   const Topology one = load_topology(kSrc + "/topologies/dgx-a100.yaml");
   const double bytes = 16 * kMiB;
-  const CollectivePlan p = plan_collective(one, a100_efficiency(), first(8), CollectiveKind::AllReduce, bytes, 0,
+  const CollectivePlan p = plan_collective(one, shipped_link_efficiency("a100-sxm4-80gb"), first(8), CollectiveKind::AllReduce, bytes, 0,
                                            forced(Protocol::LL128, kStep, kBusBw));
   REQUIRE(p.protocol == Protocol::LL128);
   const double expected = 14.0e-6 + 14 * (1.9e-6 + kStep) + 2.0 * 7 / 8 * bytes / kBusBw;
@@ -60,7 +56,7 @@ TEST_CASE("flow = analytic with LL128 as measured, AllReduce and AllGather") {
   for (BenchOp op : {BenchOp::AllReduce, BenchOp::AllGather}) {
     CAPTURE(to_string(op));
     BenchOptions b;
-    b.replay.link_efficiency = a100_efficiency();
+    b.replay.link_efficiency = shipped_link_efficiency("a100-sxm4-80gb");
     b.replay.collectives = forced(Protocol::LL128, kStep, kBusBw);
     b.unfold = true;
     b.replay.fidelity = Fidelity::Flow;
@@ -79,7 +75,7 @@ TEST_CASE("flow = analytic with LL128 as measured, AllReduce and AllGather") {
 }
 
 TEST_CASE("LL128 as measured is LL128's on NVLink only: network hops, LL/Simple, chains and the textbook ring keep their time") {
-  const LinkEfficiency eff = a100_efficiency();
+  const LinkEfficiency eff = shipped_link_efficiency("a100-sxm4-80gb");
   auto unchanged = [&](const Topology& topo, const std::vector<int>& ranks, CollectiveKind kind, double bytes,
                        const CollectiveOptions& o) {
     CollectiveOptions z = o;

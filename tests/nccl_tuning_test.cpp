@@ -55,8 +55,6 @@ std::string profile_with_tuning(const nlohmann::json& tuning) {
   return write_temp(j.dump(2), ".json");
 }
 
-LinkEfficiency efficiency_of(const Profile& p) { return LinkEfficiency::of_profile(p); }
-
 }  // namespace
 
 TEST_CASE("nccl_launch: NCCL's channel and thread loop, run by hand") {
@@ -177,7 +175,7 @@ TEST_CASE("a profile's tuning rule changes the plan, in the replay and in predic
           {"protocol", "Simple"}}}}});
   const Profile prof = load_profile(path);
   REQUIRE(prof.tuning.size() == 1);
-  const LinkEfficiency eff = efficiency_of(prof);
+  const LinkEfficiency eff = LinkEfficiency::of_profile(prof);
   CollectiveOptions model, tuned;
   tuned.tuning = prof.tuning;
   const CollectivePlan m = plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, size, 0, model);

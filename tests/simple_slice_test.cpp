@@ -28,10 +28,6 @@ const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kSlice = 6.5e-6;  ///< the shipped A100 profile's value
 
-LinkEfficiency a100_efficiency() {
-  return LinkEfficiency::of_profile(load_profile(default_profile_path("a100-sxm4-80gb")));
-}
-
 CollectiveOptions simple(double slice_s) {
   CollectiveOptions o;
   o.protocol_auto = false;
@@ -45,7 +41,7 @@ CollectiveOptions simple(double slice_s) {
 void check_flow_analytic_slower(const Topology& topo, BenchOp op, int n, const std::vector<double>& sizes,
                                 CollectiveAlgorithm algorithm, const std::string& plan_prefix = "") {
   BenchOptions b;
-  b.replay.link_efficiency = a100_efficiency();
+  b.replay.link_efficiency = shipped_link_efficiency("a100-sxm4-80gb");
   b.replay.collectives = simple(kSlice);
   b.algorithm = algorithm;
   b.unfold = true;
@@ -99,7 +95,7 @@ TEST_CASE("the communicator's channels: the topology's for one node, two per NIC
 
 TEST_CASE("a uniform NVSwitch ring pays steps x slices x the slice cost on top, exactly") {
   const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
-  const LinkEfficiency eff = a100_efficiency();
+  const LinkEfficiency eff = shipped_link_efficiency("a100-sxm4-80gb");
   for (double bytes : {1 * kMiB, 64 * kMiB, 1024 * kMiB}) {
     for (CollectiveKind kind : {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
       CAPTURE(bytes);
@@ -126,7 +122,7 @@ TEST_CASE("flow = analytic with the slice cost, ring and chain") {
 }
 
 TEST_CASE("the slice cost is Simple's on NVLink only: network hops, LL/LL128 and the textbook ring keep their time") {
-  const LinkEfficiency eff = a100_efficiency();
+  const LinkEfficiency eff = shipped_link_efficiency("a100-sxm4-80gb");
   // The closed form with options `o` equals the one without the slice cost.
   auto unchanged = [&](const Topology& topo, const std::vector<int>& ranks, double bytes, const CollectiveOptions& o) {
     CollectiveOptions z = o;
@@ -160,7 +156,7 @@ TEST_CASE("shipped profiles: A100 has the fitted slice cost, the others none; it
 }
 
 TEST_CASE("NCCL's kernel holds the communicator's channels' SMs, not the plan's rings") {
-  const LinkEfficiency eff = a100_efficiency();
+  const LinkEfficiency eff = shipped_link_efficiency("a100-sxm4-80gb");
   CollectiveOptions o;  // 8 rings by default
   const Topology one = load_topology(kSrc + "/topologies/dgx-a100.yaml");
   const CollectivePlan big = plan_collective(one, eff, first(8), CollectiveKind::AllReduce, 1024 * kMiB, 0, o);
@@ -189,7 +185,7 @@ TEST_CASE("NCCL's kernel holds the communicator's channels' SMs, not the plan's 
 TEST_CASE("SM interference in the replay: a kernel beside a DGX A100 AllReduce runs on 84 of 108 SMs") {
   const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
   ReplayOptions ro;
-  ro.link_efficiency = a100_efficiency();
+  ro.link_efficiency = shipped_link_efficiency("a100-sxm4-80gb");
   ro.sm_count = 108;
   Schedule s;
   s.world_size = 8;

@@ -1,5 +1,7 @@
 #include "tests/test_support.hpp"
 
+#include "calibrate/profile.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -25,6 +27,10 @@ std::vector<int> first(int n) {
   std::vector<int> v;
   for (int i = 0; i < n; ++i) v.push_back(i);
   return v;
+}
+
+LinkEfficiency shipped_link_efficiency(const std::string& gpu_model) {
+  return LinkEfficiency::of_profile(load_profile(default_profile_path(gpu_model)));
 }
 
 FlowAnalytic flow_and_analytic(const Topology& topo, BenchOp op, int ranks, double size, BenchOptions b) {

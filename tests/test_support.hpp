@@ -2,6 +2,7 @@
 #pragma once
 
 #include "sim/collective_bench.hpp"
+#include "sim/platform.hpp"
 
 #include <doctest/doctest.h>
 
@@ -22,6 +23,9 @@ std::string temp_path(const char* suffix);
 
 /// Ranks 0 … n−1 (a collective group of the first n GPUs).
 std::vector<int> first(int n);
+
+/// The link efficiencies of the shipped profile for `gpu_model` (e.g. "a100-sxm4-80gb").
+LinkEfficiency shipped_link_efficiency(const std::string& gpu_model);
 
 /// One collective bench row's time in flow fidelity and in analytic fidelity, seconds, with the
 /// options `b` otherwise (its fidelity is ignored).
