@@ -3,6 +3,7 @@
 #include "calibrate/profile.hpp"
 #include "models/device_catalog.hpp"
 #include "sim/error.hpp"
+#include "sim/nccl_constants.hpp"
 #include "sim/platform.hpp"
 
 #include <algorithm>
@@ -14,19 +15,11 @@ namespace overlapsim {
 
 namespace {
 
-// NCCL src/graph/tuning.cc ncclTunerConstantsDefaults (ring and tree rows; µs).
-constexpr double kBaseLatRing[3] = {6.6e-6, 14.0e-6, 8.4e-6};
-constexpr double kHwLatRing[3][3] = {
-    {0.6e-6, 1.9e-6, 3.4e-6},   // NVLink: LL, LL128, Simple
-    {1.0e-6, 2.5e-6, 5.7e-6},   // PCIe
-    {2.7e-6, 4.0e-6, 14.0e-6},  // network
-};
-constexpr double kBaseLatTree[3] = {6.8e-6, 14.0e-6, 8.4e-6};
-constexpr double kHwLatTree[3][3] = {
-    {0.6e-6, 1.25e-6, 4.0e-6},  // NVLink: LL, LL128, Simple
-    {1.0e-6, 1.9e-6, 4.0e-6},   // PCIe
-    {5.0e-6, 8.5e-6, 14.0e-6},  // network
-};
+// NCCL's ring and tree latencies (sim/nccl_constants.hpp).
+using nccl::kBaseLatRing;
+using nccl::kBaseLatTree;
+using nccl::kHwLatRing;
+using nccl::kHwLatTree;
 // NVLS (src/graph/tuning.cc): hwLat NVLink 25 µs, no base latency; nvlsEfficiency Hopper 0.85,
 // Blackwell 0.74; channels (src/transport/nvls.cc NVLS_NCHANNELS_SM90 16, _SM100_NVL 24).
 constexpr double kNvlsLatency = 25e-6;
@@ -65,9 +58,8 @@ constexpr double kTreeChunkBytes[3] = {65536.0 / 2, 614400.0 / 16 * 15, kSliceBy
 // A ring's busBw is the payload rate of each of its hops summed over channels, so a channel's
 // hop moves at most llMaxBw / C (LL) or perChMaxRingLL128Bw (LL128) of payload: that over the
 // protocol's wire fraction caps its share (wire bytes/s).
-constexpr double kLlMaxBusBw[4] = {39.0e9, 87.7e9, 141.0e9, 282.0e9};
-constexpr double kLlMaxBusBwNodes[2][2] = {{39.0e9, 20.4e9}, {22.5e9, 19.0e9}};  // [AMD][2 nodes, more]
-constexpr double kLl128PerChannel[4] = {20.0e9, 20.0e9, 36.7e9, 40.0e9};
+using nccl::kLlMaxBusBw;
+using nccl::kLlMaxBusBwNodes;  // [AMD][2 nodes, more]
 
 int compute_capability_index(const Topology& topo) {
   const int cc = device_spec(topo.gpu_model()).compute_capability;
@@ -83,7 +75,7 @@ double ring_protocol_cap_Bps(const Topology& topo, Protocol proto, int nodes, in
                                   : kLlMaxBusBwNodes[topo.cpu_vendor == "amd" ? 1 : 0][nodes == 2 ? 0 : 1];
     return bus / channels / kWireFraction[pi];
   }
-  if (proto == Protocol::LL128) return kLl128PerChannel[compute_capability_index(topo)] / kWireFraction[pi];
+  if (proto == Protocol::LL128) return nccl::kPerChRingLL128[compute_capability_index(topo)][0] / kWireFraction[pi];
   return std::numeric_limits<double>::infinity();
 }
 
@@ -543,6 +535,38 @@ int node_count(const Topology& topo, const std::vector<int>& ranks) {
   return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
 }
 
+namespace {
+
+/// What NCCL's tuner knows of this group (nccl_tuning.hpp): its graph is the communicator's
+/// rings at the options' channel count (one per NIC rail on DGX-class nodes, as NCCL's search
+/// finds them: Topology::nccl_channels), each at its bottleneck's share of the links, Simple.
+NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, int nodes,
+                             const CollectiveOptions& opt) {
+  NcclTunerInputs in;
+  in.ranks = static_cast<int>(ranks.size());
+  in.nodes = nodes;
+  in.cc_index = compute_capability_index(topo);
+  in.amd_cpu = topo.cpu_vendor == "amd";
+  const int comm = communicator_channels(topo, nodes, opt.channels);
+  in.comm_channels = comm;
+  in.graph_channels = topo.nccl_channels(nodes) > 0 ? std::max(1, comm / 2) : std::max(1, opt.channels);
+  const Protocol simple = Protocol::Simple;
+  const CollectivePlan rings =
+      plan_ring(topo, eff, ranks, CollectiveKind::AllReduce, 0, in.graph_channels, opt, &simple);
+  for (const ChannelPlan& ch : rings.rings) {
+    double least = std::numeric_limits<double>::infinity();
+    for (const Hop2& h : ch.hops) {
+      least = std::min(least, h.share_Bps);
+      in.intra_pcie |= h.kind == HopKind::Pcie;
+    }
+    if (!ch.hops.empty()) in.graph_busbw_Bps += least;
+  }
+  in.ll128 = !in.intra_pcie;
+  return in;
+}
+
+}  // namespace
+
 CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                                CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt) {
   OVERLAPSIM_CHECK(kind != CollectiveKind::AllToAll, "AllToAll is point-to-point, not planned as a ring");
@@ -573,6 +597,12 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     return in_switch.closed_form_s() < ring.closed_form_s() ? in_switch : ring;
   }
   if (alg == CollectiveAlgorithm::Ring) return ring;
+  // Across nodes, the algorithm NCCL's tuner ranks first (header); forced channels or the
+  // textbook model: the least closed form.
+  if (alg == CollectiveAlgorithm::Auto && forced == 0 && !opt.textbook && kind == CollectiveKind::AllReduce)
+    return nccl_model_allreduce_algorithm(bytes, tuner_inputs(topo, eff, ranks, nodes, opt)) == CollectiveAlgorithm::Tree
+               ? plan_tree(topo, eff, ranks, bytes, forced, opt, proto)
+               : ring;
   CollectivePlan tree = plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
   return tree.closed_form_s() < ring.closed_form_s() ? tree : ring;
 }

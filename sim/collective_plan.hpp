@@ -153,14 +153,21 @@
 // collective, its algorithm replaces Auto and its protocol the automatic protocol (when the op
 // runs the rule's algorithm); collectives no rule covers are chosen as below.
 //
-// Algorithm (CollectiveAlgorithm::Auto): AllReduce over more than one node takes, of the ring
-// and the tree with each protocol, the plan of least closed form; inside one node, the ring or,
-// where it can run, NVLS, whichever is faster (NCCL's tree there is a chain; forcing Tree still
-// gives it). Forcing Nvls where it cannot run gives the ring. We compare our own closed forms
-// rather than NCCL's tuner model (baseLat + nsteps·hwLat + bytes/busBw with its per-algorithm
-// bandwidth caps) because the closed form is what the replay then times: the choice is the one
-// that is fastest in the simulation, and it needs no per-GPU-generation bandwidth table. Other
-// collectives always take the ring (NCCL's NCCL_ALGO=tree applies to AllReduce only).
+// Algorithm (CollectiveAlgorithm::Auto): AllReduce over more than one node runs the algorithm
+// NCCL's own tuner ranks first (nccl_model_allreduce_algorithm, nccl_tuning.hpp: its latency and
+// bandwidth model with its per-algorithm caps), fed with what NCCL's graph search would find here:
+// the communicator's graph channels (Topology::nccl_channels / 2, one per NIC rail; else the
+// options' channels) as rings at their bottleneck's share of the links; its protocol is then the
+// one of least closed form, as inside a node. Inside one node, the ring or, where it can run,
+// NVLS, whichever has the lesser closed form (NCCL's tree there is a chain; forcing Tree still
+// gives it). Forcing Nvls where it cannot run gives the ring. A textbook model, or forced
+// channels, takes the ring or tree of least closed form. Why NCCL's ranking and not the model's
+// own across nodes: the model's tree over 2 nodes halves each NIC's traffic and beat the ring by
+// 15-20% at 1-4 GiB on DGX A100, but NCCL's tuner has the ring ahead there (its tree ratio 1/2
+// against the ring's n / (2(n − 1))) and NCCL runs the ring: the published 2-node ND A100 v4
+// curve sits on the ring's NIC bound (tests/nccl_validation_test.cpp; regression: the model's
+// tree was 19-22% above it). Other collectives always take the ring (NCCL's NCCL_ALGO=tree
+// applies to AllReduce only).
 #pragma once
 
 #include "sim/nccl_tuning.hpp"

@@ -1,6 +1,11 @@
 #include "sim/nccl_tuning.hpp"
 
 #include "sim/error.hpp"
+#include "sim/nccl_constants.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace overlapsim {
 
@@ -79,6 +84,64 @@ const TuningRule* find_tuning_rule(const std::vector<TuningRule>& table, Collect
       continue;
     if (!best || r.max_bytes < best->max_bytes) best = &r;
   }
+  return best;
+}
+
+double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in) {
+  OVERLAPSIM_CHECK((alg == CollectiveAlgorithm::Ring || alg == CollectiveAlgorithm::Tree) && in.ranks >= 2 &&
+                       bytes >= 0 && in.graph_busbw_Bps > 0 && in.graph_channels >= 1 && in.comm_channels >= 1 &&
+                       in.nodes >= 1 && in.cc_index >= 0 && in.cc_index <= 3,
+                   "nccl_model_allreduce_s: bad arguments");
+  if (proto == Protocol::LL128 && !in.ll128) return std::numeric_limits<double>::infinity();
+  const int p = static_cast<int>(proto);
+  const int n = in.ranks, N = in.nodes;
+  const int by_nodes = N <= 2 ? N - 1 : 2;  // index2
+  const double ll_max = N == 1 ? nccl::kLlMaxBusBw[in.cc_index] : nccl::kLlMaxBusBwNodes[in.amd_cpu ? 1 : 0][N == 2 ? 0 : 1];
+  const double B = in.graph_busbw_Bps, C = in.graph_channels;
+  const int intra = in.intra_pcie ? 1 : 0;
+  const int log2_nodes = static_cast<int>(std::floor(std::log2(static_cast<double>(N))));
+  const double ppn = static_cast<double>(n) / N;
+  double bus = 0, ratio = 0, lat = 0;
+  if (alg == CollectiveAlgorithm::Ring) {
+    bus = proto == Protocol::LL      ? std::min(ll_max, B * 0.5)
+          : proto == Protocol::LL128 ? std::min(B * 0.92, C * nccl::kPerChRingLL128[in.cc_index][by_nodes])
+                                     : B;
+    const int steps = 2 * (n - 1);
+    ratio = static_cast<double>(n) / steps;
+    double intra_lat = nccl::kHwLatRing[intra][p];
+    if (N > 1) intra_lat = std::max(intra_lat, (in.amd_cpu ? 2e-6 : 1e-6) * (proto == Protocol::Simple ? 3 : 1));
+    const double inter_lat = ppn == 1 ? nccl::kHwLatTree[2][p] : nccl::kHwLatRing[2][p];
+    const int inter_steps = N == 1 ? 0 : 2 * (N - 1);
+    lat = nccl::kBaseLatRing[p] + (steps - inter_steps) * intra_lat + inter_steps * inter_lat;
+    if (proto == Protocol::Simple && N > 1 && bytes / (static_cast<double>(in.comm_channels) * n) >= 64)
+      lat *= in.cc_index == 0 ? 1.9 : 1.4;
+  } else {
+    const double tree = std::min(B * 0.92, C * nccl::kPerChTree[in.cc_index][by_nodes]);
+    bus = proto == Protocol::LL ? std::min(tree / 3.8, ll_max)
+          : proto == Protocol::LL128
+              ? std::min(tree * (N == 1 ? 7.0 / 9.0 : 120.0 / 128.0), C * nccl::kPerChTreeLL128[in.cc_index][by_nodes])
+              : tree;
+    ratio = 0.5;
+    lat = nccl::kBaseLatTree[p] + 2 * ((ppn - 1) * nccl::kHwLatTree[intra][p] + log2_nodes * nccl::kHwLatTree[2][p]);
+    // log2i(nBytes >> 6), log2i(0) = log2i(1) = 0.
+    const double chunks = std::floor(bytes / 64);
+    const int log_size = chunks >= 2 ? static_cast<int>(std::floor(std::log2(chunks))) : 0;
+    if (log_size < 23) bus *= nccl::kTreeCorrection[p][log_size];
+  }
+  return lat + bytes / (bus * ratio);
+}
+
+CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in) {
+  CollectiveAlgorithm best = CollectiveAlgorithm::Tree;
+  double best_s = std::numeric_limits<double>::infinity();
+  for (CollectiveAlgorithm a : {CollectiveAlgorithm::Tree, CollectiveAlgorithm::Ring})
+    for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+      const double t = nccl_model_allreduce_s(a, p, bytes, in);
+      if (t < best_s) {
+        best_s = t;
+        best = a;
+      }
+    }
   return best;
 }
 

@@ -61,6 +61,46 @@ struct NcclLaunch {
 NcclLaunch nccl_launch(CollectiveAlgorithm alg, Protocol proto, double bytes, int ranks, int max_channels,
                        double ring_bw_Bps = 1e300);
 
+/// What NCCL's tuning model knows of a communicator, for ring and tree AllReduce (NCCL 2.30.7
+/// src/graph/tuning.cc ncclTopoTuneModel: its graphs' channel count and bandwidth, the hardware
+/// of their intra-node hops, the GPU generation, the CPU vendor).
+struct NcclTunerInputs {
+  int ranks = 1;            ///< nRanks
+  int nodes = 1;            ///< nNodes
+  int cc_index = 1;         ///< compute capability: Volta 0, Ampere 1, Hopper 2, Blackwell 3
+  bool amd_cpu = false;     ///< the nodes' CPUs are AMD (LL ceiling and network post overhead)
+  bool intra_pcie = false;  ///< the graph joins a node's GPUs over PCIe (hwLat PCI), else NVLink
+  int graph_channels = 1;   ///< graphs[ring/tree]->nChannels
+  /// graphs[a]->nChannels · bw (bwIntra up to 2 nodes, bwInter beyond: what the graph search
+  /// found per channel), bytes/s: the ring's busbw bound.
+  double graph_busbw_Bps = 0;
+  int comm_channels = 1;    ///< comm->nChannels (the ring Simple plateau test)
+  /// LL128 is enabled by default (NCCL: intra-node paths up to PATH_NVB), so the tuner ranks it.
+  bool ll128 = true;
+};
+
+/// NCCL's modelled time of an AllReduce of `bytes` (nBytes) with `alg` (Ring or Tree) and
+/// `proto`, seconds (ncclTopoTuneModel + ncclTopoGetAlgoTime, NCCL 2.30.7):
+///   time = lat + nBytes / (busBw · ratio [· treeCorrection])
+/// with B = graph_busbw_Bps, C = graph_channels, n = ranks, N = nodes, ppn = n / N and
+///   ring   busBw: Simple B; LL min(llMaxBw, B/2); LL128 min(0.92 B, C · perChMaxRingLL128);
+///          ratio n / (2(n − 1)); lat = baseLat + (2(n − 1) − 2(N − 1)) · max(hwLat_intra, net
+///          overhead: 1 µs, AMD 2 µs, Simple ×3, across nodes) + 2(N − 1) · hwLat_net (the tree's
+///          when ppn = 1), times 1.4 (Volta 1.9) for Simple across nodes once
+///          nBytes / (comm_channels · n) >= 64 ("plateau effect of ring");
+///   tree   T = min(0.92 B, C · perChMaxTreeBw); busBw: Simple T; LL min(T / 3.8, llMaxBw);
+///          LL128 min(T · (N = 1 ? 7/9 : 120/128), C · perChMaxTreeLL128); ratio 1/2;
+///          lat = baseLat + 2 ((ppn − 1) · hwLat_intra + log2(N) · hwLat_net); bandwidth times
+///          treeCorrectionFactor[log2(nBytes / 64)] below 2^29 B;
+/// the constants are sim/nccl_constants.hpp's. Returns +inf where NCCL leaves the pair out
+/// (LL128 not enabled). REQUIRES: alg is Ring or Tree; ranks >= 2; bytes >= 0;
+/// graph_busbw_Bps > 0; graph_channels, comm_channels >= 1.
+double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in);
+
+/// The algorithm (Ring or Tree) of NCCL's least modelled time over its enabled protocols for an
+/// AllReduce of `bytes` (src/enqueue.cc getAlgoInfo, which tries the tree first: a tie goes to it).
+CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in);
+
 /// One rule of a profile's tuning table (calibrate/profile.hpp, key `tuning.rules`).
 struct TuningRule {
   CollectiveKind kind = CollectiveKind::AllReduce;  ///< never AllToAll

@@ -19,6 +19,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -171,8 +172,8 @@ TEST_CASE("a profile's tuning rule changes the plan, in the replay and in predic
   const std::string path = profile_with_tuning(
       {{"source", "test"},
        {"rules",
-        {{{"collective", "all_reduce"}, {"nodes", {2, 4}}, {"max_bytes", 2048 * kMiB}, {"algorithm", "ring"},
-          {"protocol", "Simple"}}}}});
+        {{{"collective", "all_reduce"}, {"nodes", {2, 4}}, {"max_bytes", 2048 * kMiB}, {"algorithm", "tree"},
+          {"protocol", "LL128"}}}}});
   const Profile prof = load_profile(path);
   REQUIRE(prof.tuning.size() == 1);
   const LinkEfficiency eff = LinkEfficiency::of_profile(prof);
@@ -180,11 +181,12 @@ TEST_CASE("a profile's tuning rule changes the plan, in the replay and in predic
   tuned.tuning = prof.tuning;
   const CollectivePlan m = plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, size, 0, model);
   const CollectivePlan t = plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, size, 0, tuned);
-  // The model runs a 1 GiB AllReduce over 2 nodes as an LL128 tree; the measured rule says ring Simple.
-  REQUIRE(m.algorithm == CollectiveAlgorithm::Tree);
-  REQUIRE(m.protocol == Protocol::LL128);
-  CHECK(t.algorithm == CollectiveAlgorithm::Ring);
-  CHECK(t.protocol == Protocol::Simple);
+  // The model (NCCL's tuner's ranking) runs a 1 GiB AllReduce over 2 nodes as a Simple ring; the
+  // measured rule says tree LL128.
+  REQUIRE(m.algorithm == CollectiveAlgorithm::Ring);
+  REQUIRE(m.protocol == Protocol::Simple);
+  CHECK(t.algorithm == CollectiveAlgorithm::Tree);
+  CHECK(t.protocol == Protocol::LL128);
   CHECK(t.closed_form_s() != testing::approx(m.closed_form_s()).epsilon(1e-6));
   // The replay (as simulate() builds its options from the profile) times the tuned plan.
   ReplayOptions ro;
@@ -203,12 +205,12 @@ TEST_CASE("a profile's tuning rule changes the plan, in the replay and in predic
   const PassContext ctx0{topo, plain};
   CHECK(predict_collective_s(first(16), CollectiveKind::AllReduce, size, ctx0) ==
         testing::approx(m.closed_form_s()).epsilon(1e-12));
-  // An op that forces the tree keeps it, and the ring rule's protocol does not apply to it.
-  CHECK(predict_collective_s(first(16), CollectiveKind::AllReduce, size, ctx, 0, CollectiveAlgorithm::Tree) ==
+  // An op that forces the ring keeps it, and the tree rule's protocol does not apply to it.
+  CHECK(predict_collective_s(first(16), CollectiveKind::AllReduce, size, ctx, 0, CollectiveAlgorithm::Ring) ==
         testing::approx(m.closed_form_s()).epsilon(1e-12));
   // Beyond the rule's max_bytes the model chooses again.
   CHECK(plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, 4096 * kMiB, 0, tuned).algorithm ==
-        CollectiveAlgorithm::Tree);
+        CollectiveAlgorithm::Ring);
 }
 
 TEST_CASE("a tuning rule forces LL inside one node where the model takes Simple") {
@@ -493,4 +495,55 @@ TEST_CASE("LL across nodes is capped by NCCL's llMaxBw for the nodes' CPU vendor
     CHECK(r.busbw_Bps <= c.cap_Bps);
     CHECK(r.busbw_Bps > 0.99 * c.cap_Bps);
   }
+}
+
+TEST_CASE("NCCL's tuner model: ring and tree AllReduce times by hand, and the algorithm it ranks first") {
+  // Two DGX A100 nodes as NCCL's graph search sees them: 8 channels (one per HDR NIC) of 24 GB/s,
+  // 16 communicator channels, Intel CPUs, NVLink inside the nodes (src/graph/tuning.cc, 2.30.7).
+  NcclTunerInputs in;
+  in.ranks = 16;
+  in.nodes = 2;
+  in.cc_index = 1;
+  in.graph_channels = 8;
+  in.graph_busbw_Bps = 192e9;
+  in.comm_channels = 16;
+  const double GiB = 1024.0 * kMiB;
+  // Ring Simple: lat = 8.4 + (30 - 2) max(3.4, 3 x 1.0) + 2 x 14 = 131.6 us, x 1.4 (plateau:
+  // 1 GiB / (16 x 16) >= 64 B); busBw 192 GB/s x 16/30.
+  CHECK(nccl_model_allreduce_s(CollectiveAlgorithm::Ring, Protocol::Simple, GiB, in) ==
+        testing::approx(131.6e-6 * 1.4 + GiB / (192e9 * 16 / 30)).epsilon(1e-12));
+  // Tree Simple: busBw min(0.92 x 192, 8 x 23.6) = 176.64 GB/s x 1/2 (no correction at 2^24
+  // chunks of 64 B); lat = 8.4 + 2 (7 x 4.0 + log2(2) x 14) = 92.4 us.
+  CHECK(nccl_model_allreduce_s(CollectiveAlgorithm::Tree, Protocol::Simple, GiB, in) ==
+        testing::approx(92.4e-6 + GiB / (176.64e9 / 2)).epsilon(1e-12));
+  // 64 KiB: tree LL at min(176.64 / 3.8, llMaxBw 39) = 39 GB/s, corrected x 0.6 (log2(1024) = 10),
+  // x 1/2, lat = 6.8 + 2 (7 x 0.6 + 5.0) = 25.2 us; ring LL: min(39, 192 / 2) x 16/30, lat =
+  // 6.6 + 28 x max(0.6, 1.0) + 2 x 2.7 = 40 us.
+  const double K64 = 65536;
+  CHECK(nccl_model_allreduce_s(CollectiveAlgorithm::Tree, Protocol::LL, K64, in) ==
+        testing::approx(25.2e-6 + K64 / (39e9 * 0.6 / 2)).epsilon(1e-12));
+  CHECK(nccl_model_allreduce_s(CollectiveAlgorithm::Ring, Protocol::LL, K64, in) ==
+        testing::approx(40e-6 + K64 / (39e9 * 16 / 30)).epsilon(1e-12));
+  CHECK(nccl_model_allreduce_algorithm(K64, in) == CollectiveAlgorithm::Tree);
+  CHECK(nccl_model_allreduce_algorithm(GiB, in) == CollectiveAlgorithm::Ring);
+  // LL128 not enabled: never ranked.
+  in.ll128 = false;
+  CHECK(std::isinf(nccl_model_allreduce_s(CollectiveAlgorithm::Tree, Protocol::LL128, K64, in)));
+}
+
+TEST_CASE("across nodes the automatic AllReduce runs the algorithm NCCL's tuner ranks first, not the model's fastest") {
+  // Regression: over 2 DGX A100 nodes the model's tree (half the ring's NIC traffic) beat its
+  // ring at 1-4 GiB and ran, 19-22% above the published 2-node curve, which sits on the ring's
+  // NIC bound as NCCL's tuner picks the ring there (tests/nccl_validation_test.cpp).
+  const Topology topo = load_topology(kSuperpod, {{"node.count", "2"}});
+  const LinkEfficiency eff = shipped_link_efficiency("a100-sxm4-80gb");
+  CollectiveOptions o;
+  const CollectivePlan big = plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, 1024 * kMiB, 0, o);
+  CHECK(big.algorithm == CollectiveAlgorithm::Ring);
+  o.algorithm = CollectiveAlgorithm::Tree;
+  const CollectivePlan tree = plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, 1024 * kMiB, 0, o);
+  CHECK(tree.closed_form_s() < big.closed_form_s());  // the model's own tree is faster, yet not chosen
+  o.algorithm = CollectiveAlgorithm::Auto;
+  CHECK(plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, 64 * 1024, 0, o).algorithm ==
+        CollectiveAlgorithm::Tree);
 }

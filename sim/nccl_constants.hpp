@@ -1,0 +1,44 @@
+// NCCL's tuning-model constants for its ring and tree (src/graph/tuning.cc, the tuner constants
+// ncclTunerConstantsDefaults of NCCL 2.30.7), shared by the collective plans (collective_plan.cpp),
+// which time steps with them, and NCCL's own tuner model (nccl_tuning.hpp), which ranks
+// algorithms with them. Internal to sim/. Indices: protocol [LL, LL128, Simple] (Protocol's
+// order); hardware [NVLink, PCIe, network] (HopKind's order); compute capability [Volta < 8.0 ≤
+// Ampere < 9.0 ≤ Hopper < 10.0 ≤ Blackwell].
+#pragma once
+
+namespace overlapsim::nccl {
+
+/// Base latency per collective, seconds (baseLat).
+inline constexpr double kBaseLatRing[3] = {6.6e-6, 14.0e-6, 8.4e-6};
+inline constexpr double kBaseLatTree[3] = {6.8e-6, 14.0e-6, 8.4e-6};
+/// Latency per step by hardware, seconds (hwLat).
+inline constexpr double kHwLatRing[3][3] = {
+    {0.6e-6, 1.9e-6, 3.4e-6},   // NVLink: LL, LL128, Simple
+    {1.0e-6, 2.5e-6, 5.7e-6},   // PCIe
+    {2.7e-6, 4.0e-6, 14.0e-6},  // network
+};
+inline constexpr double kHwLatTree[3][3] = {
+    {0.6e-6, 1.25e-6, 4.0e-6},  // NVLink: LL, LL128, Simple
+    {1.0e-6, 1.9e-6, 4.0e-6},   // PCIe
+    {5.0e-6, 8.5e-6, 14.0e-6},  // network
+};
+/// LL busBw ceiling (llMaxBws), bytes/s: one node by compute capability; across nodes by the
+/// nodes' CPU vendor [other, AMD] and node count [2, more].
+inline constexpr double kLlMaxBusBw[4] = {39.0e9, 87.7e9, 141.0e9, 282.0e9};
+inline constexpr double kLlMaxBusBwNodes[2][2] = {{39.0e9, 20.4e9}, {22.5e9, 19.0e9}};
+/// Per-channel busBw ceilings, bytes/s, by compute capability and node count [1, 2, more]
+/// (perChMaxRingLL128Bws, perChMaxTreeBws, perChMaxTreeLL128Bws).
+inline constexpr double kPerChRingLL128[4][3] = {
+    {20.0e9, 20.0e9, 20.0e9}, {20.0e9, 20.0e9, 20.0e9}, {36.7e9, 36.7e9, 36.7e9}, {40.0e9, 40.0e9, 40.0e9}};
+inline constexpr double kPerChTree[4][3] = {
+    {26.5e9, 18.5e9, 10.0e9}, {24.0e9, 23.6e9, 17.8e9}, {38.7e9, 41.4e9, 36.0e9}, {70.0e9, 42.8e9, 24.0e9}};
+inline constexpr double kPerChTreeLL128[4][3] = {
+    {20.0e9, 20.0e9, 20.0e9}, {20.0e9, 20.0e9, 20.0e9}, {36.7e9, 36.7e9, 29.0e9}, {55.6e9, 31.67e9, 20.0e9}};
+/// The tree's bandwidth correction by log2(bytes / 64) for 0 ... 22 (treeCorrectionFactor:
+/// "Trees are not perfectly sticking to the model for medium sizes").
+inline constexpr double kTreeCorrection[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+
+}  // namespace overlapsim::nccl
