@@ -535,7 +535,9 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
           pick = c;
         }
       const bool modelled = pick.first == "ring" ||
-                            ((pick.first == "tree" || (pick.first == "nvls" && nodes == 1)) && kind == CollectiveKind::AllReduce);
+                            ((pick.first == "tree" || (pick.first == "nvls" && nodes == 1) ||
+                              (pick.first == "nvls_tree" && nodes > 1)) &&
+                             kind == CollectiveKind::AllReduce);
       if (!modelled) {
         res.warnings.push_back(coll + " on " + std::to_string(ranks) + " ranks: NCCL ran " +
                                std::to_string(static_cast<long long>(bytes)) + " B with algorithm " + pick.first +
@@ -548,9 +550,10 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
       r.min_ranks = r.max_ranks = ranks;
       r.min_nodes = r.max_nodes = nodes;
       r.max_bytes = bytes;
-      r.algorithm = pick.first == "tree"   ? CollectiveAlgorithm::Tree
-                    : pick.first == "nvls" ? CollectiveAlgorithm::Nvls
-                                           : CollectiveAlgorithm::Ring;
+      r.algorithm = pick.first == "tree"        ? CollectiveAlgorithm::Tree
+                    : pick.first == "nvls"      ? CollectiveAlgorithm::Nvls
+                    : pick.first == "nvls_tree" ? CollectiveAlgorithm::NvlsTree
+                                                : CollectiveAlgorithm::Ring;
       r.protocol = pick.second == "LL" ? Protocol::LL : pick.second == "LL128" ? Protocol::LL128 : Protocol::Simple;
       TuningRule* last = in_run ? &p.tuning.back() : nullptr;
       if (last && last->algorithm == r.algorithm && last->protocol == r.protocol) last->max_bytes = bytes;

@@ -237,13 +237,14 @@ void load_tuning(const Reader& r, const json& root, Profile& p) {
       t.algorithm = a;
     else
       r.fail(sec + ".algorithm", std::string("expected \"ring\"") +
-                                     (t.kind == CollectiveKind::AllReduce ? ", \"tree\" or \"nvls\""
-                                                                          : " (tree and nvls are for all_reduce only)") +
+                                     (t.kind == CollectiveKind::AllReduce ? ", \"tree\", \"nvls\" or \"nvlstree\""
+                                                                          : " (tree, nvls and nvlstree are for all_reduce only)") +
                                      ", found \"" + r.string(o, sec, "algorithm") + "\"");
     if (!parse_protocol(r.string(o, sec, "protocol"), &t.protocol))
       r.fail(sec + ".protocol", "expected \"LL\", \"LL128\" or \"Simple\", found \"" + r.string(o, sec, "protocol") + "\"");
-    if (t.algorithm == CollectiveAlgorithm::Nvls && t.protocol != Protocol::Simple)
-      r.fail(sec + ".protocol", "expected \"Simple\" for nvls (NCCL runs NVLS with Simple only), found \"" +
+    if ((t.algorithm == CollectiveAlgorithm::Nvls || t.algorithm == CollectiveAlgorithm::NvlsTree) &&
+        t.protocol != Protocol::Simple)
+      r.fail(sec + ".protocol", "expected \"Simple\" for nvls and nvlstree (NCCL runs NVLS with Simple only), found \"" +
                                     r.string(o, sec, "protocol") + "\"");
     p.tuning.push_back(t);
   }

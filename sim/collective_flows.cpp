@@ -32,8 +32,9 @@ void Replayer::coll_ready(int ri, int oi) {
       for (auto& mem : c.members)
         if (mem.rank_idx >= 0) mem.a2a_left = 2 * (n - 1);  // n−1 flows out, n−1 in
     // (A chain whose waves' hop table was too large to keep, ChainWaves::hop_s, has no floors
-    // for its flows: its closed form times it too.)
+    // for its flows: its closed form times it too; so is NVLS_TREE, which has no flows.)
     c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic || c.plan->tree_flows() > kMaxTreeFlows ||
+                                c.plan->algorithm == CollectiveAlgorithm::NvlsTree ||
                                 c.plan->chain_flows() > kMaxTreeFlows ||
                                 (c.plan->chain && c.plan->chain_waves.hop_s.empty()));
     // Analytic AllToAll: its closed form (contention at the members' own ports included); in

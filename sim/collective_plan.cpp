@@ -1,4 +1,5 @@
 #include "sim/collective_plan.hpp"
+#include "sim/collective_plan_detail.hpp"
 
 #include "calibrate/profile.hpp"
 #include "models/device_catalog.hpp"
@@ -13,6 +14,8 @@
 
 namespace overlapsim {
 
+using namespace plan_detail;
+
 namespace {
 
 // NCCL's ring and tree latencies (sim/nccl_constants.hpp).
@@ -20,18 +23,6 @@ using nccl::kBaseLatRing;
 using nccl::kBaseLatTree;
 using nccl::kHwLatRing;
 using nccl::kHwLatTree;
-// NVLS (src/graph/tuning.cc): hwLat NVLink 25 µs, no base latency; nvlsEfficiency Hopper 0.85,
-// Blackwell 0.74; channels (src/transport/nvls.cc NVLS_NCHANNELS_SM90 16, _SM100_NVL 24).
-constexpr double kNvlsLatency = 25e-6;
-// NVLS AllReduce's chunk (v2.18.5 src/enqueue.cc): at most 131072 B, halved to 65536 B below 64
-// loops of it, 32768 B below 8 and 16384 B below 2, a loop being channels · heads chunks.
-double nvls_chunk_bytes(double bytes, double concurrent_ops) {
-  double c = 131072;
-  if (bytes < 64 * concurrent_ops * c) c = 65536;
-  if (bytes < 8 * concurrent_ops * c) c = 32768;
-  if (bytes < 2 * concurrent_ops * c) c = 16384;
-  return c;
-}
 // Payload fraction on the wire (NCCL src/include/device.h: LL lines are 8 B data + 8 B flags;
 // LL128 lines are 120 B data + 8 B flags).
 constexpr double kWireFraction[3] = {0.5, 120.0 / 128.0, 1.0};
@@ -61,11 +52,6 @@ constexpr double kTreeChunkBytes[3] = {65536.0 / 2, 614400.0 / 16 * 15, kSliceBy
 using nccl::kLlMaxBusBw;
 using nccl::kLlMaxBusBwNodes;  // [AMD][2 nodes, more]
 
-int compute_capability_index(const Topology& topo) {
-  const int cc = device_spec(topo.gpu_model()).compute_capability;
-  return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
-}
-
 /// The cap on one ring hop's share (wire bytes/s) that NCCL's protocol limits set for `proto`
 /// over `nodes` nodes with `channels` channels (above); +inf for Simple.
 double ring_protocol_cap_Bps(const Topology& topo, Protocol proto, int nodes, int channels) {
@@ -77,6 +63,15 @@ double ring_protocol_cap_Bps(const Topology& topo, Protocol proto, int nodes, in
   }
   if (proto == Protocol::LL128) return nccl::kPerChRingLL128[compute_capability_index(topo)][0] / kWireFraction[pi];
   return std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+namespace plan_detail {
+
+int compute_capability_index(const Topology& topo) {
+  const int cc = device_spec(topo.gpu_model()).compute_capability;
+  return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
 }
 
 /// The channels of NCCL's communicator over `nodes` nodes (Topology::nccl_channels), or
@@ -105,7 +100,23 @@ Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vec
   return h;
 }
 
-}  // namespace
+/// Each hop's share of its links while every hop in `hops` sends at once.
+void set_shares(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                const std::vector<Hop2*>& hops) {
+  std::map<int, int> users;
+  for (const Hop2* h : hops)
+    for (int l : h->links) ++users[l];
+  for (Hop2* h : hops) {
+    h->share_Bps = std::numeric_limits<double>::infinity();
+    for (const Hop& hop : topo.route(ranks[h->src_pos], ranks[h->dst_pos])) {
+      const Link& l = topo.link(hop.link_id);
+      const int key = 2 * hop.link_id + ((hop.forward || !l.full_duplex) ? 0 : 1);
+      h->share_Bps = std::min(h->share_Bps, l.bandwidth_Bps * eff.of(l.kind) / users[key]);
+    }
+  }
+}
+
+}  // namespace plan_detail
 
 void CollectiveOptions::read_profile(const Profile& profile) {
   tuning = profile.tuning;
@@ -223,6 +234,7 @@ const char* to_string(Protocol p) {
 
 double CollectivePlan::closed_form_s() const {
   if (members <= 1 || steps == 0) return 0;
+  if (algorithm == CollectiveAlgorithm::NvlsTree) return base_latency_s + nvls_tree_s;
   if (algorithm == CollectiveAlgorithm::Tree) {
     double t = 0;
     for (const TreePlan& tp : trees) t = std::max(t, tp.pipeline_s(steps, wire_bytes));
@@ -282,6 +294,7 @@ double tree_received_bytes(const CollectivePlan& p, int pos) {
 
 double received_bytes_per_rank(const CollectivePlan& p) {
   if (p.members <= 1) return 0;
+  if (p.algorithm == CollectiveAlgorithm::NvlsTree) return p.step_bytes;  // the result, through its NVSwitch port
   if (p.algorithm == CollectiveAlgorithm::Tree) {
     double sum = 0;
     for (int v = 0; v < p.members; ++v) sum += tree_received_bytes(p, v);
@@ -292,22 +305,6 @@ double received_bytes_per_rank(const CollectivePlan& p) {
 }
 
 namespace {
-
-/// Each hop's share of its links while every hop in `hops` sends at once.
-void set_shares(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                const std::vector<Hop2*>& hops) {
-  std::map<int, int> users;
-  for (const Hop2* h : hops)
-    for (int l : h->links) ++users[l];
-  for (Hop2* h : hops) {
-    h->share_Bps = std::numeric_limits<double>::infinity();
-    for (const Hop& hop : topo.route(ranks[h->src_pos], ranks[h->dst_pos])) {
-      const Link& l = topo.link(hop.link_id);
-      const int key = 2 * hop.link_id + ((hop.forward || !l.full_duplex) ? 0 : 1);
-      h->share_Bps = std::min(h->share_Bps, l.bandwidth_Bps * eff.of(l.kind) / users[key]);
-    }
-  }
-}
 
 /// Tree hops' shares: a hop shares a link with the hops whose busy windows overlap its own, a
 /// window being [first slice's start, + K · its time alone] as end_times() would place it
@@ -470,62 +467,6 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
                          CollectiveKind kind, double bytes, int channels_forced, const CollectiveOptions& opt,
                          const Protocol* forced_protocol);
 
-/// Whether NCCL can run NVLS over these ranks: two or more GPUs of one node whose routes to
-/// each other cross only NVSwitch links, of compute capability 9.0 or later (NVLink SHARP needs
-/// third-generation NVSwitch: Hopper's).
-bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                    int channels_forced) {
-  // NCCL leaves NVLS out for 2 GPUs or fewer (src/transport/nvls.cc ncclNvlsInit), below 2
-  // channels (src/graph/tuning.cc) and for any protocol but Simple.
-  if (opt.textbook || ranks.size() <= 2 || node_count(topo, ranks) != 1 || channels_forced == 1) return false;
-  if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
-  if (device_spec(topo.gpu_model()).compute_capability < 90) return false;
-  for (size_t i = 1; i < ranks.size(); ++i)
-    for (const Hop& hop : topo.route(ranks[0], ranks[i]))
-      if (topo.link(hop.link_id).kind != LinkKind::NvSwitch) return false;
-  return true;
-}
-
-CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
-                         int channels_forced) {
-  const int cc = device_spec(topo.gpu_model()).compute_capability;
-  CollectivePlan p;
-  p.kind = CollectiveKind::AllReduce;
-  p.algorithm = CollectiveAlgorithm::Nvls;
-  p.protocol = Protocol::Simple;
-  p.members = static_cast<int>(ranks.size());
-  p.channels = channels_forced > 0 ? std::max(2, channels_forced) : cc >= 100 ? 24 : 16;
-  p.sm_blocks = p.channels;
-  p.steps = 1;
-  p.step_bytes = bytes;
-  const double efficiency = (cc >= 100 ? 0.74 : 0.85) * (p.channels - 1) / p.channels;
-  p.wire_bytes = bytes / efficiency;
-  p.base_latency_s = 0;
-  ChannelPlan ch;
-  const int n = p.members;
-  for (int i = 0; i < n; ++i) ch.order.push_back(i);
-  for (int i = 0; i < n; ++i) ch.hops.push_back(measure_hop(topo, eff, ranks, i, (i + 1) % n));
-  std::vector<Hop2*> hops;
-  for (Hop2& h : ch.hops) hops.push_back(&h);
-  set_shares(topo, eff, ranks, hops);
-  // The pipeline's fill (header): each channel's three stages pass its units of u = n · c bytes
-  // (a loop L = C · u); the busiest channel, channel 0, has ceil(S / L) − 1 whole units and a last
-  // of min(u, rest), and its pipeline takes its units plus two of its largest at the channel's
-  // rate, a C-th of the port's: E = C · (units + 2 · largest) bytes pass where S is carried.
-  const double unit = n * nvls_chunk_bytes(bytes, static_cast<double>(p.channels) * n);
-  const double loop = p.channels * unit;
-  const double loops = std::max(1.0, std::ceil(bytes / loop));
-  const double last = std::min(unit, bytes - (loops - 1) * loop);
-  const double largest = loops > 1 ? unit : last;
-  const double fill_bytes = bytes > 0 ? std::max(0.0, p.channels * ((loops - 1) * unit + last + 2 * largest) - bytes) : 0;
-  for (Hop2& h : ch.hops) {
-    h.step_latency_s = std::max(h.route_latency_s, kNvlsLatency) + fill_bytes / efficiency / h.share_Bps;
-    ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
-  }
-  p.rings.push_back(std::move(ch));
-  return p;
-}
-
 }  // namespace
 
 int node_count(const Topology& topo, const std::vector<int>& ranks) {
@@ -583,8 +524,10 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   const Protocol* proto = rule && opt.protocol_auto && alg == rule->algorithm ? &rule->protocol : nullptr;
   const bool nvls = kind == CollectiveKind::AllReduce && nvls_supported(topo, ranks, opt, forced);
   if (alg == CollectiveAlgorithm::Nvls && nvls) return plan_nvls(topo, eff, ranks, bytes, forced);
-  if (alg == CollectiveAlgorithm::Nvls) {
-    // As NCCL where NVLS cannot run: the ring, its protocol chosen as usual (not the rule's).
+  const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
+  if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, forced);
+  if (alg == CollectiveAlgorithm::Nvls || alg == CollectiveAlgorithm::NvlsTree) {
+    // As NCCL where NVLS (NVLS_TREE) cannot run: the ring, its protocol chosen as usual (not the rule's).
     alg = CollectiveAlgorithm::Ring;
     proto = nullptr;
   }
@@ -599,12 +542,20 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   if (alg == CollectiveAlgorithm::Ring) return ring;
   // Across nodes, the algorithm NCCL's tuner ranks first (header); forced channels or the
   // textbook model: the least closed form.
-  if (alg == CollectiveAlgorithm::Auto && forced == 0 && !opt.textbook && kind == CollectiveKind::AllReduce)
-    return nccl_model_allreduce_algorithm(bytes, tuner_inputs(topo, eff, ranks, nodes, opt)) == CollectiveAlgorithm::Tree
-               ? plan_tree(topo, eff, ranks, bytes, forced, opt, proto)
-               : ring;
-  CollectivePlan tree = plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
-  return tree.closed_form_s() < ring.closed_form_s() ? tree : ring;
+  if (alg == CollectiveAlgorithm::Auto && forced == 0 && !opt.textbook) {
+    NcclTunerInputs in = tuner_inputs(topo, eff, ranks, nodes, opt);
+    if (nvls_tree) nvls_tree_tuner_inputs(topo, eff, ranks, &in);
+    const CollectiveAlgorithm pick = nccl_model_allreduce_algorithm(bytes, in);
+    if (pick == CollectiveAlgorithm::NvlsTree) return plan_nvls_tree(topo, eff, ranks, bytes, forced);
+    return pick == CollectiveAlgorithm::Tree ? plan_tree(topo, eff, ranks, bytes, forced, opt, proto) : ring;
+  }
+  CollectivePlan best = plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
+  if (ring.closed_form_s() <= best.closed_form_s()) best = std::move(ring);
+  if (nvls_tree && alg == CollectiveAlgorithm::Auto) {
+    CollectivePlan q = plan_nvls_tree(topo, eff, ranks, bytes, forced);
+    if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
+  }
+  return best;
 }
 
 namespace {

@@ -53,8 +53,31 @@
 // units and a last of min(u, rest), and E = C · (its units + 2 · its largest) bytes pass (for
 // S ≤ u: 3 · C · S, so 8 B cost 25 µs, not three loops).
 // One flow per GPU carries S / η; the fill, the other loops' worth, is in its step latency at
-// the uncontended share. NVLS across nodes (NVLS_TREE), and NVLS for ReduceScatter and
-// AllGather, are not modelled.
+// the uncontended share. NVLS for ReduceScatter and AllGather is not modelled.
+//
+// NVLS_TREE (AllReduce across 2 or more nodes, NCCL ≥ 2.18, src/device/all_reduce.h
+// runNvlsTree): every node runs NVLS (the same number, 3 or more, of its GPUs on a Hopper-or-later
+// NVSwitch) and reaches the others through its NICs. Inside a node its GPUs scatter into and
+// gather from the switch as NVLS does; each of its h heads (one GPU per NIC rail: h = min(GPUs,
+// NICs) of a node) reduces its shard S / h across the nodes over NCCL's double binary tree of the
+// nodes (dtree_parent; channel c on tree c mod 2, so half of each shard on each tree), reduce up
+// and broadcast down at once. The three stages are pipelined; the collective takes
+//   T = 25 µs + 2 · ⌊log2 N⌋ · 20.9 µs + max(T_nvls, T_tree, T_kernel)
+// (NCCL's tuning model's NVLS_TREE latency: hwLat NVLink 25 µs, network 20.9 µs; no base), with
+//   T_nvls   the node's NVLS port time with its pipeline's fill, as above, latency aside;
+//   T_tree   the busiest tree hop's S / (2h) over its share of its links while every rail's hops
+//            send at once (two nodes: S / h over each NIC each way; more: up to 2 S / h) plus the
+//            fill: one chunk of each of the C channels up and down the deepest tree, 2 · D · C · c
+//            over the slowest rail (c NCCL's NVLS_TREE chunk: 128 KiB, 64 KiB from 4 nodes on, 64
+//            KiB below 4 loops of C · h chunks, 32 KiB below one; src/enqueue.cc,
+//            src/transport/nvls.cc);
+//   T_kernel S over NCCL's ceiling of the NVLS_TREE kernel as algbw, h · perChMaxNVLSTreeBw
+//            (Hopper 57.7 GB/s on 2 nodes, 45.5 on more; Blackwell 96, 80) · n / (2(n − 1)):
+//            NCCL's tuner's per-channel busBw limit on its NVLS graph's h channels, which the
+//            published 2-node H100 curves meet (462 against 467-481 GB/s at 8 GiB,
+//            tests/nccl_validation_test.cpp).
+// NVLS_TREE issues no flows: both fidelities time it by this closed form (it meets no other
+// traffic in flow), on NCCL's 16 (Hopper) or 24 (Blackwell) NVLS channels.
 //
 // Protocols (NCCL src/graph/tuning.cc and src/include/device.h): LL moves 8 bytes of data per
 // 16 on the wire, LL128 120 per 128, Simple all of them; each has a base latency per collective
@@ -273,7 +296,7 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
 
 struct CollectivePlan {
   CollectiveKind kind = CollectiveKind::AllReduce;
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring, Tree or Nvls (never Auto)
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring, Tree, Nvls or NvlsTree (never Auto)
   Protocol protocol = Protocol::Simple;
   bool chain = false;           ///< Broadcast/Reduce: pipelined chain from / to the root
   int channels = 1;             ///< channels it runs on (the op's, or NCCL's count for the size)
@@ -292,6 +315,9 @@ struct CollectivePlan {
   std::vector<ChannelPlan> rings;  ///< Ring
   std::vector<TreePlan> trees;     ///< Tree (distinct channels; see TreePlan::multiplicity)
   ChainWaves chain_waves;          ///< chain: its waves
+  /// NvlsTree: the slowest of its intra-node NVLS, its inter-node tree and NCCL's per-channel
+  /// ceiling, seconds (header, NVLS_TREE); the closed form is base_latency_s plus this.
+  double nvls_tree_s = 0;
 
   /// Contention-free time of the collective, seconds (the formulas in the header).
   double closed_form_s() const;

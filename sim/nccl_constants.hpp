@@ -41,4 +41,14 @@ inline constexpr double kTreeCorrection[3][23] = {
     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
 
+/// NVLS (NVLink SHARP): hwLat on NVLink (NVLS and NVLS_TREE) and NVLS_TREE's on the network,
+/// seconds; no base latency; nvlsEfficiency by compute capability (0: no NVLS); NVLS_TREE's
+/// per-channel busBw ceiling (perChMaxNVLSTreeBws), bytes/s, by compute capability and node
+/// count [1, 2, more].
+inline constexpr double kHwLatNvlsNvlink = 25e-6;
+inline constexpr double kHwLatNvlsTreeNet = 20.9e-6;
+inline constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
+inline constexpr double kPerChNvlsTree[4][3] = {
+    {26.5e9, 18.5e9, 10.0e9}, {24.0e9, 23.6e9, 17.8e9}, {0.0, 57.7e9, 45.5e9}, {0.0, 96.0e9, 80.0e9}};
+
 }  // namespace overlapsim::nccl

@@ -30,6 +30,7 @@ bool parse_algorithm(const std::string& text, CollectiveAlgorithm* out) {
   else if (t == "ring") *out = CollectiveAlgorithm::Ring;
   else if (t == "tree") *out = CollectiveAlgorithm::Tree;
   else if (t == "nvls") *out = CollectiveAlgorithm::Nvls;
+  else if (t == "nvlstree" || t == "nvls_tree") *out = CollectiveAlgorithm::NvlsTree;
   else return false;
   return true;
 }
@@ -88,7 +89,9 @@ const TuningRule* find_tuning_rule(const std::vector<TuningRule>& table, Collect
 }
 
 double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in) {
-  OVERLAPSIM_CHECK((alg == CollectiveAlgorithm::Ring || alg == CollectiveAlgorithm::Tree) && in.ranks >= 2 &&
+  OVERLAPSIM_CHECK((alg == CollectiveAlgorithm::Ring || alg == CollectiveAlgorithm::Tree ||
+                    alg == CollectiveAlgorithm::NvlsTree) &&
+                       in.ranks >= 2 &&
                        bytes >= 0 && in.graph_busbw_Bps > 0 && in.graph_channels >= 1 && in.comm_channels >= 1 &&
                        in.nodes >= 1 && in.cc_index >= 0 && in.cc_index <= 3,
                    "nccl_model_allreduce_s: bad arguments");
@@ -102,6 +105,18 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
   const int log2_nodes = static_cast<int>(std::floor(std::log2(static_cast<double>(N))));
   const double ppn = static_cast<double>(n) / N;
   double bus = 0, ratio = 0, lat = 0;
+  if (alg == CollectiveAlgorithm::NvlsTree) {
+    if (!in.nvls_tree || proto != Protocol::Simple || in.nvls_heads < 2 || in.nvls_intra_Bps <= 0 ||
+        in.nvls_inter_Bps <= 0 || nccl::kNvlsEfficiency[in.cc_index] <= 0)
+      return std::numeric_limits<double>::infinity();
+    const double h = in.nvls_heads;
+    const double intra = in.nvls_intra_Bps / h * nccl::kNvlsEfficiency[in.cc_index] * (h - 1) / h * 2;
+    const double inter = in.nvls_inter_Bps / h * (N <= 2 ? 2 : 1);
+    bus = h * std::min({intra, inter, nccl::kPerChNvlsTree[in.cc_index][by_nodes]});
+    ratio = static_cast<double>(n) / (2 * (n - 1));
+    lat = nccl::kHwLatNvlsNvlink + 2 * log2_nodes * nccl::kHwLatNvlsTreeNet;
+    return lat + bytes / (bus * ratio);
+  }
   if (alg == CollectiveAlgorithm::Ring) {
     bus = proto == Protocol::LL      ? std::min(ll_max, B * 0.5)
           : proto == Protocol::LL128 ? std::min(B * 0.92, C * nccl::kPerChRingLL128[in.cc_index][by_nodes])
@@ -134,7 +149,7 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
 CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in) {
   CollectiveAlgorithm best = CollectiveAlgorithm::Tree;
   double best_s = std::numeric_limits<double>::infinity();
-  for (CollectiveAlgorithm a : {CollectiveAlgorithm::Tree, CollectiveAlgorithm::Ring})
+  for (CollectiveAlgorithm a : {CollectiveAlgorithm::Tree, CollectiveAlgorithm::Ring, CollectiveAlgorithm::NvlsTree})
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
       const double t = nccl_model_allreduce_s(a, p, bytes, in);
       if (t < best_s) {

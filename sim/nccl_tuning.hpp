@@ -43,7 +43,8 @@ std::string ascii_lower(std::string text);
 /// NCCL_PROTO's names in any case: "LL", "LL128", "Simple". Returns false (and leaves *out) for
 /// any other text.
 bool parse_protocol(const std::string& text, Protocol* out);
-/// NCCL_ALGO's names in any case: "ring", "tree", "nvls", and "auto" (the tuner's choice).
+/// NCCL_ALGO's names in any case: "ring", "tree", "nvls", "nvlstree" (also as NCCL's debug
+/// output spells it, "nvls_tree"), and "auto" (the tuner's choice).
 /// Returns false (and leaves *out) for any other text.
 bool parse_algorithm(const std::string& text, CollectiveAlgorithm* out);
 
@@ -77,6 +78,13 @@ struct NcclTunerInputs {
   int comm_channels = 1;    ///< comm->nChannels (the ring Simple plateau test)
   /// LL128 is enabled by default (NCCL: intra-node paths up to PATH_NVB), so the tuner ranks it.
   bool ll128 = true;
+  /// NVLS_TREE can run (collective_plan.hpp), and NCCL's NVLS graph: one channel per head, its
+  /// intra-node bandwidth (graphs[NVLS]->bwIntra · nChannels) and inter-node bandwidth
+  /// (bwInter · nChannels), bytes/s.
+  bool nvls_tree = false;
+  int nvls_heads = 0;
+  double nvls_intra_Bps = 0;
+  double nvls_inter_Bps = 0;
 };
 
 /// NCCL's modelled time of an AllReduce of `bytes` (nBytes) with `alg` (Ring or Tree) and
@@ -92,13 +100,19 @@ struct NcclTunerInputs {
 ///          LL128 min(T · (N = 1 ? 7/9 : 120/128), C · perChMaxTreeLL128); ratio 1/2;
 ///          lat = baseLat + 2 ((ppn − 1) · hwLat_intra + log2(N) · hwLat_net); bandwidth times
 ///          treeCorrectionFactor[log2(nBytes / 64)] below 2^29 B;
+///   NVLS_TREE (Simple only) busBw = h · min(intra · η · (h − 1)/h · 2, inter · (N <= 2 ? 2 : 1),
+///          perChMaxNVLSTreeBw) with h = nvls_heads, intra and inter per head (nvls_intra_Bps /
+///          h, nvls_inter_Bps / h), η nvlsEfficiency; ratio n / (2(n − 1)); lat = hwLat NVLink
+///          25 µs + 2 log2(N) · 20.9 µs;
 /// the constants are sim/nccl_constants.hpp's. Returns +inf where NCCL leaves the pair out
-/// (LL128 not enabled). REQUIRES: alg is Ring or Tree; ranks >= 2; bytes >= 0;
+/// (LL128 not enabled; NVLS_TREE not possible, or not Simple). REQUIRES: alg is Ring, Tree or
+/// NvlsTree; ranks >= 2; bytes >= 0;
 /// graph_busbw_Bps > 0; graph_channels, comm_channels >= 1.
 double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in);
 
-/// The algorithm (Ring or Tree) of NCCL's least modelled time over its enabled protocols for an
-/// AllReduce of `bytes` (src/enqueue.cc getAlgoInfo, which tries the tree first: a tie goes to it).
+/// The algorithm (Ring, Tree or, where it can run, NvlsTree) of NCCL's least modelled time over
+/// its enabled protocols for an AllReduce of `bytes` (src/enqueue.cc getAlgoInfo, which tries
+/// the tree, then the ring, then NVLS_TREE: a tie goes to the earlier).
 CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in);
 
 /// One rule of a profile's tuning table (calibrate/profile.hpp, key `tuning.rules`).

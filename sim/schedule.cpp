@@ -63,6 +63,7 @@ const char* to_string(CollectiveAlgorithm a) {
     case CollectiveAlgorithm::Ring: return "ring";
     case CollectiveAlgorithm::Tree: return "tree";
     case CollectiveAlgorithm::Nvls: return "nvls";
+    case CollectiveAlgorithm::NvlsTree: return "nvlstree";
   }
   return "?";
 }

@@ -244,7 +244,7 @@ TEST_CASE("malformed tuning rules are errors naming the file and the key") {
       {"collective", "alltoall", "tuning.rules[0].collective"},
       {"protocol", "LL256", "tuning.rules[0].protocol"},
       {"protocol", nullptr, "tuning.rules[0].protocol"},
-      {"algorithm", "nvls_tree", "tuning.rules[0].algorithm"},
+      {"algorithm", "collnet_direct", "tuning.rules[0].algorithm"},
       {"max_bytes", -1, "tuning.rules[0].max_bytes"},
       {"ranks", json::array({8, 4}), "tuning.rules[0].ranks"},
       {"nodes", 0, "tuning.rules[0].nodes"},
@@ -324,7 +324,8 @@ TEST_CASE("import-nccl-tests fills the tuning table from NCCL's TUNING lines") {
   const TuningRule& b = r.profile.tuning[1];
   CHECK(b.max_bytes == 4194304);  // 2 and 4 MiB: one run of ring LL128
   CHECK(b.protocol == Protocol::LL128);
-  // 8 MiB ran NVLS in one node: a rule; 16 MiB NVLS_TREE, which is not modelled: no rule, a warning.
+  // 8 MiB ran NVLS in one node: a rule; 16 MiB NVLS_TREE in a one-node log (modelled only across
+  // nodes, where NCCL runs it): no rule, a warning.
   CHECK(r.profile.tuning[2].algorithm == CollectiveAlgorithm::Nvls);
   CHECK(r.profile.tuning[2].max_bytes == 8388608);
   bool warned = false;
@@ -546,4 +547,29 @@ TEST_CASE("across nodes the automatic AllReduce runs the algorithm NCCL's tuner 
   o.algorithm = CollectiveAlgorithm::Auto;
   CHECK(plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, 64 * 1024, 0, o).algorithm ==
         CollectiveAlgorithm::Tree);
+}
+
+TEST_CASE("NCCL's tuner model: NVLS_TREE by hand, ranked only where it can run") {
+  // Two DGX H100 nodes: 8 heads, each GPU's NVSwitch port 450 GB/s, 8 NDR NICs of 50 GB/s.
+  NcclTunerInputs in;
+  in.ranks = 16;
+  in.nodes = 2;
+  in.cc_index = 2;
+  in.graph_channels = 8;
+  in.graph_busbw_Bps = 8 * 45e9;
+  in.comm_channels = 16;
+  const double S = 1024.0 * kMiB;
+  CHECK(std::isinf(nccl_model_allreduce_s(CollectiveAlgorithm::NvlsTree, Protocol::Simple, S, in)));
+  CHECK(nccl_model_allreduce_algorithm(S, in) != CollectiveAlgorithm::NvlsTree);
+  in.nvls_tree = true;
+  in.nvls_heads = 8;
+  in.nvls_intra_Bps = 450e9;
+  in.nvls_inter_Bps = 8 * 50e9;
+  // Per head: min(450/8 x 0.85 x 7/8 x 2 = 83.7, 50 x 2 (2 nodes) = 100, perChMaxNVLSTreeBw 57.7)
+  // = 57.7 GB/s; busBw 8 x 57.7; ratio 16/30; latency 25 + 2 x 20.9 us.
+  CHECK(nccl_model_allreduce_s(CollectiveAlgorithm::NvlsTree, Protocol::Simple, S, in) ==
+        testing::approx(66.8e-6 + S / (8 * 57.7e9 * 16 / 30)).epsilon(1e-12));
+  CHECK(std::isinf(nccl_model_allreduce_s(CollectiveAlgorithm::NvlsTree, Protocol::LL, S, in)));
+  CHECK(nccl_model_allreduce_algorithm(S, in) == CollectiveAlgorithm::NvlsTree);
+  CHECK(nccl_model_allreduce_algorithm(8, in) == CollectiveAlgorithm::Tree);
 }

@@ -1,6 +1,6 @@
-// NVLS (NVLink SHARP) AllReduce inside a Hopper NVSwitch node (collective_plan.hpp): its closed
-// form, flow == analytic, where Auto takes it, where it cannot run, and the bytes each port carries
-// (issue: collective communication as NCCL does it).
+// NVLS (NVLink SHARP) AllReduce inside a Hopper NVSwitch node, and NVLS_TREE across such nodes
+// (collective_plan.hpp): their closed forms, flow == analytic, where Auto takes them, where they
+// cannot run, and the bytes each port carries (issue: collective communication as NCCL does it).
 #include "sim/collective_bench.hpp"
 #include "sim/collective_plan.hpp"
 #include "sim/replay.hpp"
@@ -91,8 +91,8 @@ TEST_CASE("NVLS: Auto takes it where it beats the ring, and never where it canno
   // Other collectives: the ring (NVLS ReduceScatter/AllGather are not modelled).
   CHECK(plan_collective(h100, {}, first(8), CollectiveKind::AllGather, 256 * kMiB, 0, o).algorithm ==
         CollectiveAlgorithm::Ring);
-  // Across nodes (NVLS_TREE is not modelled), on A100 (NVSwitch gen 2 has no SHARP), or forced
-  // where it cannot run: the ring.
+  // Across nodes (NVLS_TREE there, below), on A100 (NVSwitch gen 2 has no SHARP), or forced
+  // where it cannot run (NVLS alone across nodes needs CollNet): the ring.
   const Topology two = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "2"}});
   CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, 256 * kMiB, 0, o).algorithm !=
         CollectiveAlgorithm::Nvls);
@@ -148,4 +148,85 @@ TEST_CASE("an nvls tuning rule where NVLS cannot run gives the ring with its own
   const CollectivePlan p = plan_collective(a100, {}, first(8), CollectiveKind::AllReduce, 8, 0, o);
   CHECK(p.algorithm == CollectiveAlgorithm::Ring);
   CHECK(p.protocol == Protocol::LL);
+}
+
+namespace {
+
+Topology h100_nodes(int n) {
+  return load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", std::to_string(n)}});
+}
+
+}  // namespace
+
+TEST_CASE("NVLS_TREE closed form over 2 DGX H100 nodes: NCCL's per-channel ceiling, or the rails' tree") {
+  const Topology two = h100_nodes(2);
+  CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::NvlsTree;
+  const double S = 8192 * kMiB;
+  const double latency = 25e-6 + 2 * 1 * 20.9e-6;  // hwLat NVLink + 2 log2(N) hwLat network
+  SUBCASE("full-speed NICs: the kernel's ceiling, 8 heads x 57.7 GB/s of busbw") {
+    // Below it: each port's NVLS (514 loops of 16 MiB at 0.85 x 15/16 of 450 GB/s: 24 ms) and
+    // each rail's tree (1 GiB a rail, two hops each way on a NIC of 50 GB/s: 21.5 ms).
+    const CollectivePlan p = plan_collective(two, LinkEfficiency{}, first(16), CollectiveKind::AllReduce, S, 0, o);
+    REQUIRE(p.algorithm == CollectiveAlgorithm::NvlsTree);
+    CHECK(p.channels == 16);
+    CHECK(p.base_latency_s == testing::approx(latency).epsilon(1e-12));
+    CHECK(p.closed_form_s() == testing::approx(latency + S / (8 * 57.7e9 * 16 / 30)).epsilon(1e-9));
+    CHECK(received_bytes_per_rank(p) == testing::approx(S));
+  }
+  SUBCASE("NICs at a fifth: the rails' tree, one chunk per channel up and down to fill it") {
+    LinkEfficiency eff;
+    eff.network = 0.2;  // 10 GB/s per NIC; each carries 2 hops a way (tree 0 down, tree 1 up)
+    const CollectivePlan p = plan_collective(two, eff, first(16), CollectiveKind::AllReduce, S, 0, o);
+    REQUIRE(p.algorithm == CollectiveAlgorithm::NvlsTree);
+    const double rail = S / 8;
+    CHECK(p.closed_form_s() ==
+          testing::approx(latency + rail / 2 / (10e9 / 2) + 2 * 1 * 16 * 131072 / 10e9).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("NVLS_TREE: Auto takes it across H100 nodes where NCCL's tuner ranks it first; where it cannot run, the ring") {
+  CollectiveOptions o;  // Auto
+  const Topology two = h100_nodes(2);
+  CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, 1024 * kMiB, 0, o).algorithm ==
+        CollectiveAlgorithm::NvlsTree);
+  // 8 B: its 67 us latency loses to the tree's LL.
+  CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, 8, 0, o).algorithm == CollectiveAlgorithm::Tree);
+  o.algorithm = CollectiveAlgorithm::NvlsTree;
+  const double S = 1024 * kMiB;
+  // One node; A100 nodes; 1 or 2 GPUs a node (no NVLS inside them); 8 + 1 GPUs (uneven); one
+  // channel; LL forced; the textbook model: the ring.
+  CHECK(plan_collective(h100_nodes(1), {}, first(8), CollectiveKind::AllReduce, S, 0, o).algorithm ==
+        CollectiveAlgorithm::Ring);
+  const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CHECK(plan_collective(a100, {}, first(16), CollectiveKind::AllReduce, S, 0, o).algorithm == CollectiveAlgorithm::Ring);
+  CHECK(plan_collective(two, {}, {0, 8}, CollectiveKind::AllReduce, S, 0, o).algorithm == CollectiveAlgorithm::Ring);
+  CHECK(plan_collective(two, {}, {0, 1, 8, 9}, CollectiveKind::AllReduce, S, 0, o).algorithm == CollectiveAlgorithm::Ring);
+  CHECK(plan_collective(two, {}, {0, 1, 2, 8, 9, 10}, CollectiveKind::AllReduce, S, 0, o).algorithm ==
+        CollectiveAlgorithm::NvlsTree);
+  CHECK(plan_collective(two, {}, first(9), CollectiveKind::AllReduce, S, 0, o).algorithm == CollectiveAlgorithm::Ring);
+  CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, S, 1, o).algorithm == CollectiveAlgorithm::Ring);
+  CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllGather, S, 0, o).algorithm == CollectiveAlgorithm::Ring);
+  CollectiveOptions ll = o;
+  ll.protocol_auto = false;
+  ll.protocol = Protocol::LL;
+  CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, S, 0, ll).algorithm == CollectiveAlgorithm::Ring);
+  CollectiveOptions textbook = o;
+  textbook.textbook = true;
+  CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, S, 0, textbook).algorithm ==
+        CollectiveAlgorithm::Ring);
+}
+
+TEST_CASE("NVLS_TREE: flow == analytic (its closed form in both; it issues no flows)") {
+  const Topology two = h100_nodes(2);
+  for (double size : {64 * kMiB, 1024 * kMiB}) {
+    BenchOptions b;
+    b.algorithm = CollectiveAlgorithm::NvlsTree;
+    const BenchRow flow = run_collective_bench(two, BenchOp::AllReduce, 16, {size}, b).at(0);
+    b.replay.fidelity = Fidelity::Analytic;
+    const BenchRow analytic = run_collective_bench(two, BenchOp::AllReduce, 16, {size}, b).at(0);
+    INFO("size " << size);
+    CHECK(flow.plan.rfind("nvlstree/", 0) == 0);
+    CHECK(flow.time_s == testing::approx(analytic.time_s).epsilon(1e-12));
+  }
 }

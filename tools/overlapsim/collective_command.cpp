@@ -41,7 +41,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->check(CLI::Range(2, 1 << 20));
   c->add_option("--fidelity", a.fidelity, "flow | analytic");
   c->add_option("--protocol", a.protocol, "auto | ll | ll128 | simple (NCCL_PROTO)");
-  c->add_option("--algo", a.algo, "auto | ring | tree | nvls (NCCL_ALGO; tree and nvls apply to allreduce only; nvls inside one Hopper NVSwitch node, else the ring)");
+  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree (NCCL_ALGO; tree, nvls and nvlstree apply to allreduce only; nvls inside one Hopper NVSwitch node, nvlstree across such nodes, else the ring)");
   c->add_option("--channels", a.channels,
                  "NCCL's channels for every size (NCCL_MIN/MAX_NCHANNELS): the SMs held, Simple's slices and the "
                  "rings the flows run on (default: NCCL's count for the size over the topology's node.nccl_channels, "
@@ -215,7 +215,7 @@ int collective_command(const CollectiveArgs& a) {
                       " alone: point-to-point messages take LL up to 16 KiB and Simple above (NCCL_P2P_LL_THRESHOLD)");
   }
   if (!parse_algorithm(algo, &opt.algorithm))
-    throw InputError(cli, "--algo", "expected auto, ring, tree or nvls, found '" + algo + "'");
+    throw InputError(cli, "--algo", "expected auto, ring, tree, nvls or nvlstree, found '" + algo + "'");
   if (comparing) {
     const std::string m = device_model_for_gpu_name(log.gpu_name);
     if (!m.empty() && m != dev.model)
@@ -253,8 +253,9 @@ int collective_command(const CollectiveArgs& a) {
       }
     if (other > 0)
       notes.push_back(fmt::format(
-          "--algo {} did not run at {} of {} size(s), {} ran instead (NCCL runs Tree and NVLS for AllReduce only; NVLS "
-          "inside one node of 3 or more Hopper-or-later GPUs on NVSwitch, with Simple and 2 or more channels)",
+          "--algo {} did not run at {} of {} size(s), {} ran instead (NCCL runs Tree, NVLS and NVLSTree for AllReduce "
+          "only; NVLS inside one node of 3 or more Hopper-or-later GPUs on NVSwitch, NVLSTree across 2 or more such "
+          "nodes with NICs and the same number of GPUs each, both with Simple and 2 or more channels)",
           to_string(opt.algorithm), other, rows.size(), ran));
   }
 

@@ -1,0 +1,204 @@
+// NVLink SHARP AllReduce plans: NVLS inside one node, NVLS_TREE across nodes (collective_plan.hpp).
+#include "sim/collective_plan_detail.hpp"
+
+#include "models/device_catalog.hpp"
+#include "sim/error.hpp"
+#include "sim/nccl_constants.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace overlapsim::plan_detail {
+
+namespace {
+
+// NVLS (src/graph/tuning.cc): hwLat NVLink 25 µs, no base latency; nvlsEfficiency Hopper 0.85,
+// Blackwell 0.74; channels (src/transport/nvls.cc NVLS_NCHANNELS_SM90 16, _SM100_NVL 24).
+constexpr double kNvlsLatency = nccl::kHwLatNvlsNvlink;
+// NVLS AllReduce's chunk (v2.18.5 src/enqueue.cc): at most 131072 B, halved to 65536 B below 64
+// loops of it, 32768 B below 8 and 16384 B below 2, a loop being channels · heads chunks.
+double nvls_chunk_bytes(double bytes, double concurrent_ops) {
+  double c = 131072;
+  if (bytes < 64 * concurrent_ops * c) c = 65536;
+  if (bytes < 8 * concurrent_ops * c) c = 32768;
+  if (bytes < 2 * concurrent_ops * c) c = 16384;
+  return c;
+}
+
+/// The group's positions by node, nodes in order of first appearance.
+std::vector<std::vector<int>> members_by_node(const Topology& topo, const std::vector<int>& ranks) {
+  std::vector<std::vector<int>> out;
+  std::map<int, size_t> index;
+  for (int pos = 0; pos < static_cast<int>(ranks.size()); ++pos) {
+    auto [it, fresh] = index.try_emplace(topo.node_of(ranks[pos]), out.size());
+    if (fresh) out.emplace_back();
+    out[it->second].push_back(pos);
+  }
+  return out;
+}
+
+}  // namespace
+
+/// Whether NCCL can run NVLS over these ranks: two or more GPUs of one node whose routes to
+/// each other cross only NVSwitch links, of compute capability 9.0 or later (NVLink SHARP needs
+/// third-generation NVSwitch: Hopper's).
+bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                    int channels_forced) {
+  // NCCL leaves NVLS out for 2 GPUs or fewer (src/transport/nvls.cc ncclNvlsInit), below 2
+  // channels (src/graph/tuning.cc) and for any protocol but Simple.
+  if (opt.textbook || ranks.size() <= 2 || node_count(topo, ranks) != 1 || channels_forced == 1) return false;
+  if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
+  if (device_spec(topo.gpu_model()).compute_capability < 90) return false;
+  for (size_t i = 1; i < ranks.size(); ++i)
+    for (const Hop& hop : topo.route(ranks[0], ranks[i]))
+      if (topo.link(hop.link_id).kind != LinkKind::NvSwitch) return false;
+  return true;
+}
+
+CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
+                         int channels_forced) {
+  const int cc = device_spec(topo.gpu_model()).compute_capability;
+  CollectivePlan p;
+  p.kind = CollectiveKind::AllReduce;
+  p.algorithm = CollectiveAlgorithm::Nvls;
+  p.protocol = Protocol::Simple;
+  p.members = static_cast<int>(ranks.size());
+  p.channels = channels_forced > 0 ? std::max(2, channels_forced) : cc >= 100 ? 24 : 16;
+  p.sm_blocks = p.channels;
+  p.steps = 1;
+  p.step_bytes = bytes;
+  const double efficiency = (cc >= 100 ? 0.74 : 0.85) * (p.channels - 1) / p.channels;
+  p.wire_bytes = bytes / efficiency;
+  p.base_latency_s = 0;
+  ChannelPlan ch;
+  const int n = p.members;
+  for (int i = 0; i < n; ++i) ch.order.push_back(i);
+  for (int i = 0; i < n; ++i) ch.hops.push_back(measure_hop(topo, eff, ranks, i, (i + 1) % n));
+  std::vector<Hop2*> hops;
+  for (Hop2& h : ch.hops) hops.push_back(&h);
+  set_shares(topo, eff, ranks, hops);
+  // The pipeline's fill (header): each channel's three stages pass its units of u = n · c bytes
+  // (a loop L = C · u); the busiest channel, channel 0, has ceil(S / L) − 1 whole units and a last
+  // of min(u, rest), and its pipeline takes its units plus two of its largest at the channel's
+  // rate, a C-th of the port's: E = C · (units + 2 · largest) bytes pass where S is carried.
+  const double unit = n * nvls_chunk_bytes(bytes, static_cast<double>(p.channels) * n);
+  const double loop = p.channels * unit;
+  const double loops = std::max(1.0, std::ceil(bytes / loop));
+  const double last = std::min(unit, bytes - (loops - 1) * loop);
+  const double largest = loops > 1 ? unit : last;
+  const double fill_bytes = bytes > 0 ? std::max(0.0, p.channels * ((loops - 1) * unit + last + 2 * largest) - bytes) : 0;
+  for (Hop2& h : ch.hops) {
+    h.step_latency_s = std::max(h.route_latency_s, kNvlsLatency) + fill_bytes / efficiency / h.share_Bps;
+    ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
+  }
+  p.rings.push_back(std::move(ch));
+  return p;
+}
+
+
+bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                         int channels_forced) {
+  // NCCL enables NVLS_TREE across nodes where every node runs NVLS (more than 2 local GPUs on a
+  // Hopper-or-later NVSwitch) and reaches the others through its NICs (src/graph/tuning.cc).
+  if (opt.textbook || channels_forced == 1 || topo.nics_per_node <= 0) return false;
+  const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
+  if (nodes.size() < 2) return false;
+  for (const auto& members : nodes) {
+    if (members.size() != nodes[0].size()) return false;
+    std::vector<int> node_ranks;
+    for (int pos : members) node_ranks.push_back(ranks[pos]);
+    if (!nvls_supported(topo, node_ranks, opt, channels_forced)) return false;
+  }
+  return true;
+}
+
+CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                              double bytes, int channels_forced) {
+  const int cc_index = compute_capability_index(topo);
+  const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
+  const int N = static_cast<int>(nodes.size());
+  const int m = static_cast<int>(nodes[0].size());
+  const int n = static_cast<int>(ranks.size());
+  CollectivePlan p;
+  p.kind = CollectiveKind::AllReduce;
+  p.algorithm = CollectiveAlgorithm::NvlsTree;
+  p.protocol = Protocol::Simple;
+  p.members = n;
+  p.channels = channels_forced > 0 ? std::max(2, channels_forced) : cc_index >= 3 ? 24 : 16;
+  p.sm_blocks = p.channels;
+  p.steps = 1;
+  p.step_bytes = bytes;
+  const double efficiency = nccl::kNvlsEfficiency[cc_index] * (p.channels - 1) / p.channels;
+  p.wire_bytes = bytes / efficiency;
+  // Inside each node: its NVLS port time with the pipeline's fill, as NVLS alone (header).
+  double intra_s = 0;
+  for (const auto& members : nodes) {
+    std::vector<int> node_ranks;
+    for (int pos : members) node_ranks.push_back(ranks[pos]);
+    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks, bytes, channels_forced);
+    for (const Hop2& h : in_node.rings[0].hops)
+      intra_s = std::max(intra_s, h.step_latency_s - std::max(h.route_latency_s, kNvlsLatency) +
+                                      in_node.wire_bytes / h.share_Bps);
+  }
+  // Between the nodes: each of the h heads (one per NIC rail) carries S / h over NCCL's double
+  // binary tree of the nodes, half of the channels on each tree, reduce up and broadcast down at
+  // once; every hop at its share of the links while all of them send (the pipeline's steady state).
+  const int heads = std::min(m, topo.nics_per_node);
+  const double rail_bytes = bytes / heads;
+  std::vector<Hop2> hops;
+  int depth = 0;
+  for (int t = 0; t < 2; ++t)
+    for (int k = 0; k < N; ++k) {
+      int d = 0;
+      for (int up = k; dtree_parent(N, t, up) >= 0; up = dtree_parent(N, t, up)) ++d;
+      depth = std::max(depth, d);
+      const int parent = dtree_parent(N, t, k);
+      if (parent < 0) continue;
+      for (int r = 0; r < heads; ++r) {
+        hops.push_back(measure_hop(topo, eff, ranks, nodes[k][r], nodes[parent][r]));
+        hops.push_back(measure_hop(topo, eff, ranks, nodes[parent][r], nodes[k][r]));
+      }
+    }
+  std::vector<Hop2*> all;
+  for (Hop2& h : hops) all.push_back(&h);
+  set_shares(topo, eff, ranks, all);
+  double inter_s = 0, slowest_Bps = std::numeric_limits<double>::infinity();
+  for (const Hop2& h : hops) {
+    inter_s = std::max(inter_s, rail_bytes / 2 / h.share_Bps);
+    slowest_Bps = std::min(slowest_Bps, h.bandwidth_Bps);
+  }
+  // Its fill: one chunk of every channel up and down the deepest tree at a rail's bandwidth,
+  // NCCL's NVLS_TREE chunk (src/enqueue.cc: at most 128 KiB, 64 KiB from 4 nodes on
+  // (src/transport/nvls.cc treeMaxChunkSize), 64 KiB below 4 loops of it, 32 KiB below one).
+  const double ops = static_cast<double>(p.channels) * heads;
+  double chunk = N >= 4 ? 65536 : 131072;
+  if (bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
+  if (bytes < ops * chunk && chunk > 32768) chunk = 32768;
+  inter_s += 2.0 * depth * p.channels * chunk / slowest_Bps;
+  // NCCL's per-channel ceiling of the NVLS_TREE kernel (perChMaxNVLSTreeBws), over its graph's
+  // channels (one per head), as busBw: at most that busbw.
+  const double cap_busbw = heads * nccl::kPerChNvlsTree[cc_index][N <= 2 ? N - 1 : 2];
+  const double cap_s = bytes / (cap_busbw * n / (2.0 * (n - 1)));
+  const int log2_nodes = static_cast<int>(std::floor(std::log2(static_cast<double>(N))));
+  p.base_latency_s = kNvlsLatency + 2.0 * log2_nodes * nccl::kHwLatNvlsTreeNet;
+  p.nvls_tree_s = bytes > 0 ? std::max({intra_s, inter_s, cap_s}) : 0.0;
+  return p;
+}
+
+void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                            NcclTunerInputs* in) {
+  // NCCL's NVLS graph: one channel per head (NIC rail), its intra-node bandwidth the NVSwitch
+  // port's and its inter-node bandwidth the rails' (src/graph/search.cc, NVLS pattern).
+  const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
+  const int heads = std::min(static_cast<int>(nodes[0].size()), topo.nics_per_node);
+  in->nvls_tree = true;
+  in->nvls_heads = heads;
+  const Hop2 port = measure_hop(topo, eff, ranks, nodes[0][0], nodes[0][1]);
+  in->nvls_intra_Bps = port.bandwidth_Bps;
+  const Hop2 rail = measure_hop(topo, eff, ranks, nodes[0][0], nodes[1][0]);
+  in->nvls_inter_Bps = heads * rail.bandwidth_Bps;
+}
+
+}  // namespace overlapsim::plan_detail

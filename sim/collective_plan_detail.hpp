@@ -1,0 +1,41 @@
+// What the collective plans' files share (internal to sim/): measuring a hop, the shares of
+// links among hops sending at once, and the NVLS plans (sim/collective_nvls.cpp). The semantics
+// are collective_plan.hpp's.
+#pragma once
+
+#include "sim/collective_plan.hpp"
+
+#include <vector>
+
+namespace overlapsim::plan_detail {
+
+/// NCCL's compute capability index of the topology's GPU: Volta 0, Ampere 1, Hopper 2, Blackwell 3.
+int compute_capability_index(const Topology& topo);
+/// The channels of NCCL's communicator over `nodes` nodes (Topology::nccl_channels), or
+/// `fallback` (the plan's own) where the topology does not state them.
+int communicator_channels(const Topology& topo, int nodes, int fallback);
+/// The hop from group position a to b: its route's links, bottleneck bandwidth (after link
+/// efficiency), latency and kind; share and step latency unset.
+Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, int a, int b);
+/// Each hop's share of its links while every hop in `hops` sends at once.
+void set_shares(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                const std::vector<Hop2*>& hops);
+
+/// Whether NCCL can run NVLS over these ranks (collective_plan.hpp, NVLS).
+bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                    int channels_forced);
+/// The NVLS AllReduce plan (collective_plan.hpp, NVLS). REQUIRES: nvls_supported.
+CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
+                         int channels_forced);
+/// Whether NCCL can run NVLS_TREE over these ranks (collective_plan.hpp, NVLS_TREE).
+bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                         int channels_forced);
+/// The NVLS_TREE AllReduce plan (collective_plan.hpp, NVLS_TREE). REQUIRES: nvls_tree_supported.
+CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                              double bytes, int channels_forced);
+/// What NCCL's tuner knows of an NVLS_TREE over these ranks (nccl_tuning.hpp): heads, the NVLS
+/// graph's intra- and inter-node bandwidth. REQUIRES: nvls_tree_supported.
+void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                            NcclTunerInputs* in);
+
+}  // namespace overlapsim::plan_detail
