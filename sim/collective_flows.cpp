@@ -323,10 +323,20 @@ void Replayer::tree_start(CollState& c, int64_t match, std::vector<TreeAction>& 
   if (c.remaining == 0) acts.clear();
   for (const TreeAction& a : acts) {
     ++c.in_flight;
-    if (a.kind == TreeAction::Delay)
-      start_exec(Task::TreeDelay, false, a.seconds, -1, -1, match, a.tree, a.hop);
-    else
-      start_flow(Task::TreeFlow, g[a.src_pos], g[a.dst_pos], a.bytes, -1, -1, match, a.tree, a.hop);
+    switch (a.kind) {
+      case TreeAction::Delay:
+        start_exec(Task::TreeDelay, false, a.seconds, -1, -1, match, a.tree, a.hop);
+        break;
+      case TreeAction::Slot:
+        start_exec(Task::TreeSlot, false, a.seconds, -1, -1, match, a.tree, a.hop);
+        break;
+      case TreeAction::Arrival:
+        start_exec(Task::TreeArrival, false, a.seconds, -1, -1, match, a.tree, a.hop);
+        break;
+      case TreeAction::Flow:
+        start_flow(Task::TreeFlow, g[a.src_pos], g[a.dst_pos], a.bytes, -1, -1, match, a.tree, a.hop);
+        break;
+    }
   }
   acts.clear();
 }
@@ -336,8 +346,10 @@ void Replayer::tree_done(const Task& t) {
   --c.in_flight;
   std::vector<TreeAction> acts;
   std::vector<int> finished;
-  if (t.kind == Task::TreeDelay) c.tree->delay_done(t.channel, t.idx, acts);  // TreeFlow, TreeFloor: its flow is done
-  else c.tree->flow_done(t.channel, t.idx, acts, finished);
+  if (t.kind == Task::TreeDelay) c.tree->delay_done(t.channel, t.idx, acts);
+  else if (t.kind == Task::TreeSlot) c.tree->slot_done(t.channel, t.idx, acts);
+  else if (t.kind == Task::TreeArrival) c.tree->arrival_done(t.channel, t.idx, acts, finished);
+  else c.tree->flow_done(t.channel, t.idx, acts, finished);  // TreeFlow, TreeFloor: its flow is done
   tree_start(c, t.match, acts);
   for (int pos : finished)
     if (c.members[pos].rank_idx >= 0) member_finish(c, pos);

@@ -307,9 +307,12 @@ double received_bytes_per_rank(const CollectivePlan& p) {
 namespace {
 
 /// Tree hops' shares: a hop shares a link with the hops whose busy windows overlap its own, a
-/// window being [first slice's start, + K · its time alone] as end_times() would place it
-/// without sharing (all hops busy at once when K is large; only hops at the same depth when
-/// K = 1). Exact for hops that share no link.
+/// window being [first slice's start, + K · its slice's time alone (latency and copy)], the
+/// start as end_times() would place it without sharing (all hops busy at once when K is large;
+/// only hops at the same depth when K = 1). The window spans K latencies where the pipeline
+/// overlaps all but one (end_times): counted over that longer span, the overlap keeps flow,
+/// whose slices contend as they come, equal to the closed form on the tested shared links (a
+/// window of one latency and K copies left them up to 5% apart). Exact for hops that share no link.
 void set_tree_shares(const Topology& topo, const LinkEfficiency& eff, CollectivePlan& q) {
   struct Window {
     Hop2* hop;
@@ -339,10 +342,11 @@ void set_tree_shares(const Topology& topo, const LinkEfficiency& eff, Collective
       const double t = TreePlan::hop_s(tp.down[v], q.wire_bytes);
       const double start = dn_arrive[tp.parent[v]];
       dn_arrive[v] = start + t;
+      const double busy_dn = q.steps * t;
+      const double busy_up = q.steps * TreePlan::hop_s(tp.up[v], q.wire_bytes);
       for (int m = 0; m < tp.multiplicity; ++m) {
-        windows.push_back({&tp.down[v], start, start + q.steps * t});
-        const double tu = TreePlan::hop_s(tp.up[v], q.wire_bytes);
-        windows.push_back({&tp.up[v], up_start[v], up_start[v] + q.steps * tu});
+        windows.push_back({&tp.down[v], start, start + busy_dn});
+        windows.push_back({&tp.up[v], up_start[v], up_start[v] + busy_up});
       }
     }
   }
@@ -449,7 +453,11 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
         for (Hop2* h : {&tp.up[v], &tp.down[v]}) {
           h->step_latency_s = opt.textbook ? h->route_latency_s
                                            : std::max(h->route_latency_s, kHwLatTree[static_cast<int>(h->kind)][pi]);
-          if (h->kind == HopKind::NvLink) h->step_latency_s += slice_s;
+          h->serial_s = 0;
+          if (h->kind == HopKind::NvLink) {
+            h->step_latency_s += slice_s;
+            h->serial_s = slice_s;  // the fence is the copying SMs' own work (header)
+          }
         }
     set_tree_shares(topo, eff, q);
     return q;

@@ -29,7 +29,13 @@
 // data, LL128 15/16). Reduce and broadcast run at once (runTreeSplit): a member sends slice k
 // up when it has sent slice k−1 and received slice k from all its children; the root sends slice
 // k down once every child's slice k has arrived; a member forwards slice k down to each child
-// once it has received it and has sent that child slice k−1.
+// once it has received it and has sent that child slice k−1. As in the ring, a send keeps its
+// sender busy only for the copy (NCCL_STEPS = 8 buffers per connection let it post the next
+// slice before the last has been acknowledged): the protocol's step latency delays a slice's
+// arrival and overlaps the next send (regression: it was serial with every slice, so a 2-node
+// H100 tree of Simple's 512 KiB slices paced at 14 us network latency + 11 us copy per slice,
+// 308 GB/s busbw at 4 GiB, now 388; and over 16 A100 nodes the published coreweave curve was
+// 23-35% above the model's tree at 4-64 MiB, now within 10%, tests/nccl_validation_test.cpp).
 //
 // NVLS (AllReduce only, NVLink SHARP; NCCL ≥ 2.17 on Hopper NVSwitch systems, src/device/
 // all_reduce.h runNvls): inside one node whose GPUs meet at an NVSwitch of compute capability
@@ -153,11 +159,13 @@
 //          In flow each slice's flow ends no sooner than at that share (ChainWaves::hop_s), so
 //          flow equals it without other traffic.
 //   tree:  T = baseLat + max over channels, over hops h of the channel's tree
-//                  [ L(h) + (K − 1) · t_h ],   t_h = lat_h + wire/bw_h,
-//          L(h) the longest leaf → root → leaf path through h (sum of its hops' t): the
-//          pipeline recurrence above is a max-plus product whose longest path crosses every hop
-//          of one leaf-root-leaf path once and waits K − 1 more slices at its slowest hop. With
-//          every t_h = t: T = baseLat + (2·D + K − 1) · t, D the depth of the deepest leaf.
+//                  [ L(h) + (K − 1) · d_h ],   e_h = lat_h + wire/bw_h,  d_h = serial_h + wire/bw_h,
+//          L(h) the longest leaf → root → leaf path through h (sum of its hops' e), d_h the time
+//          the hop's sender is busy with a slice (serial_h: Simple's NVLink fence, Hop2::serial_s;
+//          else 0): the pipeline recurrence above is a max-plus product whose longest path
+//          crosses every hop of one leaf-root-leaf path once and waits K − 1 more slices at one
+//          hop, its busiest. With every e_h = e, d_h = d: T = baseLat + 2·D·e + (K − 1)·d, D the
+//          depth of the deepest leaf.
 // where bw_i is the hop's share of its links when all channels' hops (ring: of a step; tree: all
 // of them, up and down, as in the pipeline's steady state) send at once (a GPU's NVLink port
 // carries all C channels of a ring inside a node). The tree's flows share a link only in the
@@ -218,6 +226,10 @@ struct Hop2 {
   double route_latency_s = 0;      ///< sum of the route's link latencies
   HopKind kind = HopKind::NvLink;
   double step_latency_s = 0;       ///< max(route latency, protocol hwLat of this hop kind)
+  /// The part of step_latency_s during which the sender is busy as well (a tree's NVLink hop:
+  /// NCCL Simple's per-slice fence, serial with the copy), seconds; the rest of the step
+  /// latency only delays the slice's arrival, overlapping the sender's next slice.
+  double serial_s = 0;
 };
 
 struct ChannelPlan {
@@ -246,8 +258,12 @@ struct TreePlan {
   std::vector<Hop2> down;                  ///< down[pos]: parent[pos] → pos (root: unused)
   int multiplicity = 1;                    ///< channels this tree stands for (identical channels
                                            ///< are merged: bytes and shares times multiplicity)
-  /// Hop time of a slice of `wire_bytes`: step latency + wire / share, seconds.
+  /// Hop time of a slice of `wire_bytes`, from its send to its arrival: step latency + wire /
+  /// share, seconds (e_h in the header).
   static double hop_s(const Hop2& h, double wire_bytes) { return h.step_latency_s + wire_bytes / h.share_Bps; }
+  /// How long a slice of `wire_bytes` keeps the hop's sender busy before it may send the next:
+  /// serial_s + wire / share, seconds (d_h in the header).
+  static double occupancy_s(const Hop2& h, double wire_bytes) { return h.serial_s + wire_bytes / h.share_Bps; }
   /// Contention-free end of each member's part (it has received its last slice and sent all its
   /// own) for K slices of wire_bytes each, seconds from the start, base latency aside; by position.
   std::vector<double> end_times(int slices, double wire_bytes) const;

@@ -87,10 +87,11 @@ TreePlan build_tree(const Topology& topo, const std::vector<int>& ranks, int cha
 std::vector<double> TreePlan::end_times(int slices, double wire_bytes) const {
   // Recurrences (collective_plan.hpp): a hop h with predecessors P(h) (the up hops of its
   // sender's children; for a down hop, its sender's own down hop, or every up hop into the root)
-  // ends its last slice at
-  //   E(h) = t_h + max( max over P(h) of E(p), S(h) + (K − 1) · t_h ),
-  // S(h) the longest chain of first slices before h (no waiting): the last slice either follows
-  // its predecessor's last slice, or queued behind K − 1 slices of h itself.
+  // delivers its last slice at
+  //   E(h) = e_h + max( max over P(h) of E(p), S(h) + (K − 1) · d_h ),
+  // S(h) the longest chain of first-slice arrivals before h (no waiting): the last slice either
+  // follows its predecessor's last slice, or queued behind K − 1 sends of h itself, each keeping
+  // the sender busy d_h (the step latency beyond it overlaps the next send).
   const int n = static_cast<int>(parent.size());
   std::vector<double> end(n, 0.0);
   if (n <= 1 || slices <= 0) return end;
@@ -115,7 +116,7 @@ std::vector<double> TreePlan::end_times(int slices, double wire_bytes) const {
       continue;
     }
     const double t = hop_s(up[v], wire_bytes);
-    eu[v] = t + std::max(last, first + waits * t);
+    eu[v] = t + std::max(last, first + waits * occupancy_s(up[v], wire_bytes));
     up_first[v] = first + t;
   }
   // Down hops: the root forwards slice k once every child's slice k has arrived.
@@ -125,7 +126,7 @@ std::vector<double> TreePlan::end_times(int slices, double wire_bytes) const {
   for (int i = 1; i < n; ++i) {
     const int v = order[i], p = parent[v];
     const double t = hop_s(down[v], wire_bytes);
-    ed[v] = t + std::max(ed[p], dn_first[p] + waits * t);
+    ed[v] = t + std::max(ed[p], dn_first[p] + waits * occupancy_s(down[v], wire_bytes));
     dn_first[v] = dn_first[p] + t;
   }
   // A member is done when it has received its last slice and sent all of its own.

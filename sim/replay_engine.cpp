@@ -365,6 +365,8 @@ void Replayer::on_activity_done(Task& t) {
       ring_send(colls_.at(t.match), t.match, t.channel, t.idx);
       break;
     case Task::TreeDelay:
+    case Task::TreeSlot:
+    case Task::TreeArrival:
     case Task::TreeFloor:
       tree_done(t);
       break;

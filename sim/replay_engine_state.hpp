@@ -29,15 +29,15 @@ inline constexpr int kMaxMirroredFlowsPerStep = 64;
 struct Task {
   enum Kind : uint8_t {
     Kernel, Step, StepDelay, StepArrival, StepSlot, CollTimer, ChannelTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow,
-    TreeFloor, StepFloor
+    TreeFloor, TreeSlot, TreeArrival, StepFloor
   } kind;
   int rank_idx = -1;  ///< simulated rank owning the op (-1 for a mirror's flow)
   int op = -1;
   int64_t match = -1;
   int channel = -1;   ///< Step/StepFloor/StepDelay/StepArrival/StepSlot: channel; AllToAllFlow: destination group position;
-                      ///< TreeDelay/TreeFlow: tree
+                      ///< TreeDelay/TreeFlow/TreeSlot/TreeArrival: tree
   int idx = -1;       ///< Step/StepFloor/StepDelay/StepArrival/StepSlot: index in the channel's order; AllToAllFlow: source position;
-                      ///< TreeDelay/TreeFlow: hop (tree_flows.hpp)
+                      ///< TreeDelay/TreeFlow/TreeSlot/TreeArrival: hop (tree_flows.hpp)
   double started_s = 0;
 };
 

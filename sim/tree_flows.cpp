@@ -12,14 +12,16 @@ TreeRun::TreeRun(const CollectivePlan& plan) : plan_(plan) {
   const int n = plan.members;
   st_.resize(plan.trees.size());
   for (State& s : st_) {
-    s.up_started.assign(n, 0);
-    s.up_done.assign(n, 0);
-    s.dn_started.assign(n, 0);
-    s.dn_done.assign(n, 0);
+    for (auto* v : {&s.up_started, &s.up_free, &s.up_done, &s.dn_started, &s.dn_free, &s.dn_done}) v->assign(n, 0);
     s.over.assign(n, 0);
   }
   present_.assign(n, 0);
   trees_left_.assign(n, static_cast<int>(plan.trees.size()));
+}
+
+const Hop2& TreeRun::hop_of(int t, int hop) const {
+  const TreePlan& tp = plan_.trees[t];
+  return hop % 2 == 0 ? tp.up[hop / 2] : tp.down[hop / 2];
 }
 
 void TreeRun::set_present(int pos, std::vector<TreeAction>& out) {
@@ -38,7 +40,7 @@ void TreeRun::set_present(int pos, std::vector<TreeAction>& out) {
 void TreeRun::try_up(int t, int v, std::vector<TreeAction>& out) {
   const TreePlan& tp = plan_.trees[t];
   State& s = st_[t];
-  if (v == tp.root || s.up_started[v] != s.up_done[v] || s.up_started[v] >= plan_.steps) return;
+  if (v == tp.root || s.up_started[v] != s.up_free[v] || s.up_started[v] >= plan_.steps) return;
   const int k = s.up_started[v];
   if (!present_[v] || (k == 0 && !present_[tp.parent[v]])) return;
   for (int c : tp.children[v])
@@ -50,7 +52,7 @@ void TreeRun::try_up(int t, int v, std::vector<TreeAction>& out) {
 void TreeRun::try_down(int t, int v, std::vector<TreeAction>& out) {
   const TreePlan& tp = plan_.trees[t];
   State& s = st_[t];
-  if (v == tp.root || s.dn_started[v] != s.dn_done[v] || s.dn_started[v] >= plan_.steps) return;
+  if (v == tp.root || s.dn_started[v] != s.dn_free[v] || s.dn_started[v] >= plan_.steps) return;
   const int k = s.dn_started[v], p = tp.parent[v];
   if (!present_[p] || (k == 0 && !present_[v])) return;
   if (p == tp.root) {
@@ -64,52 +66,81 @@ void TreeRun::try_down(int t, int v, std::vector<TreeAction>& out) {
 }
 
 void TreeRun::issue(int t, int hop, bool first_of_leaf, std::vector<TreeAction>& out) {
-  const TreePlan& tp = plan_.trees[t];
-  const Hop2& h = hop % 2 == 0 ? tp.up[hop / 2] : tp.down[hop / 2];
-  // The step latency the flow's route does not pay itself.
-  double delay = std::max(0.0, h.step_latency_s - h.route_latency_s);
-  if (first_of_leaf) delay += plan_.base_latency_s;
-  TreeAction a;
-  a.tree = t;
-  a.hop = hop;
-  if (delay > 1e-15) {
+  if (first_of_leaf && plan_.base_latency_s > 1e-15) {
+    TreeAction a;
     a.kind = TreeAction::Delay;
-    a.seconds = delay;
-  } else {
-    a.kind = TreeAction::Flow;
-    a.src_pos = h.src_pos;
-    a.dst_pos = h.dst_pos;
-    a.bytes = plan_.wire_bytes * tp.multiplicity;
+    a.tree = t;
+    a.hop = hop;
+    a.seconds = plan_.base_latency_s;
+    out.push_back(a);
+    return;
   }
-  out.push_back(a);
+  send(t, hop, out);
 }
 
-void TreeRun::delay_done(int tree, int hop, std::vector<TreeAction>& out) {
-  const TreePlan& tp = plan_.trees[tree];
-  const Hop2& h = hop % 2 == 0 ? tp.up[hop / 2] : tp.down[hop / 2];
+void TreeRun::send(int t, int hop, std::vector<TreeAction>& out) {
+  const Hop2& h = hop_of(t, hop);
   TreeAction a;
   a.kind = TreeAction::Flow;
-  a.tree = tree;
+  a.tree = t;
   a.hop = hop;
   a.src_pos = h.src_pos;
   a.dst_pos = h.dst_pos;
-  a.bytes = plan_.wire_bytes * tp.multiplicity;
+  a.bytes = plan_.wire_bytes * plan_.trees[t].multiplicity;
   out.push_back(a);
+  TreeAction slot;
+  slot.kind = TreeAction::Slot;
+  slot.tree = t;
+  slot.hop = hop;
+  slot.seconds = TreePlan::occupancy_s(h, plan_.wire_bytes);
+  out.push_back(slot);
+}
+
+void TreeRun::delay_done(int tree, int hop, std::vector<TreeAction>& out) { send(tree, hop, out); }
+
+void TreeRun::slot_done(int tree, int hop, std::vector<TreeAction>& out) {
+  State& s = st_[tree];
+  const int v = hop / 2;
+  if (hop % 2 == 0) {
+    ++s.up_free[v];
+    try_up(tree, v, out);
+  } else {
+    ++s.dn_free[v];
+    try_down(tree, v, out);
+  }
 }
 
 void TreeRun::flow_done(int tree, int hop, std::vector<TreeAction>& out, std::vector<int>& finished) {
+  const Hop2& h = hop_of(tree, hop);
+  // The step latency the flow's route did not pay itself.
+  const double after = std::max(0.0, h.step_latency_s - h.route_latency_s);
+  if (after > 1e-15) {
+    TreeAction a;
+    a.kind = TreeAction::Arrival;
+    a.tree = tree;
+    a.hop = hop;
+    a.seconds = after;
+    out.push_back(a);
+    return;
+  }
+  arrived(tree, hop, out, finished);
+}
+
+void TreeRun::arrival_done(int tree, int hop, std::vector<TreeAction>& out, std::vector<int>& finished) {
+  arrived(tree, hop, out, finished);
+}
+
+void TreeRun::arrived(int tree, int hop, std::vector<TreeAction>& out, std::vector<int>& finished) {
   const TreePlan& tp = plan_.trees[tree];
   State& s = st_[tree];
   const int v = hop / 2, p = tp.parent[v];
   if (hop % 2 == 0) {
     ++s.up_done[v];
-    try_up(tree, v, out);
     try_up(tree, p, out);
     if (p == tp.root)
       for (int c : tp.children[p]) try_down(tree, c, out);
   } else {
     ++s.dn_done[v];
-    try_down(tree, v, out);
     for (int c : tp.children[v]) try_down(tree, c, out);
   }
   check_over(tree, v, finished);

@@ -3,18 +3,21 @@
 // to start next, and is told when one has ended.
 //
 // Per tree (a channel, or identical channels merged) and slice k = 0..K−1:
-//  - the up hop of member v (v → parent: reduce) sends slice k once v has sent slice k−1 and
-//    every child's slice k has arrived at v;
-//  - the down hop into v (parent → v: broadcast) sends slice k once it has sent slice k−1 and
-//    slice k has reached the parent (from the parent's own down hop; at the root, once every
-//    child's slice k has arrived);
+//  - the up hop of member v (v → parent: reduce) sends slice k once v's sender is free of slice
+//    k−1 and every child's slice k has arrived at v;
+//  - the down hop into v (parent → v: broadcast) sends slice k once its sender is free of slice
+//    k−1 and slice k has reached the parent (from the parent's own down hop; at the root, once
+//    every child's slice k has arrived);
 //  - a hop's first slice waits for both ends to have reached the collective (NCCL's receive
 //    credit);
-//  - each send is a Delay of the protocol's step latency beyond the route's own (plus, for a
-//    leaf's first slice, the base latency), then a Flow of wire_bytes · multiplicity.
-// Member v's part is over when it has received its last slice from its parent and sent its last
-// slices to its parent and children, on every tree. With flows that take exactly their hop's
-// time, the members end at CollectivePlan::member_ends_s() (the same recurrences).
+//  - a send is a Flow of wire_bytes · multiplicity and, beside it, a Slot timer of the hop's
+//    occupancy (TreePlan::occupancy_s) after which the sender is free; once the flow has ended,
+//    an Arrival timer of the protocol's step latency beyond the route's own, after which the
+//    slice has arrived (NCCL_STEPS-deep buffers let a sender run ahead of the latency, as a
+//    ring's step does). A leaf's first slice is preceded by a Delay of the base latency.
+// Member v's part is over when it has received its last slice from its parent and its last
+// slices have arrived at its parent and children, on every tree. With flows that take exactly
+// their hop's time, the members end at CollectivePlan::member_ends_s() (the same recurrences).
 #pragma once
 
 #include "sim/collective_plan.hpp"
@@ -25,10 +28,12 @@
 namespace overlapsim {
 
 struct TreeAction {
-  enum Kind : uint8_t { Delay, Flow } kind = Flow;
+  /// Delay: the base latency before a leaf's first slice; Slot: the sender's occupancy;
+  /// Arrival: the step latency after a flow; Flow: the slice's bytes.
+  enum Kind : uint8_t { Delay, Slot, Arrival, Flow } kind = Flow;
   int tree = 0;          ///< index in plan.trees
   int hop = 0;           ///< 2·v (up hop of v) or 2·v + 1 (down hop into v)
-  double seconds = 0;    ///< Delay: how long
+  double seconds = 0;    ///< Delay, Slot, Arrival: how long
   int src_pos = -1, dst_pos = -1;  ///< Flow: group positions
   double bytes = 0;      ///< Flow: wire bytes
 };
@@ -39,19 +44,27 @@ class TreeRun {
   explicit TreeRun(const CollectivePlan& plan);
   /// Member `pos` has reached the collective.
   void set_present(int pos, std::vector<TreeAction>& out);
-  /// A Delay ended: its Flow starts.
+  /// A Delay ended: its Flow and Slot start.
   void delay_done(int tree, int hop, std::vector<TreeAction>& out);
-  /// A Flow ended; members whose part is now over (on every tree) are appended to `finished`.
+  /// A Slot ended: the hop's sender may send its next slice.
+  void slot_done(int tree, int hop, std::vector<TreeAction>& out);
+  /// A Flow ended: its Arrival starts, or (no step latency beyond the route's) it has arrived.
+  /// Members whose part is now over (on every tree) are appended to `finished`.
   void flow_done(int tree, int hop, std::vector<TreeAction>& out, std::vector<int>& finished);
+  /// An Arrival ended: the slice has arrived; members now over are appended to `finished`.
+  void arrival_done(int tree, int hop, std::vector<TreeAction>& out, std::vector<int>& finished);
 
  private:
   struct State {
-    std::vector<int> up_started, up_done, dn_started, dn_done;
+    std::vector<int> up_started, up_free, up_done, dn_started, dn_free, dn_done;  ///< slices, by member
     std::vector<char> over;
   };
+  const Hop2& hop_of(int t, int hop) const;
   void try_up(int t, int v, std::vector<TreeAction>& out);
   void try_down(int t, int v, std::vector<TreeAction>& out);
   void issue(int t, int hop, bool first_of_leaf, std::vector<TreeAction>& out);
+  void send(int t, int hop, std::vector<TreeAction>& out);
+  void arrived(int t, int hop, std::vector<TreeAction>& out, std::vector<int>& finished);
   void check_over(int t, int v, std::vector<int>& finished);
 
   const CollectivePlan& plan_;
