@@ -32,9 +32,12 @@ void Replayer::coll_ready(int ri, int oi) {
       for (auto& mem : c.members)
         if (mem.rank_idx >= 0) mem.a2a_left = 2 * (n - 1);  // n−1 flows out, n−1 in
     // (A chain whose waves' hop table was too large to keep, ChainWaves::hop_s, has no floors
-    // for its flows: its closed form times it too; so is NVLS_TREE, which has no flows.)
+    // for its flows: its closed form times it too; so is an NVLS_TREE of more than
+    // kMaxTreeFlows flows, or of none.)
+    c.bulk = !c.all_to_all && opt_.fidelity == Fidelity::Flow && c.plan->algorithm == CollectiveAlgorithm::NvlsTree &&
+             !c.plan->bulk.empty() && static_cast<long long>(c.plan->bulk.size()) <= kMaxTreeFlows;
     c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic || c.plan->tree_flows() > kMaxTreeFlows ||
-                                c.plan->algorithm == CollectiveAlgorithm::NvlsTree ||
+                                (c.plan->algorithm == CollectiveAlgorithm::NvlsTree && !c.bulk) ||
                                 c.plan->chain_flows() > kMaxTreeFlows ||
                                 (c.plan->chain && c.plan->chain_waves.hop_s.empty()));
     // Analytic AllToAll: its closed form (contention at the members' own ports included); in
@@ -119,6 +122,19 @@ void Replayer::coll_ready(int ri, int oi) {
       return;
     }
     a2a_send(c, match, pos);
+    return;
+  }
+  if (c.bulk) {
+    // NVLS_TREE (collective_plan.hpp): every stage's flows at once when all members are here.
+    if (c.ready_count < c.simulated) return;
+    c.bulk_started_s = be_.now();
+    const auto& bulk = c.plan->bulk;
+    for (size_t f = 0; f < bulk.size(); ++f) {
+      ++c.in_flight;
+      ++c.bulk_left;
+      start_flow(Task::BulkFlow, g[bulk[f].src_pos], g[bulk[f].dst_pos], bulk[f].bytes, -1, -1, match, -1,
+                 static_cast<int>(f));
+    }
     return;
   }
   if (c.timed) {
@@ -356,6 +372,25 @@ void Replayer::tree_done(const Task& t) {
   coll_maybe_erase(t.match);
 }
 
+
+void Replayer::bulk_done(const Task& t) {
+  CollState& c = colls_.at(t.match);
+  --c.in_flight;
+  if (--c.bulk_left == 0) {
+    // The members end now, or at the closed form if that is later (collective_plan.hpp).
+    for (int p = 0; p < static_cast<int>(c.members.size()); ++p) {
+      if (c.members[p].rank_idx < 0) continue;
+      const double left = c.bulk_started_s + c.planned->member_ends[p] - be_.now();
+      if (left > 1e-15) {
+        ++c.in_flight;
+        start_exec(Task::CollTimer, false, left, c.members[p].rank_idx, c.members[p].op, t.match, -1, p);
+      } else {
+        member_finish(c, p);
+      }
+    }
+  }
+  coll_maybe_erase(t.match);
+}
 
 void Replayer::a2a_send(CollState& c, int64_t match, int pos) {
   // Sends to everyone; receives from every mirror (simulated peers send their own).

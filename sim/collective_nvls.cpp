@@ -184,6 +184,12 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
   const int log2_nodes = static_cast<int>(std::floor(std::log2(static_cast<double>(N))));
   p.base_latency_s = kNvlsLatency + 2.0 * log2_nodes * nccl::kHwLatNvlsTreeNet;
   p.nvls_tree_s = bytes > 0 ? std::max({intra_s, inter_s, cap_s}) : 0.0;
+  // Its flows in flow fidelity (header): each node's NVLS ring, every rail's tree hops.
+  if (bytes > 0) {
+    for (const auto& members : nodes)
+      for (int i = 0; i < m; ++i) p.bulk.push_back({members[i], members[(i + 1) % m], bytes / efficiency});
+    for (const Hop2& h : hops) p.bulk.push_back({h.src_pos, h.dst_pos, rail_bytes / 2});
+  }
   return p;
 }
 

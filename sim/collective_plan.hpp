@@ -82,8 +82,14 @@
 //            NCCL's tuner's per-channel busBw limit on its NVLS graph's h channels, which the
 //            published 2-node H100 curves meet (462 against 467-481 GB/s at 8 GiB,
 //            tests/nccl_validation_test.cpp).
-// NVLS_TREE issues no flows: both fidelities time it by this closed form (it meets no other
-// traffic in flow), on NCCL's 16 (Hopper) or 24 (Blackwell) NVLS channels.
+// In flow fidelity NVLS_TREE starts, once every member has reached it, all its stages' flows
+// at once (CollectivePlan::bulk): inside each node the NVLS one-step ring of S / η per GPU (as
+// NVLS), between the nodes S / (2h) per tree hop of every rail, up and down; the members end
+// when the last flow has, or at the closed form, whichever is later — so alone it takes exactly
+// the closed form (its flows' own time, without latency, fill or the kernel's ceiling, is less),
+// and traffic that slows its flows past that (a DP reduction's NICs shared with pipeline sends)
+// delays it. Above kMaxTreeFlows flows it is its closed form, meeting no other traffic. It runs
+// on NCCL's 16 (Hopper) or 24 (Blackwell) NVLS channels.
 //
 // Protocols (NCCL src/graph/tuning.cc and src/include/device.h): LL moves 8 bytes of data per
 // 16 on the wire, LL128 120 per 128, Simple all of them; each has a base latency per collective
@@ -334,6 +340,13 @@ struct CollectivePlan {
   /// NvlsTree: the slowest of its intra-node NVLS, its inter-node tree and NCCL's per-channel
   /// ceiling, seconds (header, NVLS_TREE); the closed form is base_latency_s plus this.
   double nvls_tree_s = 0;
+  /// NvlsTree: the flows its stages move at once in flow fidelity (header, NVLS_TREE): group
+  /// positions and wire bytes.
+  struct BulkFlow {
+    int src_pos = -1, dst_pos = -1;
+    double bytes = 0;
+  };
+  std::vector<BulkFlow> bulk;
 
   /// Contention-free time of the collective, seconds (the formulas in the header).
   double closed_form_s() const;
@@ -349,9 +362,9 @@ struct CollectivePlan {
   long long chain_flows() const;
 };
 
-/// Most flows a tree AllReduce or a Broadcast/Reduce chain may issue in flow fidelity (every
-/// member's, mirrors included: a tree has no symmetry for a representative to stand for, and a
-/// chain's members are simulated), or an AllToAll's simulated members at once; above, it is
+/// Most flows a tree AllReduce, an NVLS_TREE or a Broadcast/Reduce chain may issue in flow
+/// fidelity (every member's, mirrors included: a tree has no symmetry for a representative to
+/// stand for, and a chain's members are simulated), or an AllToAll's simulated members at once; above, it is
 /// timed by its closed form like in analytic fidelity, and meets no other traffic.
 inline constexpr long long kMaxTreeFlows = 1LL << 14;
 

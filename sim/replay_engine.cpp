@@ -67,6 +67,7 @@ void Replayer::build() {
               pairs.emplace_back(g[v], g[tp.parent[v]]);
               pairs.emplace_back(g[tp.parent[v]], g[v]);
             }
+        for (const CollectivePlan::BulkFlow& f : plan.bulk) pairs.emplace_back(g[f.src_pos], g[f.dst_pos]);
       } else if (op.type == OpType::Send) {
         pairs.emplace_back(p.rank, op.peer);
       } else if (op.type == OpType::Recv && rank_idx(op.peer) < 0) {
@@ -345,6 +346,9 @@ void Replayer::on_activity_done(Task& t) {
   switch (t.kind) {
     case Task::Kernel:
       complete(t.rank_idx, t.op);
+      break;
+    case Task::BulkFlow:
+      bulk_done(t);
       break;
     case Task::CollTimer: {
       CollState& c = colls_.at(t.match);

@@ -29,7 +29,7 @@ inline constexpr int kMaxMirroredFlowsPerStep = 64;
 struct Task {
   enum Kind : uint8_t {
     Kernel, Step, StepDelay, StepArrival, StepSlot, CollTimer, ChannelTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow,
-    TreeFloor, TreeSlot, TreeArrival, StepFloor
+    TreeFloor, TreeSlot, TreeArrival, StepFloor, BulkFlow
   } kind;
   int rank_idx = -1;  ///< simulated rank owning the op (-1 for a mirror's flow)
   int op = -1;
@@ -105,6 +105,9 @@ struct CollState {
   std::vector<ChannelState> channels;
   std::unique_ptr<TreeRun> tree;  ///< flow fidelity, tree plan of at most kMaxTreeFlows flows
   bool timed = false;             ///< timed by the plan's member_ends_s() (analytic, or a tree too big)
+  bool bulk = false;              ///< flow fidelity, NVLS_TREE: its plan's bulk flows at once
+  int bulk_left = 0;              ///< bulk flows still running
+  double bulk_started_s = 0;      ///< when they started
   double fixed_s = -1;            ///< analytic: every member's time (a measurement, an AllToAll's closed form), s; -1: the plan's member ends
   int simulated = 0, remaining = 0, ready_count = 0, in_flight = 0;
 };
@@ -174,6 +177,7 @@ class Replayer {
   void member_channel_done(CollState& c, int pos);
   void tree_start(CollState& c, int64_t match, std::vector<TreeAction>& acts);
   void tree_done(const Task& t);
+  void bulk_done(const Task& t);
   void member_finish(CollState& c, int pos);
   void coll_maybe_erase(int64_t match);
   int rank_idx(int rank) const {

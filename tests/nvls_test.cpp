@@ -217,7 +217,7 @@ TEST_CASE("NVLS_TREE: Auto takes it across H100 nodes where NCCL's tuner ranks i
         CollectiveAlgorithm::Ring);
 }
 
-TEST_CASE("NVLS_TREE: flow == analytic (its closed form in both; it issues no flows)") {
+TEST_CASE("NVLS_TREE: flow == analytic without other traffic (its flows run under its closed form)") {
   const Topology two = h100_nodes(2);
   for (double size : {64 * kMiB, 1024 * kMiB}) {
     BenchOptions b;
@@ -229,4 +229,56 @@ TEST_CASE("NVLS_TREE: flow == analytic (its closed form in both; it issues no fl
     CHECK(flow.plan.rfind("nvlstree/", 0) == 0);
     CHECK(flow.time_s == testing::approx(analytic.time_s).epsilon(1e-12));
   }
+}
+
+TEST_CASE("NVLS_TREE in flow: alone it takes its closed form; a ring sharing a rail's NICs delays it") {
+  // Two H100 nodes, NICs at a quarter (12.5 GB/s) so that the rails' tree binds: A is an NVLS_TREE
+  // AllReduce over 3 GPUs a node (3 heads, rail r on NIC r); B a ring AllReduce between GPU 0 of
+  // each node on another stream, all its channels through NIC 0, rail 0's.
+  const Topology two = h100_nodes(2);
+  const std::vector<int> a_ranks{0, 1, 2, 8, 9, 10};
+  auto schedule = [&](bool with_b) {
+    Schedule s;
+    s.world_size = 16;
+    const int ga = s.intern_group(a_ranks, CommPurpose::DataParallel);
+    const int gb = s.intern_group({0, 8}, CommPurpose::Pipeline);
+    for (int r : a_ranks) {
+      RankProgram p{r, 2, {}};
+      Op a;
+      a.type = OpType::Collective;
+      a.group = ga;
+      a.match = 1;
+      a.bytes = 1024 * kMiB;
+      a.algorithm = CollectiveAlgorithm::NvlsTree;
+      a.name = "a";
+      p.ops.push_back(a);
+      if (with_b && (r == 0 || r == 8)) {
+        Op b = a;
+        b.group = gb;
+        b.match = 2;
+        b.bytes = 2048 * kMiB;
+        b.algorithm = CollectiveAlgorithm::Ring;
+        b.stream = 1;
+        b.name = "b";
+        p.ops.push_back(b);
+      }
+      s.programs.push_back(p);
+    }
+    return s;
+  };
+  ReplayOptions flow, analytic;
+  flow.link_efficiency.network = analytic.link_efficiency.network = 0.25;
+  analytic.fidelity = Fidelity::Analytic;
+  CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::NvlsTree;
+  const CollectivePlan p = plan_collective(two, flow.link_efficiency, a_ranks, CollectiveKind::AllReduce, 1024 * kMiB, 0, o);
+  REQUIRE(p.algorithm == CollectiveAlgorithm::NvlsTree);
+  REQUIRE(p.bulk.size() == 6 + 2 * 2 * 3);  // 3 GPUs a node's NVLS ring on 2 nodes; 2 trees x up/down x 3 rails
+  // Alone: flow == analytic == the closed form (rank 1 is in A only: its op 0).
+  const double alone_flow = replay(schedule(false), two, flow).end_s[1][0];
+  CHECK(alone_flow == testing::approx(p.closed_form_s()).epsilon(1e-9));
+  CHECK(replay(schedule(false), two, analytic).end_s[1][0] == testing::approx(p.closed_form_s()).epsilon(1e-9));
+  // Beside B: analytic does not see it; flow's rail 0 shares NIC 0 with B's ring.
+  CHECK(replay(schedule(true), two, analytic).end_s[1][0] == testing::approx(p.closed_form_s()).epsilon(1e-9));
+  CHECK(replay(schedule(true), two, flow).end_s[1][0] > 1.2 * alone_flow);
 }
