@@ -534,13 +534,16 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
           most = k;
           pick = c;
         }
+      // NVLS runs Simple only: a line saying otherwise makes no rule the profile could load.
+      const bool simple = pick.second != "LL" && pick.second != "LL128";
       const bool modelled = pick.first == "ring" ||
-                            ((pick.first == "tree" || (pick.first == "nvls" && nodes == 1) ||
-                              (pick.first == "nvls_tree" && nodes > 1)) &&
+                            ((pick.first == "tree" || (pick.first == "nvls" && nodes == 1 && simple) ||
+                              (pick.first == "nvls_tree" && nodes > 1 && simple)) &&
                              kind == CollectiveKind::AllReduce);
       if (!modelled) {
         res.warnings.push_back(coll + " on " + std::to_string(ranks) + " ranks: NCCL ran " +
                                std::to_string(static_cast<long long>(bytes)) + " B with algorithm " + pick.first +
+                               (simple ? "" : " and protocol " + pick.second) +
                                ", which the simulator does not model; no tuning rule for that size");
         in_run = false;
         continue;

@@ -169,14 +169,15 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
     inter_s = std::max(inter_s, rail_bytes / 2 / h.share_Bps);
     slowest_Bps = std::min(slowest_Bps, h.bandwidth_Bps);
   }
-  // Its fill: one chunk of every channel up and down the deepest tree at a rail's bandwidth,
-  // NCCL's NVLS_TREE chunk (src/enqueue.cc: at most 128 KiB, 64 KiB from 4 nodes on
-  // (src/transport/nvls.cc treeMaxChunkSize), 64 KiB below 4 loops of it, 32 KiB below one).
+  // Its fill: a rail's first loop (one chunk of every channel, or the rail's whole share if less)
+  // up and down the deepest tree at the rail's bandwidth, NCCL's NVLS_TREE chunk (src/enqueue.cc:
+  // at most 128 KiB, 64 KiB from 4 nodes on (src/transport/nvls.cc treeMaxChunkSize), 64 KiB below
+  // 4 loops of it, 32 KiB below one).
   const double ops = static_cast<double>(p.channels) * heads;
   double chunk = N >= 4 ? 65536 : 131072;
   if (bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
   if (bytes < ops * chunk && chunk > 32768) chunk = 32768;
-  inter_s += 2.0 * depth * p.channels * chunk / slowest_Bps;
+  inter_s += 2.0 * depth * std::min(p.channels * chunk, rail_bytes) / slowest_Bps;
   // NCCL's per-channel ceiling of the NVLS_TREE kernel (perChMaxNVLSTreeBws), over its graph's
   // channels (one per head), as busBw: at most that busbw.
   const double cap_busbw = heads * nccl::kPerChNvlsTree[cc_index][N <= 2 ? N - 1 : 2];

@@ -526,7 +526,8 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   // A measured tuning rule decides what the op leaves automatic (nccl_tuning.hpp).
   const TuningRule* rule =
       opt.textbook ? nullptr : find_tuning_rule(opt.tuning, kind, static_cast<int>(ranks.size()), nodes, bytes);
-  if (rule && alg == CollectiveAlgorithm::Auto) alg = rule->algorithm;
+  const bool from_rule = rule && alg == CollectiveAlgorithm::Auto;
+  if (from_rule) alg = rule->algorithm;
   if (kind != CollectiveKind::AllReduce) alg = CollectiveAlgorithm::Ring;
   // Its protocol, when the op runs the rule's algorithm and does not force a protocol.
   const Protocol* proto = rule && opt.protocol_auto && alg == rule->algorithm ? &rule->protocol : nullptr;
@@ -535,8 +536,9 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
   if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, forced);
   if (alg == CollectiveAlgorithm::Nvls || alg == CollectiveAlgorithm::NvlsTree) {
-    // As NCCL where NVLS (NVLS_TREE) cannot run: the ring, its protocol chosen as usual (not the rule's).
-    alg = CollectiveAlgorithm::Ring;
+    // Forced where NVLS (NVLS_TREE) cannot run: the ring, as NCCL; a rule's choice that cannot
+    // run here: the automatic choice. Either way its protocol is chosen as usual (not the rule's).
+    alg = from_rule ? CollectiveAlgorithm::Auto : CollectiveAlgorithm::Ring;
     proto = nullptr;
   }
   if (ranks.size() <= 1) alg = CollectiveAlgorithm::Ring;
@@ -553,6 +555,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   if (alg == CollectiveAlgorithm::Auto && forced == 0 && !opt.textbook) {
     NcclTunerInputs in = tuner_inputs(topo, eff, ranks, nodes, opt);
     if (nvls_tree) nvls_tree_tuner_inputs(topo, eff, ranks, &in);
+    if (!opt.protocol_auto) in.only_protocol = &opt.protocol;
     const CollectiveAlgorithm pick = nccl_model_allreduce_algorithm(bytes, in);
     if (pick == CollectiveAlgorithm::NvlsTree) return plan_nvls_tree(topo, eff, ranks, bytes, forced);
     return pick == CollectiveAlgorithm::Tree ? plan_tree(topo, eff, ranks, bytes, forced, opt, proto) : ring;

@@ -151,6 +151,7 @@ CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTuner
   double best_s = std::numeric_limits<double>::infinity();
   for (CollectiveAlgorithm a : {CollectiveAlgorithm::Tree, CollectiveAlgorithm::Ring, CollectiveAlgorithm::NvlsTree})
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+      if (in.only_protocol && p != *in.only_protocol) continue;
       const double t = nccl_model_allreduce_s(a, p, bytes, in);
       if (t < best_s) {
         best_s = t;

@@ -78,6 +78,8 @@ struct NcclTunerInputs {
   int comm_channels = 1;    ///< comm->nChannels (the ring Simple plateau test)
   /// LL128 is enabled by default (NCCL: intra-node paths up to PATH_NVB), so the tuner ranks it.
   bool ll128 = true;
+  /// Only this protocol is allowed (NCCL_PROTO=…), or any (null).
+  const Protocol* only_protocol = nullptr;
   /// NVLS_TREE can run (collective_plan.hpp), and NCCL's NVLS graph: one channel per head, its
   /// intra-node bandwidth (graphs[NVLS]->bwIntra · nChannels) and inter-node bandwidth
   /// (bwInter · nChannels), bytes/s.
@@ -111,7 +113,7 @@ struct NcclTunerInputs {
 double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in);
 
 /// The algorithm (Ring, Tree or, where it can run, NvlsTree) of NCCL's least modelled time over
-/// its enabled protocols for an AllReduce of `bytes` (src/enqueue.cc getAlgoInfo, which tries
+/// its enabled protocols (in.only_protocol's alone where set) for an AllReduce of `bytes` (src/enqueue.cc getAlgoInfo, which tries
 /// the tree, then the ring, then NVLS_TREE: a tie goes to the earlier).
 CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in);
 

@@ -573,3 +573,32 @@ TEST_CASE("NCCL's tuner model: NVLS_TREE by hand, ranked only where it can run")
   CHECK(nccl_model_allreduce_algorithm(S, in) == CollectiveAlgorithm::NvlsTree);
   CHECK(nccl_model_allreduce_algorithm(8, in) == CollectiveAlgorithm::Tree);
 }
+
+TEST_CASE("import-nccl-tests: an NVLS or NVLS_TREE line with a protocol other than Simple makes no rule") {
+  // Regression: it wrote an nvls/LL rule that the profile loader then refused.
+  std::string log =
+      "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#\n# Using devices\n";
+  for (int r = 0; r < 8; ++r)
+    log += "#  Rank  " + std::to_string(r) + " Group  0 Pid  1 on node-a device  " + std::to_string(r) +
+           " [0x18] NVIDIA H100 80GB HBM3\n";
+  log +=
+      "node-a:1:1 [0] NCCL INFO NCCL version 2.23.4+cuda12.6\n"
+      "node-a:1:1 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo 4 proto 0 time 20.500000\n"
+      "node-a:1:1 [0] NCCL INFO AllReduce: 2097152 Bytes -> Algo 4 proto 1 time 30.500000\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+      "     1048576        262144     float     sum      -1   200.00    5.24    9.18      0   200.00    5.24    9.18      0\n"
+      "     2097152        524288     float     sum      -1   300.00    6.99   12.23      0   300.00    6.99   12.23      0\n";
+  const ImportResult r = import_nccl_tests({write_temp(log, "_all_reduce_perf.log")}, {});
+  CHECK(r.profile.tuning.empty());
+  bool warned = false;
+  bool warned128 = false;
+  for (const auto& w : r.warnings) {
+    warned |= w.find("nvls and protocol LL,") != std::string::npos;
+    warned128 |= w.find("nvls and protocol LL128,") != std::string::npos;
+  }
+  CHECK(warned);
+  CHECK(warned128);
+}

@@ -282,3 +282,47 @@ TEST_CASE("NVLS_TREE in flow: alone it takes its closed form; a ring sharing a r
   CHECK(replay(schedule(true), two, analytic).end_s[1][0] == testing::approx(p.closed_form_s()).epsilon(1e-9));
   CHECK(replay(schedule(true), two, flow).end_s[1][0] > 1.2 * alone_flow);
 }
+
+TEST_CASE("NVLS_TREE: a tiny message costs its latency whatever the channels; a forced protocol is ranked alone") {
+  // Regression: the tree's fill charged every channel's whole chunk even for 8 B (2 nodes: 89 us
+  // on 16 channels, 156 us on 64, where NCCL's latency is 66.8 us).
+  const Topology two = h100_nodes(2);
+  CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::NvlsTree;
+  for (int channels : {2, 16, 64}) {
+    CAPTURE(channels);
+    const CollectivePlan p = plan_collective(two, {}, first(16), CollectiveKind::AllReduce, 8, channels, o);
+    REQUIRE(p.algorithm == CollectiveAlgorithm::NvlsTree);
+    CHECK(p.closed_form_s() == testing::approx(25e-6 + 2 * 20.9e-6).epsilon(1e-3));
+  }
+  // Regression: with --protocol simple NCCL's tuner still ranked LL and LL128 and picked the
+  // tree (tree Simple 92 us at 8 B), where with Simple alone it ranks NVLS_TREE (67 us) first.
+  CollectiveOptions simple;
+  simple.protocol_auto = false;
+  simple.protocol = Protocol::Simple;
+  CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, 8, 0, simple).algorithm ==
+        CollectiveAlgorithm::NvlsTree);
+}
+
+TEST_CASE("a tuning rule naming NVLS or NVLS_TREE where it cannot run leaves the choice to the model") {
+  // Regression: it forced the ring (A100, 2 nodes: 35.6 us at 8 B where the automatic tree takes 26.6).
+  const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  for (CollectiveAlgorithm a : {CollectiveAlgorithm::Nvls, CollectiveAlgorithm::NvlsTree}) {
+    CollectiveOptions o;
+    TuningRule r;
+    r.kind = CollectiveKind::AllReduce;
+    r.max_bytes = 1e12;
+    r.algorithm = a;
+    r.protocol = Protocol::Simple;
+    o.tuning = {r};
+    const CollectivePlan ruled = plan_collective(a100, {}, first(16), CollectiveKind::AllReduce, 8, 0, o);
+    const CollectivePlan autom = plan_collective(a100, {}, first(16), CollectiveKind::AllReduce, 8, 0, CollectiveOptions{});
+    CHECK(ruled.algorithm == autom.algorithm);
+    CHECK(ruled.closed_form_s() == testing::approx(autom.closed_form_s()).epsilon(1e-12));
+    // Forced by the op, as NCCL_ALGO: the ring.
+    CollectiveOptions forced;
+    forced.algorithm = a;
+    CHECK(plan_collective(a100, {}, first(16), CollectiveKind::AllReduce, 8, 0, forced).algorithm ==
+          CollectiveAlgorithm::Ring);
+  }
+}
