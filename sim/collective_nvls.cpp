@@ -58,7 +58,7 @@ bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const C
 }
 
 CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
-                         int channels_forced) {
+                         int channels_forced, double loop_s) {
   const int cc = device_spec(topo.gpu_model()).compute_capability;
   CollectivePlan p;
   p.kind = CollectiveKind::AllReduce;
@@ -89,8 +89,10 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
   const double last = std::min(unit, bytes - (loops - 1) * loop);
   const double largest = loops > 1 ? unit : last;
   const double fill_bytes = bytes > 0 ? std::max(0.0, p.channels * ((loops - 1) * unit + last + 2 * largest) - bytes) : 0;
+  // Each loop after the first costs loop_s beyond its bytes, as measured (header).
   for (Hop2& h : ch.hops) {
-    h.step_latency_s = std::max(h.route_latency_s, kNvlsLatency) + fill_bytes / efficiency / h.share_Bps;
+    h.step_latency_s =
+        std::max(h.route_latency_s, kNvlsLatency) + fill_bytes / efficiency / h.share_Bps + (loops - 1) * loop_s;
     ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
   }
   p.rings.push_back(std::move(ch));
@@ -115,7 +117,7 @@ bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ranks, co
 }
 
 CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                              double bytes, int channels_forced) {
+                              double bytes, int channels_forced, double nvls_loop_s) {
   const int cc_index = compute_capability_index(topo);
   const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
   const int N = static_cast<int>(nodes.size());
@@ -137,7 +139,7 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
   for (const auto& members : nodes) {
     std::vector<int> node_ranks;
     for (int pos : members) node_ranks.push_back(ranks[pos]);
-    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks, bytes, channels_forced);
+    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks, bytes, channels_forced, nvls_loop_s);
     for (const Hop2& h : in_node.rings[0].hops)
       intra_s = std::max(intra_s, h.step_latency_s - std::max(h.route_latency_s, kNvlsLatency) +
                                       in_node.wire_bytes / h.share_Bps);

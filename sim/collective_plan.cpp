@@ -123,6 +123,7 @@ void CollectiveOptions::read_profile(const Profile& profile) {
   simple_slice_nvlink_s = profile.simple_slice_nvlink_s;
   ll128_step_nvlink_s = profile.ll128_step_nvlink_s;
   ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;
+  nvls_loop_s = profile.nvls_loop_s;
 }
 
 double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
@@ -532,9 +533,9 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   // Its protocol, when the op runs the rule's algorithm and does not force a protocol.
   const Protocol* proto = rule && opt.protocol_auto && alg == rule->algorithm ? &rule->protocol : nullptr;
   const bool nvls = kind == CollectiveKind::AllReduce && nvls_supported(topo, ranks, opt, forced);
-  if (alg == CollectiveAlgorithm::Nvls && nvls) return plan_nvls(topo, eff, ranks, bytes, forced);
+  if (alg == CollectiveAlgorithm::Nvls && nvls) return plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
   const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
-  if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, forced);
+  if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
   if (alg == CollectiveAlgorithm::Nvls || alg == CollectiveAlgorithm::NvlsTree) {
     // Forced where NVLS (NVLS_TREE) cannot run: the ring, as NCCL; a rule's choice that cannot
     // run here: the automatic choice. Either way its protocol is chosen as usual (not the rule's).
@@ -546,7 +547,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   CollectivePlan ring = plan_ring(topo, eff, ranks, kind, bytes, forced, opt, proto);
   if (alg == CollectiveAlgorithm::Auto && nodes <= 1) {
     if (!nvls) return ring;
-    CollectivePlan in_switch = plan_nvls(topo, eff, ranks, bytes, forced);
+    CollectivePlan in_switch = plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
     return in_switch.closed_form_s() < ring.closed_form_s() ? in_switch : ring;
   }
   if (alg == CollectiveAlgorithm::Ring) return ring;
@@ -557,13 +558,13 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     if (nvls_tree) nvls_tree_tuner_inputs(topo, eff, ranks, &in);
     if (!opt.protocol_auto) in.only_protocol = &opt.protocol;
     const CollectiveAlgorithm pick = nccl_model_allreduce_algorithm(bytes, in);
-    if (pick == CollectiveAlgorithm::NvlsTree) return plan_nvls_tree(topo, eff, ranks, bytes, forced);
+    if (pick == CollectiveAlgorithm::NvlsTree) return plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
     return pick == CollectiveAlgorithm::Tree ? plan_tree(topo, eff, ranks, bytes, forced, opt, proto) : ring;
   }
   CollectivePlan best = plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
   if (ring.closed_form_s() <= best.closed_form_s()) best = std::move(ring);
   if (nvls_tree && alg == CollectiveAlgorithm::Auto) {
-    CollectivePlan q = plan_nvls_tree(topo, eff, ranks, bytes, forced);
+    CollectivePlan q = plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
     if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
   }
   return best;

@@ -57,9 +57,12 @@
 // where S fills its loops. A channel moves units of u = n · c bytes at a C-th of that rate, so
 // a partial last loop costs its busiest channel's share: channel 0 has ceil(S / L) − 1 whole
 // units and a last of min(u, rest), and E = C · (its units + 2 · its largest) bytes pass (for
-// S ≤ u: 3 · C · S, so 8 B cost 25 µs, not three loops).
-// One flow per GPU carries S / η; the fill, the other loops' worth, is in its step latency at
-// the uncontended share. NVLS for ReduceScatter and AllGather is not modelled.
+// S ≤ u: 3 · C · S, so 8 B cost 25 µs, not three loops). Each loop after the first also costs
+// CollectiveOptions::nvls_loop_s (a profile's network.nvls_loop_s; H100: 4.0 µs, fitted to a
+// published curve: the kernel's per-loop synchronisation of its stages, which NCCL's tuning
+// model does not have): T += (ceil(S / L) − 1) · nvls_loop_s.
+// One flow per GPU carries S / η; the fill, the other loops' worth and their loop costs, is in
+// its step latency at the uncontended share. NVLS for ReduceScatter and AllGather is not modelled.
 //
 // NVLS_TREE (AllReduce across 2 or more nodes, NCCL ≥ 2.18, src/device/all_reduce.h
 // runNvlsTree): every node runs NVLS (the same number, 3 or more, of its GPUs on a Hopper-or-later
@@ -401,8 +404,11 @@ struct CollectiveOptions {
   /// perChMaxRingLL128Bw alone.
   double ll128_step_nvlink_s = 0;
   double ll128_busbw_nvlink_Bps = 0;
+  /// NVLS as measured (header, NVLS; a profile's network.nvls_loop_s): seconds each loop of the
+  /// NVLS kernel after the first adds, 0: none.
+  double nvls_loop_s = 0;
   /// Takes what a calibration profile says of collectives: its tuning table and its
-  /// network.simple_slice_nvlink_s, ll128_step_nvlink_s and ll128_busbw_nvlink_Bps (the one
+  /// network.simple_slice_nvlink_s, ll128_step_nvlink_s, ll128_busbw_nvlink_Bps and nvls_loop_s (the one
   /// place a new such key is read; the link efficiencies are LinkEfficiency::of_profile's).
   void read_profile(const Profile& profile);
 };

@@ -24,15 +24,16 @@ void set_shares(const Topology& topo, const LinkEfficiency& eff, const std::vect
 /// Whether NCCL can run NVLS over these ranks (collective_plan.hpp, NVLS).
 bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
                     int channels_forced);
-/// The NVLS AllReduce plan (collective_plan.hpp, NVLS). REQUIRES: nvls_supported.
+/// The NVLS AllReduce plan (collective_plan.hpp, NVLS), `loop_s` seconds per loop after the
+/// first (CollectiveOptions::nvls_loop_s). REQUIRES: nvls_supported.
 CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
-                         int channels_forced);
+                         int channels_forced, double loop_s = 0);
 /// Whether NCCL can run NVLS_TREE over these ranks (collective_plan.hpp, NVLS_TREE).
 bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
                          int channels_forced);
 /// The NVLS_TREE AllReduce plan (collective_plan.hpp, NVLS_TREE). REQUIRES: nvls_tree_supported.
 CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                              double bytes, int channels_forced);
+                              double bytes, int channels_forced, double nvls_loop_s = 0);
 /// What NCCL's tuner knows of an NVLS_TREE over these ranks (nccl_tuning.hpp): heads, the NVLS
 /// graph's intra- and inter-node bandwidth. REQUIRES: nvls_tree_supported.
 void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,

@@ -1,6 +1,7 @@
 // NVLS (NVLink SHARP) AllReduce inside a Hopper NVSwitch node, and NVLS_TREE across such nodes
 // (collective_plan.hpp): their closed forms, flow == analytic, where Auto takes them, where they
 // cannot run, and the bytes each port carries (issue: collective communication as NCCL does it).
+#include "calibrate/profile.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/collective_plan.hpp"
 #include "sim/replay.hpp"
@@ -325,4 +326,39 @@ TEST_CASE("a tuning rule naming NVLS or NVLS_TREE where it cannot run leaves the
     CHECK(plan_collective(a100, {}, first(16), CollectiveKind::AllReduce, 8, 0, forced).algorithm ==
           CollectiveAlgorithm::Ring);
   }
+}
+
+TEST_CASE("NVLS as measured: each loop after the first adds the profile's nvls_loop_s") {
+  const Topology topo = h100_node();
+  LinkEfficiency eff;
+  eff.nvlink = 0.8;
+  CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::Nvls;
+  const double S = 256 * kMiB;  // 32 loops of 8 MiB (64 KiB chunks), as in the closed-form test
+  const double without = plan_collective(topo, eff, first(8), CollectiveKind::AllReduce, S, 0, o).closed_form_s();
+  o.nvls_loop_s = 4e-6;
+  CHECK(plan_collective(topo, eff, first(8), CollectiveKind::AllReduce, S, 0, o).closed_form_s() ==
+        testing::approx(without + 31 * 4e-6).epsilon(1e-9));
+  // One loop: nothing added.
+  const double one = plan_collective(topo, eff, first(8), CollectiveKind::AllReduce, 1 * kMiB, 0, o).closed_form_s();
+  o.nvls_loop_s = 0;
+  CHECK(plan_collective(topo, eff, first(8), CollectiveKind::AllReduce, 1 * kMiB, 0, o).closed_form_s() ==
+        testing::approx(one).epsilon(1e-12));
+  // The shipped H100 profile carries it, a write and a read keep it, the A100 profile has none.
+  const Profile h100 = load_profile(default_profile_path("h100-sxm5-80gb"));
+  CHECK(h100.nvls_loop_s == 4e-6);
+  CollectiveOptions from;
+  from.read_profile(h100);
+  CHECK(from.nvls_loop_s == 4e-6);
+  const std::string out = testing::temp_path(".json");
+  write_profile(h100, out);
+  CHECK(load_profile(out).nvls_loop_s == 4e-6);
+  CHECK(load_profile(default_profile_path("a100-sxm4-80gb")).nvls_loop_s == 0);
+  // Flow equals analytic with it.
+  BenchOptions b;
+  b.algorithm = CollectiveAlgorithm::Nvls;
+  b.replay.collectives.nvls_loop_s = 4e-6;
+  const double flow = run_collective_bench(topo, BenchOp::AllReduce, 8, {S}, b).at(0).time_s;
+  b.replay.fidelity = Fidelity::Analytic;
+  CHECK(flow == testing::approx(run_collective_bench(topo, BenchOp::AllReduce, 8, {S}, b).at(0).time_s).epsilon(1e-9));
 }
