@@ -39,6 +39,35 @@ constexpr double kSimpleMinSliceBytes = 2 * kSliceBytes / 32;
 // DEFAULT_LL128_BUFFSIZE 120 · 640 · 8 · 8 B, over NCCL_STEPS 8; LL halves it, LL128 keeps 15/16).
 constexpr double kTreeChunkBytes[3] = {65536.0 / 2, 614400.0 / 16 * 15, kSliceBytes};
 
+/// NCCL's tree chunk for an AllReduce of `bytes` over `channels` channels (its call's) and `ranks`
+/// ranks on `nodes` nodes, payload bytes (v2.18.5 src/enqueue.cc computeColl; the same in later
+/// versions): Simple starts from its step (512 KiB) and halves while nBytes / (channels · chunk)
+/// < 8 · depth (down to 128 KiB), < 4 · depth (64 KiB), < depth (32 KiB), depth = ranks / nodes −
+/// 1 + log2(nodes) (src/graph/connect.cc); LL128 from its step (614,400 B of lines) while
+/// < 64 · s / ppn (down to 128 KiB) and < 16 · s / ppn (32 KiB), s = 1 + log2(nodes) + 0.1 · ppn,
+/// carrying 15/16 of it; LL keeps half of its 64 KiB step.
+double nccl_tree_chunk_bytes(Protocol proto, double bytes, int channels, int ranks, int nodes) {
+  const int log2_nodes = static_cast<int>(std::floor(std::log2(static_cast<double>(std::max(1, nodes)))));
+  const double ppn = static_cast<double>(ranks) / std::max(1, nodes);
+  auto per = [&](double chunk) { return std::floor(bytes / (channels * chunk)); };  // NCCL's integer division
+  if (proto == Protocol::Simple) {
+    const double depth = ranks / std::max(1, nodes) - 1 + log2_nodes;
+    double c = kSliceBytes;
+    while (per(c) < depth * 8 && c > 131072) c /= 2;
+    while (per(c) < depth * 4 && c > 65536) c /= 2;
+    while (per(c) < depth && c > 32768) c /= 2;
+    return c;
+  }
+  if (proto == Protocol::LL128) {
+    const double steps = 1 + log2_nodes + 0.1 * ppn;
+    double c = 614400;
+    while (per(c) < steps * 64 / ppn && c > 131072) c /= 2;
+    while (per(c) < steps * 16 / ppn && c > 32768) c /= 2;
+    return c / 16 * 15;
+  }
+  return kTreeChunkBytes[0];
+}
+
 // NCCL's per-protocol bandwidth limits of the ring (src/graph/tuning.cc ncclTopoTuneModel and
 // its tuner constants llMaxBws, perChMaxRingLL128Bws; GB/s of busBw), by NCCL's compute
 // capability index (Volta < 8.0 ≤ Ampere < 9.0 ≤ Hopper < 10.0 ≤ Blackwell):
@@ -439,15 +468,18 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
     q.sm_blocks = channels_forced > 0 || opt.textbook ? q.channels
                                                       : nccl_launch(CollectiveAlgorithm::Tree, proto, bytes, n, comm).channels;
     const double per_channel = bytes / q.channels;
-    q.steps = std::max(1, static_cast<int>(std::ceil(per_channel / kTreeChunkBytes[pi])));
+    // NCCL's chunk for the size over its call's channels (a textbook tree: the protocol's step).
+    const double chunk = opt.textbook ? kTreeChunkBytes[pi] : nccl_tree_chunk_bytes(proto, bytes, q.sm_blocks, n, nodes);
+    q.steps = std::max(1, static_cast<int>(std::ceil(per_channel / chunk)));
     q.step_bytes = per_channel / q.steps;
     q.wire_bytes = q.step_bytes / kWireFraction[pi];
     q.base_latency_s = opt.textbook ? 0.0 : kBaseLatTree[pi];
     q.trees = trees_for(q.channels);
-    // Simple's per-slice cost on NVLink hops (header): NCCL's tree channel sends
-    // simple_chain_slices 512 KiB slices where this plan's sends q.steps.
+    // Simple's per-slice cost on NVLink hops (header): NCCL's tree channel sends its chunks of
+    // the size (over its call's channels) where this plan's sends q.steps.
+    const double nccl_slices = std::max(1.0, std::ceil(bytes / (q.sm_blocks * chunk)));
     const double slice_s = proto == Protocol::Simple && !opt.textbook && opt.simple_slice_nvlink_s > 0
-                               ? opt.simple_slice_nvlink_s * simple_chain_slices(bytes, q.sm_blocks) / q.steps
+                               ? opt.simple_slice_nvlink_s * nccl_slices / q.steps
                                : 0.0;
     for (auto& tp : q.trees)
       for (int v = 0; v < n; ++v)

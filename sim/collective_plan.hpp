@@ -24,9 +24,12 @@
 // parent node's intra[1] when it is the parent's first child (smaller index in the tree's own
 // numbering), to its intra[0] otherwise (NCCL's balanced tree pattern, so that a node's network
 // traffic leaves through two NICs). Each channel's buffer is cut into K slices of NCCL's chunk
-// size (Simple 512 KiB, LL 32 KiB, LL128 576,000 B of payload: src/enqueue.cc, one step of
-// the protocol's buffer, src/init.cc DEFAULT_*BUFFSIZE / NCCL_STEPS; LL carries half a step of
-// data, LL128 15/16). Reduce and broadcast run at once (runTreeSplit): a member sends slice k
+// (src/enqueue.cc, from one step of the protocol's buffer, src/init.cc DEFAULT_*BUFFSIZE /
+// NCCL_STEPS: Simple 512 KiB, halved down to 128, 64 and 32 KiB while a channel's bytes are less
+// than 8, 4 and 1 chunks per level of the tree's depth, m − 1 + log2(N) for m GPUs a node on N
+// nodes; LL128 614,400 B of lines, 15/16 of them payload, halved down to 128 and 32 KiB while
+// less than 64 s / m and 16 s / m chunks, s = 1 + log2(N) + 0.1 m; LL half of its 64 KiB step;
+// NCCL's call's channels count, the plan's sm_blocks; a textbook tree keeps the step). Reduce and broadcast run at once (runTreeSplit): a member sends slice k
 // up when it has sent slice k−1 and received slice k from all its children; the root sends slice
 // k down once every child's slice k has arrived; a member forwards slice k down to each child
 // once it has received it and has sent that child slice k−1. As in the ring, a send keeps its
@@ -131,9 +134,9 @@
 // count. A chain's hop adds the cost times NCCL's slices over the plan's (simple_chain_slices:
 // 512 KiB chunks over NCCL's channels), so that the chain's n − 2 + K slice times carry NCCL's
 // total. PCIe and network hops keep NCCL's hwLat alone (the proxy, not the SM, drives a network
-// send). A tree's NVLink hop adds the cost times NCCL's 512 KiB slices per channel over the
-// plan's (simple_chain_slices over NCCL's channels, divided by the plan's slices). NVLS and
-// point-to-point messages do not pay it (not measured).
+// send). A tree's NVLink hop adds the cost times NCCL's chunks per channel (its chunk for the
+// size, below, over NCCL's channels) over the plan's slices, as serial work of the sender.
+// NVLS and point-to-point messages do not pay it (not measured).
 //
 // LL128 on NVLink as measured (CollectiveOptions::ll128_step_nvlink_s, ll128_busbw_nvlink_Bps; a
 // profile's network keys of those names): NCCL's tuning model gives a ring's LL128 step hwLat

@@ -108,7 +108,9 @@ TEST_CASE("tree flow == analytic where no link is shared, member by member") {
   o.channels = 1;
   for (double size : {64.0 * 1024, 4.0 * 1024 * 1024 + 1000}) {
     CAPTURE(size);
-    const CollectivePlan p = plan_collective(topo, eff, first(4), CollectiveKind::AllReduce, size, 1, o);
+    // As the bench plans it: one channel of the options' (NCCL's chunk is its call's channels').
+    const CollectivePlan p = plan_collective(topo, eff, first(4), CollectiveKind::AllReduce, size, 0, o);
+    REQUIRE(p.channels == 1);
     REQUIRE(p.trees.size() == 1);
     for (int v = 0; v < 4; ++v)
       if (v != p.trees[0].root) {
@@ -262,7 +264,9 @@ TEST_CASE("tree flow == analytic where a tree's up and down hops share GPU ports
     b.algorithm = CollectiveAlgorithm::Tree;
     const auto [flow, analytic] = flow_and_analytic(topo, BenchOp::AllReduce, c.ranks, c.size, b);
     INFO(c.topology << ": flow " << flow * 1e6 << " µs, analytic " << analytic * 1e6 << " µs");
-    CHECK(flow == testing::approx(analytic).epsilon(1e-6));
+    // (1e-5: a few ns over hundreds of µs, the flows' and timers' rounding over NCCL's chunks of
+    // 64-128 KiB at these sizes, hundreds of slices a channel)
+    CHECK(flow == testing::approx(analytic).epsilon(1e-5));
   }
   // More channels than GPUs in the node: identical channels merge into one flow of their summed
   // bytes and rate (regression: the floor charged the merged bytes at one channel's share, 2×).
