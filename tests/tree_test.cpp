@@ -10,6 +10,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <deque>
 #include <map>
 #include <string>
@@ -300,4 +302,33 @@ TEST_CASE("a tree over 16 nodes routed destination-mod-k shares no spine link; h
   CHECK(d.flow == testing::approx(d.analytic).epsilon(1e-6));
   CHECK(d.flow == testing::approx(four_nodes).epsilon(0.05));  // NIC-bound at either node count
   CHECK(e.flow > 1.5 * d.flow);
+}
+
+TEST_CASE("tree slices are NCCL's chunks for the size: smaller while a channel's bytes are few per tree level") {
+  // Two DGX A100 nodes: 16 ranks, the tree's depth 8 - 1 + log2(2) = 8; NCCL's call runs on the
+  // communicator's 16 channels (sm_blocks), the plan's flows on 8.
+  const Topology topo = load_topology(kSuperpod, {{"node.count", "2"}});
+  CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::Tree;
+  o.protocol_auto = false;
+  o.protocol = Protocol::Simple;
+  const double MiB = 1024.0 * 1024;
+  // 16 MiB: 16 MiB / (16 x 512 KiB) = 2 chunks < 8 x 8: halved to 128 KiB; 8 < 4 x 8: to 64 KiB
+  // (no further: 16 >= 8). 2 MiB a plan channel in 64 KiB slices.
+  const CollectivePlan mid = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, 16 * MiB, 0, o);
+  REQUIRE(mid.sm_blocks == 16);
+  REQUIRE(mid.channels == 8);
+  CHECK(mid.steps == 32);
+  // 1 GiB: 128 chunks of 512 KiB a channel >= 64: the step itself.
+  CHECK(plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, 1024 * MiB, 0, o).steps == 256);
+  // LL128: s = 1 + log2(2) + 0.1 x 8 = 2.8; 16 MiB / (16 x 614,400) = 1 < 64 x 2.8 / 8 = 22.4:
+  // halved while above 128 KiB, to 307,200 (3), 153,600 (6), 76,800 B of lines (13 chunks, no
+  // longer above 128 KiB); 13 >= 16 x 2.8 / 8 = 5.6: kept. 72,000 B of payload a slice.
+  o.protocol = Protocol::LL128;
+  const CollectivePlan ll128 = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, 16 * MiB, 0, o);
+  CHECK(ll128.steps == static_cast<int>(std::ceil(2 * MiB / 72000)));
+  // A textbook tree keeps the protocol's step (512 KiB for Simple).
+  o.protocol = Protocol::Simple;
+  o.textbook = true;
+  CHECK(plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, 16 * MiB, 8, o).steps == 4);
 }
