@@ -11,7 +11,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-
 #include <deque>
 #include <map>
 #include <string>
