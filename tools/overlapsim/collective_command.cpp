@@ -181,7 +181,7 @@ int collective_command(const CollectiveArgs& a) {
     }
   }
   // The log's NCCL_PROTO / NCCL_ALGO (from NCCL's INFO lines) where the flags do not say; an
-  // algorithm the simulator does not model (CollNet, NVLS_TREE, PAT) is noted and left automatic.
+  // algorithm the simulator does not model (CollNet, PAT) is noted and left automatic.
   std::vector<std::string> notes;
   std::string protocol = a.protocol.empty() ? "auto" : a.protocol;
   std::string algo = a.algo.empty() ? "auto" : a.algo;
