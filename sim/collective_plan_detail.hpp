@@ -1,6 +1,6 @@
 // What the collective plans' files share (internal to sim/): measuring a hop, the shares of
-// links among hops sending at once, and the NVLS plans (sim/collective_nvls.cpp). The semantics
-// are collective_plan.hpp's.
+// links among hops sending at once, the protocol choice, the tree plan (sim/collective_tree.cpp)
+// and the NVLS plans (sim/collective_nvls.cpp). The semantics are collective_plan.hpp's.
 #pragma once
 
 #include "sim/collective_plan.hpp"
@@ -20,6 +20,29 @@ Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vec
 /// Each hop's share of its links while every hop in `hops` sends at once.
 void set_shares(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                 const std::vector<Hop2*>& hops);
+
+/// The plan `model(protocol)` of least closed form over NCCL's protocols — or of the forced
+/// protocol (the rule's, else the options'); a textbook model takes Simple.
+/// `ll128_auto`: whether NCCL enables LL128 by default here (it is then a candidate of the
+/// automatic choice; forced, it runs anyway, as NCCL_PROTO=LL128 does).
+template <class Model>
+CollectivePlan least_protocol(const Model& model, const Protocol* forced_protocol, const CollectiveOptions& opt,
+                              bool ll128_auto = true) {
+  const bool choose = !forced_protocol && opt.protocol_auto && !opt.textbook;
+  CollectivePlan best = model(forced_protocol ? *forced_protocol : choose || opt.textbook ? Protocol::Simple : opt.protocol);
+  if (choose)
+    for (Protocol proto : {Protocol::LL, Protocol::LL128}) {
+      if (proto == Protocol::LL128 && !ll128_auto) continue;
+      CollectivePlan q = model(proto);
+      if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
+    }
+  return best;
+}
+
+/// NCCL's double binary tree AllReduce plan (collective_plan.hpp, Tree; sim/collective_tree.cpp):
+/// its protocol forced, else the least closed form. REQUIRES: ranks.size() >= 2.
+CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
+                         int channels_forced, const CollectiveOptions& opt, const Protocol* forced_protocol);
 
 /// Whether NCCL can run NVLS over these ranks (collective_plan.hpp, NVLS).
 bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,

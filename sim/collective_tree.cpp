@@ -1,10 +1,16 @@
-// NCCL's double binary tree (collective_plan.hpp): which member sends to which, and the
-// pipeline's contention-free end times.
+// NCCL's double binary tree (collective_plan.hpp): which member sends to which, the pipeline's
+// contention-free end times, and the tree AllReduce's plan (its chunks, shares and protocol).
 #include "sim/collective_plan.hpp"
 
+#include "sim/collective_plan_detail.hpp"
 #include "sim/error.hpp"
+#include "sim/nccl_constants.hpp"
+#include "sim/nccl_tuning.hpp"
+#include "sim/platform.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 
 namespace overlapsim {
@@ -142,5 +148,213 @@ double TreePlan::pipeline_s(int slices, double wire_bytes) const {
   const std::vector<double> e = end_times(slices, wire_bytes);
   return e.empty() ? 0.0 : *std::max_element(e.begin(), e.end());
 }
+
+namespace plan_detail {
+
+namespace {
+
+using nccl::kBaseLatTree;
+using nccl::kHwLatTree;
+using nccl::kSliceBytes;
+using nccl::kWireFraction;
+
+// Tree chunk payload per protocol (src/enqueue.cc: one step of the protocol's buffer,
+// src/init.cc DEFAULT_LL_BUFFSIZE 8 lines · 512 threads · 8 steps · 16 B and
+// DEFAULT_LL128_BUFFSIZE 120 · 640 · 8 · 8 B, over NCCL_STEPS 8; LL halves it, LL128 keeps 15/16).
+constexpr double kTreeChunkBytes[3] = {65536.0 / 2, 614400.0 / 16 * 15, kSliceBytes};
+
+/// NCCL's tree chunk for an AllReduce of `bytes` over `channels` channels (its call's) and `ranks`
+/// ranks on `nodes` nodes, payload bytes (v2.18.5 src/enqueue.cc computeColl; the same in later
+/// versions): Simple starts from its step (512 KiB) and halves while nBytes / (channels · chunk)
+/// < 8 · depth (down to 128 KiB), < 4 · depth (64 KiB), < depth (32 KiB), depth = ranks / nodes −
+/// 1 + log2(nodes) (src/graph/connect.cc); LL128 from its step (614,400 B of lines) while
+/// < 64 · s / ppn (down to 128 KiB) and < 16 · s / ppn (32 KiB), s = 1 + log2(nodes) + 0.1 · ppn,
+/// carrying 15/16 of it; LL keeps half of its 64 KiB step.
+double nccl_tree_chunk_bytes(Protocol proto, double bytes, int channels, int ranks, int nodes) {
+  const int log2_nodes = static_cast<int>(std::floor(std::log2(static_cast<double>(std::max(1, nodes)))));
+  const double ppn = static_cast<double>(ranks) / std::max(1, nodes);
+  auto per = [&](double chunk) { return std::floor(bytes / (channels * chunk)); };  // NCCL's integer division
+  if (proto == Protocol::Simple) {
+    const double depth = ranks / std::max(1, nodes) - 1 + log2_nodes;
+    double c = kSliceBytes;
+    while (per(c) < depth * 8 && c > 131072) c /= 2;
+    while (per(c) < depth * 4 && c > 65536) c /= 2;
+    while (per(c) < depth && c > 32768) c /= 2;
+    return c;
+  }
+  if (proto == Protocol::LL128) {
+    const double steps = 1 + log2_nodes + 0.1 * ppn;
+    double c = 614400;
+    while (per(c) < steps * 64 / ppn && c > 131072) c /= 2;
+    while (per(c) < steps * 16 / ppn && c > 32768) c /= 2;
+    return c / 16 * 15;
+  }
+  return kTreeChunkBytes[0];
+}
+
+// NCCL's per-protocol bandwidth limits of the ring (src/graph/tuning.cc ncclTopoTuneModel and
+// its tuner constants llMaxBws, perChMaxRingLL128Bws; GB/s of busBw), by NCCL's compute
+// capability index (Volta < 8.0 ≤ Ampere < 9.0 ≤ Hopper < 10.0 ≤ Blackwell):
+//   LL    busBw ≤ llMaxBw: one node by GPU (39.0, 87.7, 141.0, 282.0); across nodes by the
+//         nodes' CPU vendor (Topology::cpu_vendor): AMD 2 nodes 22.5, more 19.0; any other (or
+//         not stated) 39.0 and 20.4;
+//   LL128 busBw ≤ nChannels · perChMaxRingLL128Bw (20.0, 20.0, 36.7, 40.0).
+// A ring's busBw is the payload rate of each of its hops summed over channels, so a channel's
+// hop moves at most llMaxBw / C (LL) or perChMaxRingLL128Bw (LL128) of payload: that over the
+// protocol's wire fraction caps its share (wire bytes/s).
+
+/// Tree hops' shares: a hop shares a link with the hops whose busy windows overlap its own, a
+/// window being [first slice's start, + K · its slice's time alone (latency and copy)], the
+/// start as end_times() would place it without sharing (all hops busy at once when K is large;
+/// only hops at the same depth when K = 1). The window spans K latencies where the pipeline
+/// overlaps all but one (end_times): counted over that longer span, the overlap keeps flow,
+/// whose slices contend as they come, equal to the closed form on the tested shared links (a
+/// window of one latency and K copies left them up to 5% apart). Exact for hops that share no link.
+void set_tree_shares(const Topology& topo, const LinkEfficiency& eff, CollectivePlan& q) {
+  struct Window {
+    Hop2* hop;
+    double from, to;
+  };
+  std::vector<Window> windows;
+  const int n = q.members;
+  for (auto& tp : q.trees) {
+    for (int v = 0; v < n; ++v) {
+      tp.up[v].share_Bps = tp.up[v].bandwidth_Bps;
+      tp.down[v].share_Bps = tp.down[v].bandwidth_Bps;
+    }
+    // First-slice starts without sharing (end_times' S).
+    std::vector<int> order{tp.root};
+    for (size_t i = 0; i < order.size(); ++i)
+      for (int c : tp.children[order[i]]) order.push_back(c);
+    std::vector<double> up_start(n, 0.0), into(n, 0.0);  // into[v]: first slice fully reduced at v
+    for (int i = n - 1; i >= 0; --i) {
+      const int v = order[i];
+      for (int c : tp.children[v]) into[v] = std::max(into[v], up_start[c] + TreePlan::hop_s(tp.up[c], q.wire_bytes));
+      up_start[v] = into[v];
+    }
+    std::vector<double> dn_arrive(n, 0.0);
+    dn_arrive[tp.root] = into[tp.root];
+    for (int i = 1; i < n; ++i) {
+      const int v = order[i];
+      const double t = TreePlan::hop_s(tp.down[v], q.wire_bytes);
+      const double start = dn_arrive[tp.parent[v]];
+      dn_arrive[v] = start + t;
+      const double busy_dn = q.steps * t;
+      const double busy_up = q.steps * TreePlan::hop_s(tp.up[v], q.wire_bytes);
+      for (int m = 0; m < tp.multiplicity; ++m) {
+        windows.push_back({&tp.down[v], start, start + busy_dn});
+        windows.push_back({&tp.up[v], up_start[v], up_start[v] + busy_up});
+      }
+    }
+  }
+  // Per directed link (Hop2::links' key, 2 · link id + direction), the windows crossing it,
+  // sorted by start and by end. (A vector by key: a map here took half of a 1024-GPU AllReduce's
+  // analytic run.)
+  std::vector<std::pair<std::vector<double>, std::vector<double>>> on(2 * static_cast<size_t>(topo.num_links()));
+  for (const Window& w : windows)
+    for (int l : w.hop->links) {
+      on[l].first.push_back(w.from);
+      on[l].second.push_back(w.to);
+    }
+  for (auto& se : on) {
+    std::sort(se.first.begin(), se.first.end());
+    std::sort(se.second.begin(), se.second.end());
+  }
+  for (const Window& w : windows) {
+    Hop2& h = *w.hop;
+    h.share_Bps = std::numeric_limits<double>::infinity();
+    for (int key : h.links) {
+      const Link& l = topo.link(key / 2);
+      const auto& [starts, ends] = on[key];
+      // Windows that start before this one ends and end after it starts (itself included).
+      const long users = (std::lower_bound(starts.begin(), starts.end(), w.to) - starts.begin()) -
+                         (std::upper_bound(ends.begin(), ends.end(), w.from) - ends.begin());
+      h.share_Bps = std::min(h.share_Bps, l.bandwidth_Bps * eff.of(l.kind) / std::max(1L, users));
+    }
+  }
+}
+
+}  // namespace
+
+CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
+                         int channels_forced, const CollectiveOptions& opt, const Protocol* forced_protocol) {
+  const int n = static_cast<int>(ranks.size());
+  const int nodes = node_count(topo, ranks);
+  // Channels' trees (identical channels merged) and their hops, by channel count.
+  std::map<int, std::vector<TreePlan>> by_count;
+  auto trees_for = [&](int channels) -> const std::vector<TreePlan>& {
+    auto found = by_count.find(channels);
+    if (found != by_count.end()) return found->second;
+    std::vector<TreePlan>& trees = by_count[channels];
+    std::map<std::vector<int>, int> seen;  // parent array → index in trees
+    for (int c = 0; c < channels; ++c) {
+      TreePlan tp = build_tree(topo, ranks, c);
+      auto [it, fresh] = seen.try_emplace(tp.parent, static_cast<int>(trees.size()));
+      if (!fresh) {
+        ++trees[it->second].multiplicity;
+        continue;
+      }
+      tp.up.resize(n);
+      tp.down.resize(n);
+      for (int v = 0; v < n; ++v)
+        if (v != tp.root) {
+          tp.up[v] = measure_hop(topo, eff, ranks, v, tp.parent[v]);
+          tp.down[v] = measure_hop(topo, eff, ranks, tp.parent[v], v);
+        }
+      trees.push_back(std::move(tp));
+    }
+    return trees;
+  };
+  auto model = [&](Protocol proto) {
+    const int pi = static_cast<int>(proto);
+    CollectivePlan q;
+    q.kind = CollectiveKind::AllReduce;
+    q.algorithm = CollectiveAlgorithm::Tree;
+    q.members = n;
+    q.protocol = proto;
+    q.channels = channels_forced > 0 || opt.textbook
+                     ? std::max(1, channels_forced > 0 ? channels_forced : opt.channels)
+                     : nccl_launch(CollectiveAlgorithm::Tree, proto, bytes, n, std::max(1, opt.channels)).channels;
+    const int comm = communicator_channels(topo, nodes, opt.channels);
+    q.sm_blocks = channels_forced > 0 || opt.textbook ? q.channels
+                                                      : nccl_launch(CollectiveAlgorithm::Tree, proto, bytes, n, comm).channels;
+    const double per_channel = bytes / q.channels;
+    // NCCL's chunk for the size over its call's channels (a textbook tree: the protocol's step).
+    const double chunk = opt.textbook ? kTreeChunkBytes[pi] : nccl_tree_chunk_bytes(proto, bytes, q.sm_blocks, n, nodes);
+    q.steps = std::max(1, static_cast<int>(std::ceil(per_channel / chunk)));
+    q.step_bytes = per_channel / q.steps;
+    q.wire_bytes = q.step_bytes / kWireFraction[pi];
+    q.base_latency_s = opt.textbook ? 0.0 : kBaseLatTree[pi];
+    q.trees = trees_for(q.channels);
+    // Simple's per-slice cost on NVLink hops (header): NCCL's tree channel sends its chunks of
+    // the size (over its call's channels) where this plan's sends q.steps.
+    const double nccl_slices = std::max(1.0, std::ceil(bytes / (q.sm_blocks * chunk)));
+    const double slice_s = proto == Protocol::Simple && !opt.textbook && opt.simple_slice_nvlink_s > 0
+                               ? opt.simple_slice_nvlink_s * nccl_slices / q.steps
+                               : 0.0;
+    for (auto& tp : q.trees)
+      for (int v = 0; v < n; ++v)
+        for (Hop2* h : {&tp.up[v], &tp.down[v]}) {
+          h->step_latency_s = opt.textbook ? h->route_latency_s
+                                           : std::max(h->route_latency_s, kHwLatTree[static_cast<int>(h->kind)][pi]);
+          h->serial_s = 0;
+          if (h->kind == HopKind::NvLink) {
+            h->step_latency_s += slice_s;
+            h->serial_s = slice_s;  // the fence is the copying SMs' own work (header)
+          }
+        }
+    set_tree_shares(topo, eff, q);
+    return q;
+  };
+  // As for the ring (plan_ring): LL128 is no automatic choice where a hop joins GPUs over PCIe.
+  bool ll128_auto = true;
+  for (const TreePlan& tp : trees_for(std::max(1, opt.channels)))
+    for (int v = 0; v < n; ++v)
+      if (v != tp.root) ll128_auto &= tp.up[v].kind != HopKind::Pcie && tp.down[v].kind != HopKind::Pcie;
+  CollectivePlan best = least_protocol(model, forced_protocol, opt, ll128_auto);
+  return best;
+}
+
+}  // namespace plan_detail
 
 }  // namespace overlapsim

@@ -8,6 +8,11 @@
 
 namespace overlapsim::nccl {
 
+/// Payload fraction on the wire (src/include/device.h: LL lines are 8 B data + 8 B flags,
+/// LL128 lines 120 B data + 8 B flags, Simple all data).
+inline constexpr double kWireFraction[3] = {0.5, 120.0 / 128.0, 1.0};
+/// NCCL's Simple step: NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS (8), bytes.
+inline constexpr double kSliceBytes = 4.0 * 1024 * 1024 / 8;
 /// Base latency per collective, seconds (baseLat).
 inline constexpr double kBaseLatRing[3] = {6.6e-6, 14.0e-6, 8.4e-6};
 inline constexpr double kBaseLatTree[3] = {6.8e-6, 14.0e-6, 8.4e-6};
