@@ -247,6 +247,13 @@ TEST_CASE("overlapsim collective --algo forces the algorithm and refuses a bad v
   const Run bad = run_cli(cmd + " --algo trees");
   CHECK(bad.status == 2);
   CHECK(bad.output.find("--algo") != std::string::npos);
+  // An empty value is refused, not taken as auto; NCCL_ALGO's own spellings of NVLS_TREE are read.
+  for (const char* flag : {" --algo ''", " --protocol ''"}) {
+    const Run empty = run_cli(cmd + flag);
+    CHECK(empty.status == 2);
+    CHECK(empty.output.find("expected a value") != std::string::npos);
+  }
+  for (const char* name : {"NVLSTree", "nvls_tree"}) CHECK(run_cli(cmd + " --algo " + name).status == 0);
 }
 
 TEST_CASE("tree flow == analytic where a tree's up and down hops share GPU ports and NICs") {

@@ -40,8 +40,13 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--factor,-f", a.factor, "size multiplication factor, default 2 (nccl-tests -f)")
       ->check(CLI::Range(2, 1 << 20));
   c->add_option("--fidelity", a.fidelity, "flow | analytic");
-  c->add_option("--protocol", a.protocol, "auto | ll | ll128 | simple (NCCL_PROTO)");
-  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree (NCCL_ALGO; tree, nvls and nvlstree apply to allreduce only; nvls inside one Hopper NVSwitch node, nvlstree across such nodes, else the ring)");
+  // An empty value would read as "not given" (auto, or the log's with --compare): refused.
+  const CLI::Validator non_empty(
+      [](std::string& v) { return v.empty() ? std::string("expected a value, found an empty one") : std::string(); },
+      "NAME");
+  c->add_option("--protocol", a.protocol, "auto | ll | ll128 | simple (NCCL_PROTO)")->check(non_empty);
+  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree (NCCL_ALGO; tree, nvls and nvlstree apply to allreduce only; nvls inside one Hopper NVSwitch node, nvlstree across such nodes, else the ring)")
+      ->check(non_empty);
   c->add_option("--channels", a.channels,
                  "NCCL's channels for every size (NCCL_MIN/MAX_NCHANNELS): the SMs held, Simple's slices and the "
                  "rings the flows run on (default: NCCL's count for the size over the topology's node.nccl_channels, "
