@@ -362,3 +362,38 @@ TEST_CASE("NVLS as measured: each loop after the first adds the profile's nvls_l
   b.replay.fidelity = Fidelity::Analytic;
   CHECK(flow == testing::approx(run_collective_bench(topo, BenchOp::AllReduce, 8, {S}, b).at(0).time_s).epsilon(1e-9));
 }
+
+TEST_CASE("NVLS_TREE's flows move what it requires: S / eta through each GPU's switch port, S / h over each head's rail") {
+  // Two H100 nodes, all 16 GPUs: 8 heads (one per NIC), each a rail carrying S / 8, half on each
+  // of the two trees; over 2 nodes every head receives its rail's S / 8 once (from its parent on
+  // one tree, its child on the other), and every GPU receives S / eta from its switch port.
+  const Topology two = h100_nodes(2);
+  const double S = 256 * kMiB;
+  Schedule s;
+  s.world_size = 16;
+  const int g = s.intern_group(first(16), CommPurpose::DataParallel);
+  for (int r = 0; r < 16; ++r) {
+    RankProgram p{r, 1, {}};
+    Op op;
+    op.type = OpType::Collective;
+    op.group = g;
+    op.match = 1;
+    op.bytes = S;
+    op.algorithm = CollectiveAlgorithm::NvlsTree;
+    op.name = "ar";
+    p.ops.push_back(op);
+    s.programs.push_back(p);
+  }
+  ReplayOptions ro;
+  ro.record_flows = true;
+  const ReplayTimes t = replay(s, two, ro);
+  const double eta = 0.85 * 15.0 / 16.0;
+  std::vector<double> intra(16, 0.0), inter(16, 0.0);
+  for (const FlowRecord& f : t.flows)
+    (two.node_of(f.src_rank) == two.node_of(f.dst_rank) ? intra : inter)[f.dst_rank] += f.bytes;
+  for (int r = 0; r < 16; ++r) {
+    CAPTURE(r);
+    CHECK(intra[r] == testing::approx(S / eta).epsilon(1e-12));
+    CHECK(inter[r] == testing::approx(S / 8).epsilon(1e-12));
+  }
+}
