@@ -244,25 +244,9 @@ TEST_CASE("NVLS_TREE in flow: alone it takes its closed form; a ring sharing a r
     const int ga = s.intern_group(a_ranks, CommPurpose::DataParallel);
     const int gb = s.intern_group({0, 8}, CommPurpose::Pipeline);
     for (int r : a_ranks) {
-      RankProgram p{r, 2, {}};
-      Op a;
-      a.type = OpType::Collective;
-      a.group = ga;
-      a.match = 1;
-      a.bytes = 1024 * kMiB;
-      a.algorithm = CollectiveAlgorithm::NvlsTree;
-      a.name = "a";
-      p.ops.push_back(a);
-      if (with_b && (r == 0 || r == 8)) {
-        Op b = a;
-        b.group = gb;
-        b.match = 2;
-        b.bytes = 2048 * kMiB;
-        b.algorithm = CollectiveAlgorithm::Ring;
-        b.stream = 1;
-        b.name = "b";
-        p.ops.push_back(b);
-      }
+      RankProgram p{r, 2, {collective_op(ga, 1, 1024 * kMiB, "a", CollectiveAlgorithm::NvlsTree)}};
+      if (with_b && (r == 0 || r == 8))
+        p.ops.push_back(collective_op(gb, 2, 2048 * kMiB, "b", CollectiveAlgorithm::Ring, 1));
       s.programs.push_back(p);
     }
     return s;
@@ -372,18 +356,7 @@ TEST_CASE("NVLS_TREE's flows move what it requires: S / eta through each GPU's s
   Schedule s;
   s.world_size = 16;
   const int g = s.intern_group(first(16), CommPurpose::DataParallel);
-  for (int r = 0; r < 16; ++r) {
-    RankProgram p{r, 1, {}};
-    Op op;
-    op.type = OpType::Collective;
-    op.group = g;
-    op.match = 1;
-    op.bytes = S;
-    op.algorithm = CollectiveAlgorithm::NvlsTree;
-    op.name = "ar";
-    p.ops.push_back(op);
-    s.programs.push_back(p);
-  }
+  for (int r = 0; r < 16; ++r) s.programs.push_back({r, 1, {collective_op(g, 1, S, "ar", CollectiveAlgorithm::NvlsTree)}});
   ReplayOptions ro;
   ro.record_flows = true;
   const ReplayTimes t = replay(s, two, ro);

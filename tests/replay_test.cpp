@@ -28,18 +28,7 @@ Schedule one_collective(CollectiveKind kind, int n, double bytes, const std::vec
   std::vector<int> ranks;
   for (int r = 0; r < n; ++r) ranks.push_back(r);
   const int g = s.intern_group(ranks, CommPurpose::TensorParallel);
-  for (int r : sim) {
-    RankProgram p{r, 1, {}};
-    Op op;
-    op.type = OpType::Collective;
-    op.collective = kind;
-    op.group = g;
-    op.bytes = bytes;
-    op.match = 7;
-    op.name = "c";
-    p.ops.push_back(op);
-    s.programs.push_back(p);
-  }
+  for (int r : sim) s.programs.push_back({r, 1, {collective_op(g, 7, bytes, "c", CollectiveAlgorithm::Auto, 0, kind)}});
   return s;
 }
 

@@ -192,13 +192,7 @@ TEST_CASE("SM interference in the replay: a kernel beside a DGX A100 AllReduce r
   const int g = s.intern_group(first(8), CommPurpose::TensorParallel);
   for (int r = 0; r < 8; ++r) {
     RankProgram p{r, 2, {}};
-    Op c;
-    c.type = OpType::Collective;
-    c.group = g;
-    c.match = 1;
-    c.bytes = 1024 * kMiB;
-    c.stream = 1;
-    c.name = "ar";
+    const Op c = collective_op(g, 1, 1024 * kMiB, "ar", CollectiveAlgorithm::Auto, 1);
     Op k;
     k.type = OpType::Compute;
     k.duration_s = 0.001;  // ends well inside the collective (~8 ms)

@@ -29,6 +29,20 @@ std::vector<int> first(int n) {
   return v;
 }
 
+Op collective_op(int group, int64_t match, double bytes, const char* name, CollectiveAlgorithm algorithm, int stream,
+                 CollectiveKind kind) {
+  Op op;
+  op.type = OpType::Collective;
+  op.collective = kind;
+  op.group = group;
+  op.match = match;
+  op.bytes = bytes;
+  op.algorithm = algorithm;
+  op.stream = static_cast<int16_t>(stream);
+  op.name = name;
+  return op;
+}
+
 LinkEfficiency shipped_link_efficiency(const std::string& gpu_model) {
   return LinkEfficiency::of_profile(load_profile(default_profile_path(gpu_model)));
 }

@@ -3,6 +3,7 @@
 
 #include "sim/collective_bench.hpp"
 #include "sim/platform.hpp"
+#include "sim/schedule.hpp"
 
 #include <doctest/doctest.h>
 
@@ -23,6 +24,12 @@ std::string temp_path(const char* suffix);
 
 /// Ranks 0 … n−1 (a collective group of the first n GPUs).
 std::vector<int> first(int n);
+
+/// A collective op (AllReduce unless `kind` says otherwise) of `bytes` over schedule group
+/// `group`, instance `match`, on `stream`, with NCCL algorithm `algorithm`.
+Op collective_op(int group, int64_t match, double bytes, const char* name,
+                 CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto, int stream = 0,
+                 CollectiveKind kind = CollectiveKind::AllReduce);
 
 /// The link efficiencies of the shipped profile for `gpu_model` (e.g. "a100-sxm4-80gb").
 LinkEfficiency shipped_link_efficiency(const std::string& gpu_model);
