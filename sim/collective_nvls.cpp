@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 
 namespace overlapsim::plan_detail {
 
@@ -25,18 +24,6 @@ double nvls_chunk_bytes(double bytes, double concurrent_ops) {
   if (bytes < 8 * concurrent_ops * c) c = 32768;
   if (bytes < 2 * concurrent_ops * c) c = 16384;
   return c;
-}
-
-/// The group's positions by node, nodes in order of first appearance.
-std::vector<std::vector<int>> members_by_node(const Topology& topo, const std::vector<int>& ranks) {
-  std::vector<std::vector<int>> out;
-  std::map<int, size_t> index;
-  for (int pos = 0; pos < static_cast<int>(ranks.size()); ++pos) {
-    auto [it, fresh] = index.try_emplace(topo.node_of(ranks[pos]), out.size());
-    if (fresh) out.emplace_back();
-    out[it->second].push_back(pos);
-  }
-  return out;
 }
 
 }  // namespace
@@ -184,8 +171,7 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
   // channels (one per head), as busBw: at most that busbw.
   const double cap_busbw = heads * nccl::kPerChNvlsTree[cc_index][N <= 2 ? N - 1 : 2];
   const double cap_s = bytes / (cap_busbw * n / (2.0 * (n - 1)));
-  const int log2_nodes = static_cast<int>(std::floor(std::log2(static_cast<double>(N))));
-  p.base_latency_s = kNvlsLatency + 2.0 * log2_nodes * nccl::kHwLatNvlsTreeNet;
+  p.base_latency_s = nccl::nvls_tree_latency_s(N);
   p.nvls_tree_s = bytes > 0 ? std::max({intra_s, inter_s, cap_s}) : 0.0;
   // Its flows in flow fidelity (header): each node's NVLS ring, every rail's tree hops.
   if (bytes > 0) {

@@ -50,6 +50,17 @@ double ring_protocol_cap_Bps(const Topology& topo, Protocol proto, int nodes, in
 
 namespace plan_detail {
 
+std::vector<std::vector<int>> members_by_node(const Topology& topo, const std::vector<int>& ranks) {
+  std::vector<std::vector<int>> out;
+  std::map<int, size_t> index;
+  for (int pos = 0; pos < static_cast<int>(ranks.size()); ++pos) {
+    auto [it, fresh] = index.try_emplace(topo.node_of(ranks[pos]), out.size());
+    if (fresh) out.emplace_back();
+    out[it->second].push_back(pos);
+  }
+  return out;
+}
+
 int compute_capability_index(const Topology& topo) {
   const int cc = device_spec(topo.gpu_model()).compute_capability;
   return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;

@@ -9,6 +9,8 @@
 
 namespace overlapsim::plan_detail {
 
+/// The group's positions by node, nodes in order of first appearance.
+std::vector<std::vector<int>> members_by_node(const Topology& topo, const std::vector<int>& ranks);
 /// NCCL's compute capability index of the topology's GPU: Volta 0, Ampere 1, Hopper 2, Blackwell 3.
 int compute_capability_index(const Topology& topo);
 /// The channels of NCCL's communicator over `nodes` nodes (Topology::nccl_channels), or

@@ -48,15 +48,8 @@ bool dtree_first_child(int n, int t, int i) {
 }
 
 TreePlan build_tree(const Topology& topo, const std::vector<int>& ranks, int channel) {
-  // Members by node, nodes in order of first appearance.
-  std::vector<int> node_order;
-  std::map<int, std::vector<int>> by_node;
-  for (int pos = 0; pos < static_cast<int>(ranks.size()); ++pos) {
-    const int node = topo.node_of(ranks[pos]);
-    if (!by_node.count(node)) node_order.push_back(node);
-    by_node[node].push_back(pos);
-  }
-  const int nn = static_cast<int>(node_order.size());
+  const std::vector<std::vector<int>> by_node = plan_detail::members_by_node(topo, ranks);
+  const int nn = static_cast<int>(by_node.size());
   const int t = channel % 2;
   TreePlan tp;
   tp.parent.assign(ranks.size(), -1);
@@ -64,7 +57,7 @@ TreePlan build_tree(const Topology& topo, const std::vector<int>& ranks, int cha
   // intra[k][j]: node k's chain, rotated by the channel.
   std::vector<std::vector<int>> intra(nn);
   for (int k = 0; k < nn; ++k) {
-    const auto& m = by_node[node_order[k]];
+    const auto& m = by_node[k];
     const int sz = static_cast<int>(m.size());
     for (int j = 0; j < sz; ++j) intra[k].push_back(m[(channel + j) % sz]);
   }
@@ -171,7 +164,7 @@ constexpr double kTreeChunkBytes[3] = {65536.0 / 2, 614400.0 / 16 * 15, kSliceBy
 /// < 64 · s / ppn (down to 128 KiB) and < 16 · s / ppn (32 KiB), s = 1 + log2(nodes) + 0.1 · ppn,
 /// carrying 15/16 of it; LL keeps half of its 64 KiB step.
 double nccl_tree_chunk_bytes(Protocol proto, double bytes, int channels, int ranks, int nodes) {
-  const int log2_nodes = static_cast<int>(std::floor(std::log2(static_cast<double>(std::max(1, nodes)))));
+  const int log2_nodes = nccl::log2i(nodes);
   const double ppn = static_cast<double>(ranks) / std::max(1, nodes);
   auto per = [&](double chunk) { return std::floor(bytes / (channels * chunk)); };  // NCCL's integer division
   if (proto == Protocol::Simple) {

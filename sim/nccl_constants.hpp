@@ -6,7 +6,12 @@
 // Ampere < 9.0 ≤ Hopper < 10.0 ≤ Blackwell].
 #pragma once
 
+#include <cmath>
+
 namespace overlapsim::nccl {
+
+/// NCCL's log2i: floor(log2(x)) for x >= 1, 0 below (src/include/utils.h).
+inline int log2i(double x) { return x >= 2 ? static_cast<int>(std::floor(std::log2(x))) : 0; }
 
 /// Payload fraction on the wire (src/include/device.h: LL lines are 8 B data + 8 B flags,
 /// LL128 lines 120 B data + 8 B flags, Simple all data).
@@ -55,5 +60,8 @@ inline constexpr double kHwLatNvlsTreeNet = 20.9e-6;
 inline constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
 inline constexpr double kPerChNvlsTree[4][3] = {
     {26.5e9, 18.5e9, 10.0e9}, {24.0e9, 23.6e9, 17.8e9}, {0.0, 57.7e9, 45.5e9}, {0.0, 96.0e9, 80.0e9}};
+/// NCCL's modelled latency of an NVLS_TREE AllReduce over `nodes` nodes, seconds: hwLat on
+/// NVLink plus 2 log2(nodes) network hwLats, no base latency (src/graph/tuning.cc).
+inline double nvls_tree_latency_s(int nodes) { return kHwLatNvlsNvlink + 2.0 * log2i(nodes) * kHwLatNvlsTreeNet; }
 
 }  // namespace overlapsim::nccl

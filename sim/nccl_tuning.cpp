@@ -102,7 +102,7 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
   const double ll_max = N == 1 ? nccl::kLlMaxBusBw[in.cc_index] : nccl::kLlMaxBusBwNodes[in.amd_cpu ? 1 : 0][N == 2 ? 0 : 1];
   const double B = in.graph_busbw_Bps, C = in.graph_channels;
   const int intra = in.intra_pcie ? 1 : 0;
-  const int log2_nodes = static_cast<int>(std::floor(std::log2(static_cast<double>(N))));
+  const int log2_nodes = nccl::log2i(N);
   const double ppn = static_cast<double>(n) / N;
   double bus = 0, ratio = 0, lat = 0;
   if (alg == CollectiveAlgorithm::NvlsTree) {
@@ -114,7 +114,7 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
     const double inter = in.nvls_inter_Bps / h * (N <= 2 ? 2 : 1);
     bus = h * std::min({intra, inter, nccl::kPerChNvlsTree[in.cc_index][by_nodes]});
     ratio = static_cast<double>(n) / (2 * (n - 1));
-    lat = nccl::kHwLatNvlsNvlink + 2 * log2_nodes * nccl::kHwLatNvlsTreeNet;
+    lat = nccl::nvls_tree_latency_s(N);
     return lat + bytes / (bus * ratio);
   }
   if (alg == CollectiveAlgorithm::Ring) {
@@ -138,9 +138,7 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
               : tree;
     ratio = 0.5;
     lat = nccl::kBaseLatTree[p] + 2 * ((ppn - 1) * nccl::kHwLatTree[intra][p] + log2_nodes * nccl::kHwLatTree[2][p]);
-    // log2i(nBytes >> 6), log2i(0) = log2i(1) = 0.
-    const double chunks = std::floor(bytes / 64);
-    const int log_size = chunks >= 2 ? static_cast<int>(std::floor(std::log2(chunks))) : 0;
+    const int log_size = nccl::log2i(std::floor(bytes / 64));  // log2i(nBytes >> 6)
     if (log_size < 23) bus *= nccl::kTreeCorrection[p][log_size];
   }
   return lat + bytes / (bus * ratio);
