@@ -9,17 +9,6 @@
 
 namespace overlapsim {
 
-double ChainWaves::end_of(long long w) const {
-  if (w < 0) return 0;
-  const long long nf = static_cast<long long>(fill.size());
-  double t = 0;
-  for (long long i = 0; i < std::min(w + 1, nf); ++i) t += fill[i];
-  if (w < nf) return t;
-  t += std::min(w - nf + 1, steady) * steady_s;
-  for (long long i = 0; i < std::min(w - nf - steady + 1, static_cast<long long>(drain.size())); ++i) t += drain[i];
-  return t;
-}
-
 ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const std::vector<ChannelPlan>& rings,
                        double wire, int n, int K, double share_cap_Bps) {
   const int C = static_cast<int>(rings.size());
@@ -28,7 +17,6 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
   if (n < 2) return cw;
   const int last = n - 2;  // the last sending position
   const long long W = static_cast<long long>(n - 1) + K - 1;
-  const long long steady_from = last, steady_to = K - 1;  // every position busy
   // Users of each directed link among the hops sending in the current wave (positions lo..hi of
   // every channel), kept as the window slides: each wave adds position hi and drops lo − 1.
   std::vector<int> users(2 * static_cast<size_t>(topo.num_links()), 0);
@@ -52,53 +40,53 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
   const long long distinct = std::min<long long>(W, static_cast<long long>(n - 1) + std::min(K, n - 1));
   const bool table = distinct * static_cast<long long>(hops) <= (1LL << 22);
   if (table) cw.wave_id.assign(static_cast<size_t>(W), 0);
-  // Each channel's own pipeline: slice k leaves position p in wave p + k at that hop's time in
-  // that wave; it waits for slice k at p − 1 and slice k − 1 at p (longest path over the grid).
-  // dep[c][p]: when the latest slice left position p. On hops alike every wave's hops take its
-  // time, so this is the waves' sum; where they differ (NVLink and NIC) a slice pays each hop's
-  // own time, not the wave's slowest.
-  std::vector<std::vector<double>> dep(C, std::vector<double>(n - 1, 0.0));
+  // Each channel's own pipeline (header): start[c][p] is when position p sent its latest slice,
+  // e_last / d_last that slice's hop time and occupancy (its wave's).
+  std::vector<std::vector<double>> start(C, std::vector<double>(n - 1, 0.0));
+  std::vector<std::vector<double>> e_last = start, d_last = start;
   cw.ends.assign(C, std::vector<double>(n, 0.0));
-  std::vector<double> t(hops, 0.0);  // this wave's hop times, by c · (n − 1) + p
+  cw.first.assign(C, std::vector<double>(n, 0.0));
+  std::vector<double> t(hops, 0.0);  // this wave's hop times (e), by c · (n − 1) + p
   int lo = 0, hi = -1;               // the window of sending positions
   for (long long w = 0; w < W; ++w) {
     const int new_lo = static_cast<int>(std::max(0LL, w - K + 1)), new_hi = static_cast<int>(std::min<long long>(w, last));
     const bool moved = new_lo != lo || new_hi != hi;
     for (; hi < new_hi;) enter(++hi, +1);
     for (; lo < new_lo;) enter(lo++, -1);
-    // Hop times change only when the window does (the steady waves repeat the first of them).
+    // Hop times change only when the window does (the waves with every position busy repeat).
     if (moved) {
-      double slowest = 0;
       for (int c = 0; c < C; ++c)
-        for (int p = lo; p <= hi; ++p) {
-          double& x = t[static_cast<size_t>(c) * (n - 1) + p];
-          x = hop_time(rings[c].hops[p]);
-          slowest = std::max(slowest, x);
-        }
+        for (int p = lo; p <= hi; ++p) t[static_cast<size_t>(c) * (n - 1) + p] = hop_time(rings[c].hops[p]);
       if (table) {
         std::vector<double> row(hops, 0.0);
         for (int c = 0; c < C; ++c)
           for (int p = lo; p <= hi; ++p) row[static_cast<size_t>(c) * (n - 1) + p] = t[static_cast<size_t>(c) * (n - 1) + p];
         cw.hop_s.push_back(std::move(row));
       }
-      if (w >= steady_from && w <= steady_to) {
-        cw.steady_s = slowest;
-        cw.steady = steady_to - steady_from + 1;
-      } else {
-        (cw.steady == 0 ? cw.fill : cw.drain).push_back(slowest);
-      }
     }
     if (table) cw.wave_id[static_cast<size_t>(w)] = static_cast<int>(cw.hop_s.size()) - 1;
     for (int c = 0; c < C; ++c) {
-      std::vector<double>& d = dep[c];
-      for (int p = hi; p >= lo; --p) {  // descending: d[p − 1] still holds the last wave's value
-        const double before = std::max(p > 0 ? d[p - 1] : 0.0, d[p]);
-        d[p] = before + t[static_cast<size_t>(c) * (n - 1) + p];
-        if (w - p == K - 1) cw.ends[c][p] = d[p];
+      for (int p = hi; p >= lo; --p) {  // descending: position p − 1 still holds wave w − 1's slice
+        const Hop2& h = rings[c].hops[p];
+        const double e = t[static_cast<size_t>(c) * (n - 1) + p];
+        const double d = e - h.step_latency_s + h.serial_s;
+        const long long k = w - p;
+        const double arrived = p > 0 ? start[c][p - 1] + e_last[c][p - 1] : 0.0;
+        const double s = k == 0 ? arrived : std::max(arrived, start[c][p] + d_last[c][p]);
+        start[c][p] = s;
+        e_last[c][p] = e;
+        d_last[c][p] = d;
+        // Its flow is done a route latency and the wire time after it is sent; the slice has
+        // arrived its step latency after the send.
+        const double flow_done = s + e - h.step_latency_s + h.route_latency_s;
+        if (k == 0) cw.first[c][p] = flow_done;
+        if (k == K - 1) {
+          cw.ends[c][p] = flow_done;
+          if (p == last) cw.ends[c][n - 1] = s + e;
+        }
       }
     }
   }
-  for (int c = 0; c < C; ++c) cw.ends[c][n - 1] = cw.ends[c][last];
   return cw;
 }
 

@@ -87,7 +87,9 @@ void Replayer::coll_ready(int ri, int oi) {
             cs.paced = false;
           }
         } else if (cs.mode != ChannelMode::Mirrors) {
-          cs.chain_paced = true;  // a chain timed by representatives: at the closed form's waves
+          cs.chain_paced = true;  // a chain timed by representatives: at the closed form's pipeline
+        } else {
+          cs.arrivals = true;  // a chain's slice arrives its step latency after its flow
         }
         cs.m.resize(n);
         for (int i = 0; i < n; ++i)
@@ -215,23 +217,21 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
   const Hop2& own = cp.hops[cs.mode == ChannelMode::Bottleneck ? cp.bottleneck : i];
   double delay = 0;
   if (c.plan->chain) {
-    // A chain's latencies add up along it, so it pays them step by step: the protocol's step
-    // latency beyond the route's own, or — behind a mirror whose hop is not simulated — the
-    // slowest hop's. NCCL's base latency is paid once per collective, by the head (regression:
-    // every member paid it on its first step, and along a chain they add up — 8 B Broadcast
-    // over 8 GPUs took 51 µs in flow against 11.5 µs in its closed form).
-    // A paced chain (timed by representatives): a member without a simulated predecessor sends
-    // slice k so that it ends (i + k + 1) waves after the base latency, as the closed form has it.
-    const bool stand_in = has_pred && !cs.m[pred].active;
-    if (cs.chain_paced && (!has_pred || stand_in)) {
-      // Slice k's flow ends with wave i + k (ChainWaves), its previous one with wave i + k − 1.
+    // NCCL's base latency is paid once per collective, by the head (regression: every member
+    // paid it on its first step, and along a chain they add up — 8 B Broadcast over 8 GPUs took
+    // 51 µs in flow against 11.5 µs in its closed form). The step latency follows the flow (per-step
+    // arrivals), overlapping the sender's next slice. A paced chain (timed by representatives):
+    // each simulated member sends slice k so that its flow ends when the closed form's pipeline
+    // has it end (ChainWaves::paced_end_s), after the previous one.
+    if (cs.chain_paced) {
       const ChainWaves& cw = c.plan->chain_waves;
+      const int K = c.plan->steps;
       const double flow_s = own.route_latency_s + c.plan->wire_bytes / own.share_Bps;
-      const double wave = cw.end_of(i + k) - cw.end_of(i + k - 1);
-      delay = std::max(0.0, wave - flow_s) + (k == 0 ? c.plan->base_latency_s + cw.end_of(i - 1) : 0.0);
+      const double gap = k == 0 ? c.plan->base_latency_s + cw.paced_end_s(ch, i, 0, K)
+                                : cw.paced_end_s(ch, i, k, K) - cw.paced_end_s(ch, i, k - 1, K);
+      delay = std::max(0.0, gap - flow_s);
     } else {
-      delay = std::max(0.0, (stand_in ? cp.max_step_latency_s : own.step_latency_s) - own.route_latency_s) +
-              (k == 0 && i == 0 ? c.plan->base_latency_s : 0.0);
+      delay = k == 0 && i == 0 ? c.plan->base_latency_s : 0.0;
     }
   } else if (k == 0) {
     // A ring pays NCCL's base latency up front; with per-step arrivals that is all, otherwise
@@ -261,7 +261,14 @@ void Replayer::ring_send(CollState& c, int64_t match, int ch, int i) {
   const ChannelState& cs = c.channels[ch];
   if (cs.arrivals || cs.paced) {
     ++c.in_flight;
-    const double slot = cs.paced ? cs.ring_s / c.plan->steps : c.plan->wire_bytes / h.share_Bps;
+    double slot = cs.paced ? cs.ring_s / c.plan->steps : c.plan->wire_bytes / h.share_Bps;
+    if (c.plan->chain) {
+      // A chain's slice keeps its sender busy for its occupancy in its wave (ChainWaves::hop_s).
+      const ChainWaves& cw = c.plan->chain_waves;
+      const auto w = static_cast<size_t>(i + c.channels[ch].m[i].steps_started - 1);
+      const size_t n1 = cp.order.size() - 1;
+      slot = h.serial_s + cw.hop_s[cw.wave_id[w]][ch * n1 + i] - h.step_latency_s;
+    }
     start_exec(Task::StepSlot, false, slot, mem.rank_idx, mem.op, match, ch, i);
   }
   const double bytes = cs.coalesced ? c.plan->wire_bytes * c.plan->steps : c.plan->wire_bytes;

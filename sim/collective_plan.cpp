@@ -257,14 +257,11 @@ std::vector<double> CollectivePlan::member_ends_s() const {
   std::vector<double> e(members, 0.0);
   if (members <= 1 || steps == 0) return e;
   if (chain) {
-    // Member at chain position p (per channel) ends when its last slice has left, (p + K)
-    // waves in; the tail when its last slice has arrived, (n − 2 + K) waves in (the closed form).
+    // Member at chain position p (per channel) ends when its last slice's flow is done; the
+    // tail when that slice has arrived (ChainWaves::ends; the latest of them is the closed form).
     for (size_t c = 0; c < rings.size(); ++c)
       for (int p = 0; p < members; ++p)
-        e[rings[c].order[p]] = std::max(e[rings[c].order[p]],
-                                        base_latency_s + (chain_waves.ends.empty()
-                                                              ? chain_waves.end_of(std::min(p, members - 2) + steps - 1)
-                                                              : chain_waves.ends[c][p]));
+        e[rings[c].order[p]] = std::max(e[rings[c].order[p]], base_latency_s + chain_waves.ends[c][p]);
     return e;
   }
   if (algorithm != CollectiveAlgorithm::Tree) return std::vector<double>(members, closed_form_s());
@@ -537,6 +534,9 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
         h.step_latency_s =
             opt.textbook ? h.route_latency_s : std::max(h.route_latency_s, kHwLatRing[static_cast<int>(h.kind)][pi]);
         if (h.kind == HopKind::NvLink) h.step_latency_s += slice_s + ll128_step_s;
+        // A chain's slice keeps its sender busy for Simple's fence as well, as a tree's does (the
+        // copying SMs' own work, header); the rest of the step latency overlaps its next slice.
+        h.serial_s = q.chain && h.kind == HopKind::NvLink ? slice_s : 0.0;
         ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
         h.share_Bps = std::min(h.share_Bps, cap);
         if (h.kind == HopKind::NvLink) h.share_Bps = std::min(h.share_Bps, ll128_nvlink_cap);

@@ -163,13 +163,16 @@
 //          hop's bandwidth, or NCCL's tuning model's sum of per-step latencies (intra- and
 //          inter-node steps each at their own hwLat), whichever is larger.
 //   chain: in wave w (0 … n − 1 + K − 2, K slices) every position p with p ≤ w < p + K sends
-//          slice w − p; a hop's time in a wave is its step latency + wire / (its share of its
-//          links among the hops of that wave, all channels). Per channel, slice k leaves
-//          position p once it has left p − 1 and slice k − 1 has left p: T = baseLat + the
-//          slowest channel's longest path through that grid. On hops alike it is the sum of the
-//          waves' times; latency-bound (K = 1), the sum of the hops' times along the chain.
-//          In flow each slice's flow ends no sooner than at that share (ChainWaves::hop_s), so
-//          flow equals it without other traffic.
+//          slice w − p; a hop's time in a wave is e = its step latency + wire / (its share of
+//          its links among the hops of that wave, all channels), and it keeps its sender busy
+//          d = serial + wire / share. Per channel, position p sends slice k once slice k has
+//          arrived (S(p − 1, k) + e) and its slice k − 1 has left (S(p, k − 1) + d): the step
+//          latency overlaps the next send, as for the ring. T = baseLat + the slowest channel's
+//          arrival of its last slice at its tail. On hops that share no link:
+//          T = baseLat + Σ_p e_p + (K − 1) · max_p d_p; latency-bound (K = 1), the sum of the
+//          hops' times along the chain. In flow each slice's flow ends no sooner than at that
+//          share (ChainWaves::hop_s) and arrives its step latency later, so flow equals it
+//          without other traffic.
 //   tree:  T = baseLat + max over channels, over hops h of the channel's tree
 //                  [ L(h) + (K − 1) · d_h ],   e_h = lat_h + wire/bw_h,  d_h = serial_h + wire/bw_h,
 //          L(h) the longest leaf → root → leaf path through h (sum of its hops' e), d_h the time
@@ -284,41 +287,47 @@ struct TreePlan {
 };
 
 /// A chain's waves (collective_plan.hpp header): wave w is when position p sends slice w − p;
-/// its time is its slowest active hop's step latency plus wire over that hop's share of its
-/// links among the hops active in that wave. Waves n−2 … K−1 (every position active) are alike.
+/// a hop's time in it is its step latency plus wire over its share of its links among the hops
+/// active in that wave. Each channel pipelines its slices over those times as NCCL's FIFO lets
+/// it: a position sends slice k once slice k has arrived and its own slice k − 1 has left.
 struct ChainWaves {
-  std::vector<double> fill;   ///< waves 0 … before the alike ones, seconds each
-  double steady_s = 0;        ///< each alike wave, seconds
-  long long steady = 0;       ///< how many alike waves
-  std::vector<double> drain;  ///< the waves after them, seconds each
-  /// ends[c][p]: when position p of channel c is done (its last slice has left; the tail: has
-  /// arrived), seconds, from each channel's own pipeline over the waves' hop times.
+  /// ends[c][p]: when position p of channel c is done, seconds from the start (base latency
+  /// aside): a sender when its last slice's flow is done (route latency + wire over its share
+  /// after it was sent), the tail when that slice has arrived (its sender's step latency after).
   std::vector<std::vector<double>> ends;
+  /// first[c][p]: when position p's first slice's flow is done (as ends), seconds; the replay
+  /// paces a folded chain's slice k at p to end at first + k · (ends − first) / (K − 1).
+  std::vector<std::vector<double>> first;
   /// hop_s[wave_id[w]][c·(n − 1) + p]: the time of position p's hop of channel c in wave w (its
   /// step latency + wire over its share among that wave's hops), seconds; empty where the table
   /// would exceed 4 M cells (distinct waves · hops), and the replay then times the chain by its
   /// closed form.
   std::vector<std::vector<double>> hop_s;
   std::vector<int> wave_id;
-  /// Time from the start of wave 0 to the end of wave w, seconds (w < 0: 0).
-  double end_of(long long w) const;
-  double total_s() const { return end_of(static_cast<long long>(fill.size()) + steady + drain.size() - 1); }
-  /// The chain's time, seconds: its slowest channel's tail, or the waves' sum.
+  /// The chain's time, seconds: its slowest channel's tail.
   double chain_s() const {
     double t = 0;
     for (const auto& e : ends) t = std::max(t, e.back());
-    return ends.empty() ? total_s() : t;
+    return t;
+  }
+  /// When slice k of position p of channel c is paced to end (first, ends), seconds.
+  double paced_end_s(int c, int p, int k, int K) const {
+    const double f = first[c][p];
+    return K <= 1 ? f : f + k * (ends[c][p] - f) / (K - 1);
   }
 };
 
 /// The waves of a chain of n members sending K slices of `wire` bytes each over the channels
-/// `rings` (hops measured; each channel's order is its chain): per wave, the slowest active hop's
-/// step latency plus wire over that hop's share of its links among the hops active in that wave,
-/// and each channel's own pipeline over them (ChainWaves::ends). O(waves · active hops · route
-/// length) time (the links' users are kept as the window of sending positions slides), O(hops)
-/// memory besides the hop table. `share_cap_Bps` caps every hop's share (wire bytes/s: the
-/// protocol's bandwidth limit, as for rings). REQUIRES: n >= 2, K >= 1, every ring has at least
-/// n − 1 hops, share_cap_Bps > 0.
+/// `rings` (hops measured; each channel's order is its chain), and each channel's own pipeline
+/// over them: slice k leaves position p at S(p, k) = max(S(p, k − 1) + d, S(p − 1, k) + e'), e'
+/// the time of p − 1's hop in its wave (step latency + wire / share: when the slice has arrived)
+/// and d = serial + wire / share of p's hop in the wave of slice k − 1 (how long that slice kept
+/// the sender busy: the latency beyond it overlaps the next send, as NCCL's NCCL_STEPS-deep FIFO
+/// lets it). On hops that share no link T = Σ_p e_p + (K − 1) · max_p d_p. O(waves · active hops
+/// · route length) time (the links' users are kept as the window of sending positions slides),
+/// O(hops) memory besides the hop table. `share_cap_Bps` caps every hop's share (wire bytes/s:
+/// the protocol's bandwidth limit, as for rings). REQUIRES: n >= 2, K >= 1, every ring has at
+/// least n − 1 hops, share_cap_Bps > 0.
 ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const std::vector<ChannelPlan>& rings,
                        double wire, int n, int K, double share_cap_Bps = std::numeric_limits<double>::infinity());
 
@@ -357,8 +366,8 @@ struct CollectivePlan {
   /// Contention-free time of the collective, seconds (the formulas in the header).
   double closed_form_s() const;
   /// Contention-free end of each member's part, seconds, by position: the closed form for every
-  /// member of a ring; for a chain, the end of wave min(p, n − 2) + K − 1 after the base latency
-  /// for the member at position p (the latest over channels); for a tree, when that member has received and sent its last slices (the
+  /// member of a ring; for a chain, ChainWaves::ends after the base latency for the member at
+  /// position p (the latest over channels); for a tree, when that member has received and sent its last slices (the
   /// root and shallow members end before the deepest leaves).
   std::vector<double> member_ends_s() const;
   /// Flows the tree's replay issues (2 per non-root member per slice per tree), 0 for a ring.
