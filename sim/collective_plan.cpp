@@ -30,6 +30,15 @@ using nccl::kWireFraction;
 // slices of at least stepSize · sliceSteps / 32 = 32 KiB (src/device/prims_simple.h).
 constexpr double kSimpleRingChunkBytes = 4 * kSliceBytes;
 constexpr double kSimpleMinSliceBytes = 2 * kSliceBytes / 32;
+// A chain's slice by protocol (LL, LL128, Simple), payload bytes: what a member receives before
+// it forwards. Simple waits for NCCL's whole 512 KiB step (its flag follows the data: the
+// receiver polls one flag per step, src/device/prims_simple.h); LL and LL128 carry a flag in
+// every 16-byte or 128-byte line (prims_ll.h, prims_ll128.h), so a member forwards each line as
+// it lands: LL as its 32 KiB step of payload (DEFAULT_LL_BUFFSIZE / NCCL_STEPS, half of it
+// flags), LL128 within its 576,000 B step modelled as 64 KiB slices, so that a slice's fill
+// along the chain costs about its latency (2.5 us of wire per NVLink hop of a DGX A100 at 8
+// channels) as line-by-line forwarding does, for 8x the flows of a 512 KiB slice.
+constexpr double kChainSliceBytes[3] = {32768.0, 65536.0, kSliceBytes};
 using nccl::kLlMaxBusBw;
 using nccl::kLlMaxBusBwNodes;  // [AMD][2 nodes, more]
 
@@ -493,7 +502,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     // Steps and bytes per step.
     const double per_channel = bytes / q.channels;
     if (q.chain) {
-      q.steps = std::max(1, static_cast<int>(std::ceil(per_channel / kSliceBytes)));
+      q.steps = std::max(1, static_cast<int>(std::ceil(per_channel / kChainSliceBytes[pi])));
       q.step_bytes = per_channel / q.steps;
     } else {
       q.steps = kind == CollectiveKind::AllReduce ? 2 * (n - 1) : n - 1;

@@ -420,10 +420,13 @@ TEST_CASE("a chain of more than 2,048 hops: each channel's own pipeline still ti
   a8.fidelity = Fidelity::Analytic;
   const double t_flow = bench_time(pod, BenchOp::Broadcast, 1024, 32.0 * 1024 * 1024, f8, false);
   CHECK(t_flow == testing::approx(bench_time(pod, BenchOp::Broadcast, 1024, 32.0 * 1024 * 1024, a8, false)).epsilon(1e-9));
-  // Twice the nodes of a latency-bound chain, about twice the time (16 nodes: 2319 µs).
+  // Twice the nodes of a fill-bound chain, a little under twice the time: the first slice's
+  // n − 1 hops double, the K − 1 slices behind it do not (1.93 with LL128's 64 KiB slices; 16
+  // nodes: 2319 µs when every slice paid its latency before the next).
   const Topology half = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "64"}});
   const double t_half = bench_time(half, BenchOp::Broadcast, 512, 32.0 * 1024 * 1024, a8, false);
-  CHECK(t_flow / t_half == testing::approx(2.0).epsilon(0.02));
+  CHECK(t_flow / t_half > 1.85);
+  CHECK(t_flow / t_half < 2.0);
 }
 
 TEST_CASE("collective bench: folded equals unfolded where one rank cannot stand for the others") {
