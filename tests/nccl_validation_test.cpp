@@ -208,6 +208,67 @@ TEST_CASE("nccl-tests published: 8x A100-SXM4-40GB 1 node all_reduce (yumibyte/C
              {{128 * kMiB}, kA100Bump}}});
 }
 
+// The other collectives on one A100 node. AllGather and ReduceScatter run NCCL's ring as the
+// AllReduce does (the same slice cost, LL128 constants and channels); Broadcast a chain along
+// it; AllToAll and SendRecv point-to-point flows at the NVSwitch ports.
+// Left:
+// - SuperBench's logs are -g 8 runs of an NCCL of 2021 (2.8-2.10 by their format): AllGather and
+//   ReduceScatter are 2-3x slower than the model from 1 to 8 MiB (73 us at 1 MiB against the
+//   model's LL 22 us; their small sizes sit on a ~34 us floor), as the AllReduce logs' -g 8 floors.
+// - Broadcast is 12-20% slow at 4-256 MiB (both logs; ABCI runs one process per GPU, so not a
+//   -g 8 artefact): the LL128 chain (4-64 MiB) at NCCL's per-channel LL128 cap over the model's 8
+//   channels where NCCL runs more, the Simple chain (128-256 MiB) with its 512 KiB steps' fill and
+//   slice cost; its 1-2 MiB LL chain is 9-84% fast.
+// - AllToAll and SendRecv: the model's point-to-point flows reach the ports' rate at once; NCCL's
+//   climb slowly (AllToAll at 16 MiB 92 GB/s against 201) and SendRecv plateaus at ~195 GB/s
+//   (NCCL's two channels per peer), 23% below the model; not modelled.
+const char* const kSuperBenchFloor =
+    "SuperBench's -g 8 logs (NCCL of 2021): 1-8 MiB 2-3x slower than the model's LL/LL128 ring, a "
+    "~34 us floor at small sizes";
+const char* const kChainMid =
+    "Broadcast at 4-256 MiB, 12-20% slow: the LL128 chain at NCCL's per-channel LL128 cap over the model's 8 "
+    "channels (NCCL runs more), the Simple chain's 512 KiB steps' fill and slice cost";
+const char* const kP2pRamp =
+    "point-to-point: the model's flows reach the NVSwitch ports' rate at once, NCCL's AllToAll climbs "
+    "slowly to it";
+
+TEST_CASE("nccl-tests published: 8x A100-SXM4-40GB 1 node all_gather and reduce_scatter (microsoft/superbenchmark)") {
+  validate({"a100-40gb-1node-allgather-superbench.csv", "dgx-a100.yaml", 0, BenchOp::AllGather,
+            CollectiveAlgorithm::Auto, {{pow2(20, 24), kSuperBenchFloor}, {{128 * kMiB}, kA100Bump}}});
+  validate({"a100-40gb-1node-reducescatter-superbench.csv", "dgx-a100.yaml", 0, BenchOp::ReduceScatter,
+            CollectiveAlgorithm::Auto, {{pow2(20, 23), kSuperBenchFloor}}});
+}
+
+TEST_CASE("nccl-tests published: ND A100 v4 1 node all_gather and alltoall at 1 GiB (microsoft/mscclpp)") {
+  // NCCL 2.17.1, in-place, one process per GPU. AllGather's 253.6 GB/s busbw is above every other
+  // A100 log's plateau (SuperBench 212.9 at 1 GiB, 223.4 at 8 GiB; the AllReduce logs ~230) and the
+  // model's 222.6: WARN.
+  validate({"ndmv4-a100-1node-allgather-mscclpp.csv", "dgx-a100.yaml", 0, BenchOp::AllGather, CollectiveAlgorithm::Auto,
+            {{{1024 * kMiB},
+              "253.6 GB/s in-place with NCCL 2.17.1, 12-19% above the other A100 logs' plateaus and the model's "
+              "ring over the profile's NVLink efficiency"}}});
+  validate({"ndmv4-a100-1node-alltoall-mscclpp.csv", "dgx-a100.yaml", 0, BenchOp::AllToAll, CollectiveAlgorithm::Auto, {}});
+}
+
+TEST_CASE("nccl-tests published: 8x A100-SXM4-40GB 1 node broadcast (microsoft/superbenchmark; AIST ABCI 2.0)") {
+  validate({"a100-40gb-1node-broadcast-superbench.csv", "dgx-a100.yaml", 0, BenchOp::Broadcast,
+            CollectiveAlgorithm::Auto,
+            {{pow2(20, 21), "1-2 MiB: the model's LL chain is 46-84% fast against this -g 8 log (+9..+33% against ABCI's)"},
+             {pow2(22, 22), "4 MiB: the model's LL128 chain 11% fast against this log, 12% slow against ABCI's"},
+             {pow2(25, 28), kChainMid}}});
+  validate({"abci-a100-40gb-1node-broadcast-aist.csv", "dgx-a100.yaml", 0, BenchOp::Broadcast, CollectiveAlgorithm::Auto,
+            {{pow2(20, 20), "1 MiB: the model's LL chain 33% fast"}, {pow2(22, 25), kChainMid}}});
+}
+
+TEST_CASE("nccl-tests published: 8x A100 1 node alltoall and sendrecv (microsoft/superbenchmark; li-plus/playground)") {
+  validate({"a100-40gb-1node-alltoall-superbench.csv", "dgx-a100.yaml", 0, BenchOp::AllToAll, CollectiveAlgorithm::Auto,
+            {{pow2(20, 30), kP2pRamp}}});
+  validate({"a100-1node-sendrecv-liplus.csv", "dgx-a100.yaml", 0, BenchOp::SendRecv, CollectiveAlgorithm::Auto,
+            {{pow2(27, 30),
+              "SendRecv plateaus at ~195 GB/s (NCCL's two channels per peer), 23% below the model's port rate; the "
+              "log's 128 MiB (110.8 GB/s) is an outlier of it"}}});
+}
+
 // ---- (b) one H100-class node, 8 GPUs on NVSwitch (NVLink 4) ------------------------------------
 
 TEST_CASE("nccl-tests published: ND H100 v5 1 node all_reduce NVLS in-place (Azure AI-benchmarking-guide)") {
@@ -271,6 +332,16 @@ TEST_CASE("nccl-tests published: H100 2 nodes all_reduce, default algorithm (sky
 TEST_CASE("nccl-tests published: H200 2 nodes all_reduce, default algorithm (skypilot, CoreWeave)") {
   validate({"coreweave-h200-2node-allreduce-skypilot.csv", "dgx-h100-superpod.yaml", 2, BenchOp::AllReduce,
             CollectiveAlgorithm::Auto, {}});
+}
+
+TEST_CASE("nccl-tests published: ND A100 v4 2 nodes (16 GPUs) alltoall (microsoft/mscclpp)") {
+  // NCCL 2.17.1, in-place, 1 and 4 GiB: 37.8 GB/s busbw where the model's flows reach 45 (each GPU's
+  // half of its buffer for the other node leaves through its HDR NIC at the profile's efficiency).
+  validate({"ndmv4-a100-2node-alltoall-mscclpp.csv", "dgx-a100-superpod.yaml", 2, BenchOp::AllToAll,
+            CollectiveAlgorithm::Auto,
+            {{{1024 * kMiB, 4096 * kMiB},
+              "19% below the model's NIC-bound point-to-point flows: NCCL's AllToAll over IB reaches 84% of the "
+              "NICs' rate, which the model does not follow"}}});
 }
 
 TEST_CASE("nccl-tests published: A100 16 nodes (128 GPUs) all_reduce (coreweave/nccl-tests, 2022)") {
