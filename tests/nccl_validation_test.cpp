@@ -291,6 +291,13 @@ TEST_CASE("nccl-tests published: 8x H200 1 node all_reduce ring 16 GiB (stas00/m
             CollectiveAlgorithm::Ring, {}});
 }
 
+TEST_CASE("nccl-tests published: 8x H200 1 node all_reduce NVLS 16 GiB (stas00/ml-engineering)") {
+  // The default algorithm (NCCL 2.27.7 runs NVLS from 2 MiB on that node): the model's Auto takes
+  // NVLS there too, its closed form bound by the NVSwitch's reduction and the loop cost.
+  validate({"h200-1node-allreduce-nvls-16g-stas00.csv", "dgx-h100-superpod.yaml", 1, BenchOp::AllReduce,
+            CollectiveAlgorithm::Auto, {}});
+}
+
 TEST_CASE("nccl-tests published: 8x H200 1 node all_gather 16 GiB (stas00/ml-engineering)") {
   validate({"h200-1node-allgather-16g-stas00.csv", "dgx-h100-superpod.yaml", 1, BenchOp::AllGather, CollectiveAlgorithm::Auto, {}});
 }
