@@ -45,7 +45,6 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
   std::vector<std::vector<double>> start(C, std::vector<double>(n - 1, 0.0));
   std::vector<std::vector<double>> e_last = start, d_last = start;
   cw.ends.assign(C, std::vector<double>(n, 0.0));
-  cw.first.assign(C, std::vector<double>(n, 0.0));
   std::vector<double> t(hops, 0.0);  // this wave's hop times (e), by c · (n − 1) + p
   int lo = 0, hi = -1;               // the window of sending positions
   for (long long w = 0; w < W; ++w) {
@@ -79,7 +78,6 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
         // Its flow is done a route latency and the wire time after it is sent; the slice has
         // arrived its step latency after the send.
         const double flow_done = s + e - h.step_latency_s + h.route_latency_s;
-        if (k == 0) cw.first[c][p] = flow_done;
         if (k == K - 1) {
           cw.ends[c][p] = flow_done;
           if (p == last) cw.ends[c][n - 1] = s + e;

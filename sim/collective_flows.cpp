@@ -63,7 +63,12 @@ void Replayer::coll_ready(int ri, int oi) {
         const ChannelPlan& cp = c.plan->rings[ch];
         ChannelState& cs = c.channels[ch];
         const bool small = n * static_cast<int>(c.plan->rings.size()) <= kMaxMirroredFlowsPerStep;
-        cs.mode = (all_simulated || (!cp.even && small)) ? ChannelMode::Mirrors
+        // A chain simulates every member's flows (it is timed by its closed form above
+        // kMaxTreeFlows flows): its slices' spacing differs by position and its members wait for
+        // each other's slices, which representatives paced by a timer did not follow
+        // (regression: over 2 DGX A100 nodes, 64 MiB, LL128, a folded Reduce's root ended 16%
+        // late, and 2-3x late with every representative on the NIC hop).
+        cs.mode = (all_simulated || c.plan->chain || (!cp.even && small)) ? ChannelMode::Mirrors
                   : cp.even                                               ? ChannelMode::Representatives
                                                                           : ChannelMode::Bottleneck;
         if (!c.plan->chain) {
@@ -86,8 +91,6 @@ void Replayer::coll_ready(int ri, int oi) {
             cs.coalesced = true;
             cs.paced = false;
           }
-        } else if (cs.mode != ChannelMode::Mirrors) {
-          cs.chain_paced = true;  // a chain timed by representatives: at the closed form's pipeline
         } else {
           cs.arrivals = true;  // a chain's slice arrives its step latency after its flow
         }
@@ -160,7 +163,6 @@ void Replayer::coll_ready(int ri, int oi) {
     return;
   }
   // Flow fidelity. Mirrors of mirrored channels start when every simulated member is here.
-  chain_ends(c, match, pos);
   if (c.ready_count == c.simulated) {
     for (size_t ch = 0; ch < c.channels.size(); ++ch)
       for (int i = 0; i < n; ++i) ring_advance(c, match, static_cast<int>(ch), i);
@@ -176,19 +178,6 @@ void Replayer::coll_ready(int ri, int oi) {
   }
 }
 
-void Replayer::chain_ends(CollState& c, int64_t match, int pos) {
-  // The end of a chain behind a mirror has no flow of its own to time it: the closed form does.
-  const int n = static_cast<int>(c.members.size());
-  for (size_t ch = 0; ch < c.channels.size(); ++ch) {
-    const ChannelState& cs = c.channels[ch];
-    if (c.plan->chain && c.plan->rings[ch].order[n - 1] == pos && !cs.m[n - 2].active) {
-      ++c.in_flight;
-      start_exec(Task::ChannelTimer, false, c.plan->closed_form_s(), c.members[pos].rank_idx, c.members[pos].op,
-                 match, static_cast<int>(ch), n - 1);
-    }
-  }
-}
-
 // Whether the member at order index i of a channel "is here": a simulated member once its op is
 // ready, a simulated mirror once every simulated member is.
 static bool present(const CollState& c, const ChannelPlan& cp, int i) {
@@ -201,7 +190,8 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
   ChannelState& cs = c.channels[ch];
   const int n = static_cast<int>(cp.order.size());
   RingMember& rm = cs.m[i];
-  const int free_after = cs.arrivals || cs.paced ? rm.slots_done : rm.steps_done;  // sends that let the next go
+  // Sends that let the next go: with per-step arrivals or pacing, their slots.
+  const int free_after = cs.arrivals || cs.paced ? rm.slots_done : rm.steps_done;
   if (!rm.active || !present(c, cp, i) || rm.steps_started != free_after || rm.steps_started >= c.plan->steps) return;
   if (c.plan->chain && i == n - 1) return;  // the end of a chain only receives
   if (c.members[cp.order[i]].rank_idx < 0 && c.remaining == 0) return;  // nobody waits for this mirror
@@ -220,19 +210,8 @@ void Replayer::ring_advance(CollState& c, int64_t match, int ch, int i) {
     // NCCL's base latency is paid once per collective, by the head (regression: every member
     // paid it on its first step, and along a chain they add up — 8 B Broadcast over 8 GPUs took
     // 51 µs in flow against 11.5 µs in its closed form). The step latency follows the flow (per-step
-    // arrivals), overlapping the sender's next slice. A paced chain (timed by representatives):
-    // each simulated member sends slice k so that its flow ends when the closed form's pipeline
-    // has it end (ChainWaves::paced_end_s), after the previous one.
-    if (cs.chain_paced) {
-      const ChainWaves& cw = c.plan->chain_waves;
-      const int K = c.plan->steps;
-      const double flow_s = own.route_latency_s + c.plan->wire_bytes / own.share_Bps;
-      const double gap = k == 0 ? c.plan->base_latency_s + cw.paced_end_s(ch, i, 0, K)
-                                : cw.paced_end_s(ch, i, k, K) - cw.paced_end_s(ch, i, k - 1, K);
-      delay = std::max(0.0, gap - flow_s);
-    } else {
-      delay = k == 0 && i == 0 ? c.plan->base_latency_s : 0.0;
-    }
+    // arrivals), overlapping the sender's next slice.
+    delay = k == 0 && i == 0 ? c.plan->base_latency_s : 0.0;
   } else if (k == 0) {
     // A ring pays NCCL's base latency up front; with per-step arrivals that is all, otherwise
     // also what its flows leave out of the channel's closed form (on a uniform ring steps ×
@@ -314,7 +293,6 @@ void Replayer::ring_check_done(CollState& c, int ch, int i) {
   if (sends && rm.steps_done < c.plan->steps) return;
   const RingMember& pred = cs.m[(i + n - 1) % n];
   if (has_pred && pred.active && pred.steps_arrived < c.plan->steps) return;
-  if (!sends && has_pred && !pred.active) return;  // timed by chain_ends()
   rm.done = true;
   member_channel_done(c, pos);
 }

@@ -295,9 +295,6 @@ struct ChainWaves {
   /// aside): a sender when its last slice's flow is done (route latency + wire over its share
   /// after it was sent), the tail when that slice has arrived (its sender's step latency after).
   std::vector<std::vector<double>> ends;
-  /// first[c][p]: when position p's first slice's flow is done (as ends), seconds; the replay
-  /// paces a folded chain's slice k at p to end at first + k · (ends − first) / (K − 1).
-  std::vector<std::vector<double>> first;
   /// hop_s[wave_id[w]][c·(n − 1) + p]: the time of position p's hop of channel c in wave w (its
   /// step latency + wire over its share among that wave's hops), seconds; empty where the table
   /// would exceed 4 M cells (distinct waves · hops), and the replay then times the chain by its
@@ -309,11 +306,6 @@ struct ChainWaves {
     double t = 0;
     for (const auto& e : ends) t = std::max(t, e.back());
     return t;
-  }
-  /// When slice k of position p of channel c is paced to end (first, ends), seconds.
-  double paced_end_s(int c, int p, int k, int K) const {
-    const double f = first[c][p];
-    return K <= 1 ? f : f + k * (ends[c][p] - f) / (K - 1);
   }
 };
 

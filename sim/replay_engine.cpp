@@ -357,14 +357,6 @@ void Replayer::on_activity_done(Task& t) {
       coll_maybe_erase(t.match);
       break;
     }
-    case Task::ChannelTimer: {
-      CollState& c = colls_.at(t.match);
-      --c.in_flight;
-      c.channels[t.channel].m[t.idx].done = true;
-      member_channel_done(c, c.plan->rings[t.channel].order[t.idx]);
-      coll_maybe_erase(t.match);
-      break;
-    }
     case Task::StepDelay:
       ring_send(colls_.at(t.match), t.match, t.channel, t.idx);
       break;

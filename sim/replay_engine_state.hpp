@@ -28,7 +28,7 @@ inline constexpr int kMaxMirroredFlowsPerStep = 64;
 /// What a SimGrid activity stands for.
 struct Task {
   enum Kind : uint8_t {
-    Kernel, Step, StepDelay, StepArrival, StepSlot, CollTimer, ChannelTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow,
+    Kernel, Step, StepDelay, StepArrival, StepSlot, CollTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow,
     TreeFloor, TreeSlot, TreeArrival, StepFloor, BulkFlow
   } kind;
   int rank_idx = -1;  ///< simulated rank owning the op (-1 for a mirror's flow)
@@ -70,9 +70,6 @@ struct ChannelState {
   /// steps as one flow after paying what the closed form has beyond it (the same end alone;
   /// against other traffic it shares the hop for the collective's whole time at its mean rate).
   bool coalesced = false;
-  /// A chain timed by representatives: a member behind a mirror (or the head) sends slice k so
-  /// that it ends with the closed form's wave i + k (CollectivePlan::chain_waves).
-  bool chain_paced = false;
   double ring_s = 0;  ///< ring_channel_s of the channel (rings only), seconds
   std::vector<RingMember> m;  ///< by index in the channel's order
 };
@@ -173,7 +170,6 @@ class Replayer {
   /// step arrives at the successor, after its protocol step latency with per-step arrivals.
   void ring_step_done(const Task& t);
   void ring_check_done(CollState& c, int ch, int i);
-  void chain_ends(CollState& c, int64_t match, int pos);
   void member_channel_done(CollState& c, int pos);
   void tree_start(CollState& c, int64_t match, std::vector<TreeAction>& acts);
   void tree_done(const Task& t);
