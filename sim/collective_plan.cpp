@@ -43,15 +43,29 @@ using nccl::kLlMaxBusBw;
 using nccl::kLlMaxBusBwNodes;  // [AMD][2 nodes, more]
 
 /// The cap on one ring hop's share (wire bytes/s) that NCCL's protocol limits set for `proto`
-/// over `nodes` nodes with `channels` channels (above); +inf for Simple.
-double ring_protocol_cap_Bps(const Topology& topo, Protocol proto, int nodes, int channels) {
+/// over `nodes` nodes, for a plan of `channels` channels standing for NCCL's `nccl_channels`
+/// (below); +inf for Simple.
+//
+// NCCL's per-protocol bandwidth limits of the ring (src/graph/tuning.cc ncclTopoTuneModel and
+// its tuner constants llMaxBws, perChMaxRingLL128Bws; GB/s of busBw), by NCCL's compute
+// capability index (Volta < 8.0 ≤ Ampere < 9.0 ≤ Hopper < 10.0 ≤ Blackwell):
+//   LL    busBw ≤ llMaxBw: one node by GPU (39.0, 87.7, 141.0, 282.0); across nodes by the
+//         nodes' CPU vendor (Topology::cpu_vendor): AMD 2 nodes 22.5, more 19.0; any other (or
+//         not stated) 39.0 and 20.4;
+//   LL128 busBw ≤ nChannels · perChMaxRingLL128Bw (20.0, 20.0, 36.7, 40.0).
+// A ring's busBw is the payload rate of each of its hops summed over channels, so a channel's
+// hop moves at most llMaxBw / C (LL) or perChMaxRingLL128Bw · C_nccl / C (LL128: NCCL's bound
+// counts its own channels C_nccl, which the plan's C stand for) of payload: that over the
+// protocol's wire fraction caps its share (wire bytes/s).
+double ring_protocol_cap_Bps(const Topology& topo, Protocol proto, int nodes, int channels, int nccl_channels) {
   const int pi = static_cast<int>(proto);
   if (proto == Protocol::LL) {
     const double bus = nodes == 1 ? kLlMaxBusBw[compute_capability_index(topo)]
                                   : kLlMaxBusBwNodes[topo.cpu_vendor == "amd" ? 1 : 0][nodes == 2 ? 0 : 1];
     return bus / channels / kWireFraction[pi];
   }
-  if (proto == Protocol::LL128) return nccl::kPerChRingLL128[compute_capability_index(topo)][0] / kWireFraction[pi];
+  if (proto == Protocol::LL128)
+    return nccl::kPerChRingLL128[compute_capability_index(topo)][0] * nccl_channels / channels / kWireFraction[pi];
   return std::numeric_limits<double>::infinity();
 }
 
@@ -530,7 +544,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
       }
     }
     const double cap = opt.textbook ? std::numeric_limits<double>::infinity()
-                                    : ring_protocol_cap_Bps(topo, proto, nodes, q.channels);
+                                    : ring_protocol_cap_Bps(topo, proto, nodes, q.channels, nc);
     // LL128 on NVLink hops as measured (header): a step cost and a busbw ceiling over the channels.
     const bool ll128_measured = proto == Protocol::LL128 && !opt.textbook && !q.chain;
     const double ll128_step_s = ll128_measured ? opt.ll128_step_nvlink_s : 0.0;

@@ -112,9 +112,10 @@
 // to PATH_NVB inside a node), forced it runs anyway.
 // Ring protocol limits (NCCL src/graph/tuning.cc llMaxBws, perChMaxRingLL128Bws): LL busBw
 // ≤ llMaxBw (one node: Volta 39, Ampere 87.7, Hopper 141, Blackwell 282 GB/s; 2 nodes 39, more
-// 20.4 GB/s; on AMD CPUs, Topology::cpu_vendor, 22.5 and 19.0), LL128 busBw ≤ C · (20, 20,
-// 36.7, 40 GB/s). A ring's busBw is each hop's payload rate summed over channels, so every
-// hop's share is capped at llMaxBw / C / ½ (LL) or perCh / (120/128) (LL128) wire bytes/s, in
+// 20.4 GB/s; on AMD CPUs, Topology::cpu_vendor, 22.5 and 19.0), LL128 busBw ≤ C_nccl · (20, 20,
+// 36.7, 40 GB/s), C_nccl NCCL's channels for the call. A ring's busBw is each hop's payload rate
+// summed over channels, so every hop's share is capped at llMaxBw / C / ½ (LL) or perCh ·
+// C_nccl / C / (120/128) (LL128) wire bytes/s over the plan's C channels, in
 // the closed form and, by the step floor, in flow; a chain's hops too. The tree's limits
 // (perChMaxTreeBws, perChMaxTreeLL128Bws) are not modelled: they are throughputs of NCCL's
 // pipelined tree, and per hop of the model's tree (one slice per channel at small sizes) they

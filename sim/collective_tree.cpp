@@ -185,17 +185,6 @@ double nccl_tree_chunk_bytes(Protocol proto, double bytes, int channels, int ran
   return kTreeChunkBytes[0];
 }
 
-// NCCL's per-protocol bandwidth limits of the ring (src/graph/tuning.cc ncclTopoTuneModel and
-// its tuner constants llMaxBws, perChMaxRingLL128Bws; GB/s of busBw), by NCCL's compute
-// capability index (Volta < 8.0 ≤ Ampere < 9.0 ≤ Hopper < 10.0 ≤ Blackwell):
-//   LL    busBw ≤ llMaxBw: one node by GPU (39.0, 87.7, 141.0, 282.0); across nodes by the
-//         nodes' CPU vendor (Topology::cpu_vendor): AMD 2 nodes 22.5, more 19.0; any other (or
-//         not stated) 39.0 and 20.4;
-//   LL128 busBw ≤ nChannels · perChMaxRingLL128Bw (20.0, 20.0, 36.7, 40.0).
-// A ring's busBw is the payload rate of each of its hops summed over channels, so a channel's
-// hop moves at most llMaxBw / C (LL) or perChMaxRingLL128Bw (LL128) of payload: that over the
-// protocol's wire fraction caps its share (wire bytes/s).
-
 /// Tree hops' shares: a hop shares a link with the hops whose busy windows overlap its own, a
 /// window being [first slice's start, + K · its slice's time alone (latency and copy)], the
 /// start as end_times() would place it without sharing (all hops busy at once when K is large;

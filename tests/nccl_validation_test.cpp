@@ -215,10 +215,12 @@ TEST_CASE("nccl-tests published: 8x A100-SXM4-40GB 1 node all_reduce (yumibyte/C
 // - SuperBench's logs are -g 8 runs of an NCCL of 2021 (2.8-2.10 by their format): AllGather and
 //   ReduceScatter are 2-3x slower than the model from 1 to 8 MiB (73 us at 1 MiB against the
 //   model's LL 22 us; their small sizes sit on a ~34 us floor), as the AllReduce logs' -g 8 floors.
-// - Broadcast is 12-20% slow at 4-256 MiB (both logs; ABCI runs one process per GPU, so not a
-//   -g 8 artefact): the LL128 chain (4-64 MiB) at NCCL's per-channel LL128 cap over the model's 8
-//   channels where NCCL runs more, the Simple chain (128-256 MiB) with its 512 KiB steps' fill and
-//   slice cost; its 1-2 MiB LL chain is 9-84% fast.
+// - Broadcast runs the model's LL128 chain up to 8 GiB (its bandwidth NCCL's per-channel LL128
+//   bound over NCCL's 24 channels, above the port): within 10% from 128 MiB and at 4-8 MiB of
+//   ABCI's log (one process per GPU), 13-17% fast at 16-32 MiB of both logs and up to 84% fast
+//   at 1-2 MiB (where NCCL's LL chain and the -g 8 floor dominate) and at 4-64 MiB of SuperBench's.
+//   NCCL's LL128 on NVLink runs slower than its bound (the AllReduce logs' 131 GB/s ceiling,
+//   which the profile applies to rings only), and its tuner turns to Simple in between.
 // - AllToAll and SendRecv: the model's point-to-point flows reach the ports' rate at once; NCCL's
 //   climb slowly (AllToAll at 16 MiB 92 GB/s against 201) and SendRecv plateaus at ~195 GB/s
 //   (NCCL's two channels per peer), 23% below the model; not modelled.
@@ -226,8 +228,8 @@ const char* const kSuperBenchFloor =
     "SuperBench's -g 8 logs (NCCL of 2021): 1-8 MiB 2-3x slower than the model's LL/LL128 ring, a "
     "~34 us floor at small sizes";
 const char* const kChainMid =
-    "Broadcast at 4-256 MiB, 12-20% slow: the LL128 chain at NCCL's per-channel LL128 cap over the model's 8 "
-    "channels (NCCL runs more), the Simple chain's 512 KiB steps' fill and slice cost";
+    "Broadcast at 16-64 MiB, 10-24% fast: the model's LL128 chain at NCCL's per-channel LL128 bound over its 24 "
+    "channels; NCCL's LL128 on NVLink is slower and its tuner turns to Simple in that range";
 const char* const kP2pRamp =
     "point-to-point: the model's flows reach the NVSwitch ports' rate at once, NCCL's AllToAll climbs "
     "slowly to it";
@@ -253,11 +255,11 @@ TEST_CASE("nccl-tests published: ND A100 v4 1 node all_gather and alltoall at 1 
 TEST_CASE("nccl-tests published: 8x A100-SXM4-40GB 1 node broadcast (microsoft/superbenchmark; AIST ABCI 2.0)") {
   validate({"a100-40gb-1node-broadcast-superbench.csv", "dgx-a100.yaml", 0, BenchOp::Broadcast,
             CollectiveAlgorithm::Auto,
-            {{pow2(20, 21), "1-2 MiB: the model's LL chain is 46-84% fast against this -g 8 log (+9..+33% against ABCI's)"},
-             {pow2(22, 22), "4 MiB: the model's LL128 chain 11% fast against this log, 12% slow against ABCI's"},
-             {pow2(25, 28), kChainMid}}});
+            {{pow2(20, 21), "1-2 MiB: the model's LL/LL128 chain is 54-84% fast against this -g 8 log (+15..+33% against ABCI's)"},
+             {pow2(22, 23), "4-8 MiB: the model's LL128 chain 24-35% fast against this -g 8 log, within 8% of ABCI's"},
+             {pow2(24, 26), kChainMid}}});
   validate({"abci-a100-40gb-1node-broadcast-aist.csv", "dgx-a100.yaml", 0, BenchOp::Broadcast, CollectiveAlgorithm::Auto,
-            {{pow2(20, 20), "1 MiB: the model's LL chain 33% fast"}, {pow2(22, 25), kChainMid}}});
+            {{pow2(20, 21), "1-2 MiB: the model's LL/LL128 chain 15-33% fast"}, {pow2(24, 25), kChainMid}}});
 }
 
 TEST_CASE("nccl-tests published: 8x A100 1 node alltoall and sendrecv (microsoft/superbenchmark; li-plus/playground)") {
