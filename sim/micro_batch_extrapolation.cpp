@@ -18,9 +18,23 @@ std::optional<double> extend(double a, double b, double c, int m0, int m) {
   return c + (c - a) / 2 * static_cast<double>(m - (m0 + 2));
 }
 
-std::optional<long long> extend_exact(long long a, long long b, long long c, int m0, int m) {
-  if (c - b != b - a) return std::nullopt;
-  return c + (c - b) * static_cast<long long>(m - (m0 + 2));
+/// An integer at m on the line through (m0, a), (m0 + step, b), (m0 + 2 step, c) exactly, or
+/// nullopt where they are not affine or m is not on the samples' grid.
+std::optional<long long> extend_exact(long long a, long long b, long long c, int m0, int m, int step = 1) {
+  if (c - b != b - a || (m - m0) % step != 0) return std::nullopt;
+  return c + (c - b) * static_cast<long long>((m - (m0 + 2 * step)) / step);
+}
+
+/// Periodic samples (step > 1): y at m = m0 + 2 step + k step on the line through the three,
+/// with the extrapolation's error estimated as if the second difference d = (c − b) − (b − a)
+/// recurred every period (a slow drift): d · k (k + 1) / 2.
+struct PeriodicExtension {
+  double value = 0;
+  double error_s = 0;
+};
+PeriodicExtension extend_periodic(double a, double b, double c, int m0, int m, int step) {
+  const double k = static_cast<double>(m - (m0 + 2 * step)) / step;
+  return {c + (c - a) / 2 * k, std::abs((c - b) - (b - a)) * k * (k + 1) / 2};
 }
 
 /// Splits a text into runs of decimal digits and runs of anything else.
@@ -45,18 +59,20 @@ bool same_alternatives(const std::vector<PlanAlternative>& x, const std::vector<
 
 }  // namespace
 
-bool runs_periodically(const Schedule& schedule, const ReplayTimes& times, int first_rank, double tolerance_s) {
+bool runs_periodically(const Schedule& schedule, const ReplayTimes& times, int first_rank, double tolerance_s,
+                       int period) {
   for (size_t r = 0; r < schedule.programs.size(); ++r) {
     if (schedule.programs[r].rank < first_rank) continue;
     const auto& ops = schedule.programs[r].ops;
     int m = 0;
     for (const Op& op : ops) m = std::max(m, op.micro_batch + 1);
-    const int from = m - 4;
+    const int from = m - 2 - 2 * period;  // micro-batches from, from + period, m − 2
     if (from < 0) continue;
     std::array<double, 3> first{-1, -1, -1};  // the first backward op of each, in program order
     for (size_t i = 0; i < ops.size(); ++i) {
-      const int k = ops[i].micro_batch - from;
-      if (ops[i].phase == Phase::Backward && k >= 0 && k < 3 && first[k] < 0) first[k] = times.start_s[r][i];
+      const int d = ops[i].micro_batch - from;
+      const int k = d % period == 0 ? d / period : -1;
+      if (ops[i].phase == Phase::Backward && d >= 0 && k < 3 && k >= 0 && first[k] < 0) first[k] = times.start_s[r][i];
     }
     if (first[0] < 0 || first[1] < 0 || first[2] < 0) continue;
     if (std::abs((first[2] - first[1]) - (first[1] - first[0])) > tolerance_s) return false;
@@ -65,7 +81,7 @@ bool runs_periodically(const Schedule& schedule, const ReplayTimes& times, int f
 }
 
 std::optional<std::string> extrapolate_text(const std::string& a, const std::string& b, const std::string& c, int m0,
-                                            int m) {
+                                            int m, int step) {
   if (a == b && b == c) return a;
   const auto ta = tokens(a), tb = tokens(b), tc = tokens(c);
   if (ta.size() != tb.size() || tb.size() != tc.size()) return std::nullopt;
@@ -80,21 +96,36 @@ std::optional<std::string> extrapolate_text(const std::string& a, const std::str
     // A count that grows with m; a decimal fraction's digits ("0.25" vs "0.26") are not one.
     const bool fraction = i >= 2 && ta[i - 1].back() == '.' && std::isdigit(static_cast<unsigned char>(ta[i - 2][0])) != 0;
     if (fraction || ta[i].size() > 15 || tb[i].size() > 15 || tc[i].size() > 15) return std::nullopt;
-    const auto v = extend_exact(std::stoll(ta[i]), std::stoll(tb[i]), std::stoll(tc[i]), m0, m);
+    const auto v = extend_exact(std::stoll(ta[i]), std::stoll(tb[i]), std::stoll(tc[i]), m0, m, step);
     if (!v || *v < 0) return std::nullopt;
     out += std::to_string(*v);
   }
   return out;
 }
 
-std::optional<ReplaySample> extrapolate_micro_batches(const std::array<ReplaySample, 3>& s, int m0, int m) {
-  if (m <= m0 + 2) return std::nullopt;
+std::optional<ReplaySample> extrapolate_micro_batches(const std::array<ReplaySample, 3>& s, int m0, int m, int step) {
+  if (step < 1 || m <= m0 + 2 * step || (m - m0) % step != 0) return std::nullopt;
   ReplaySample r;
-  const auto t = extend(s[0].iteration_s, s[1].iteration_s, s[2].iteration_s, m0, m);
-  const auto comp = extend(s[0].compute_s, s[1].compute_s, s[2].compute_s, m0, m);
-  const auto exp = extend(s[0].exposed_comm_s, s[1].exposed_comm_s, s[2].exposed_comm_s, m0, m);
-  const auto bub = extend(s[0].bubble_s, s[1].bubble_s, s[2].bubble_s, m0, m);
-  const auto ops = extend_exact(s[0].ops, s[1].ops, s[2].ops, m0, m);
+  std::optional<double> t, comp, exp, bub;
+  if (step == 1) {
+    t = extend(s[0].iteration_s, s[1].iteration_s, s[2].iteration_s, m0, m);
+    comp = extend(s[0].compute_s, s[1].compute_s, s[2].compute_s, m0, m);
+    exp = extend(s[0].exposed_comm_s, s[1].exposed_comm_s, s[2].exposed_comm_s, m0, m);
+    bub = extend(s[0].bubble_s, s[1].bubble_s, s[2].bubble_s, m0, m);
+  } else {
+    const PeriodicExtension e[4] = {
+        extend_periodic(s[0].iteration_s, s[1].iteration_s, s[2].iteration_s, m0, m, step),
+        extend_periodic(s[0].compute_s, s[1].compute_s, s[2].compute_s, m0, m, step),
+        extend_periodic(s[0].exposed_comm_s, s[1].exposed_comm_s, s[2].exposed_comm_s, m0, m, step),
+        extend_periodic(s[0].bubble_s, s[1].bubble_s, s[2].bubble_s, m0, m, step)};
+    for (const PeriodicExtension& x : e)
+      if (x.error_s > kPeriodicExtrapolationBound * std::abs(e[0].value) + 1e-12) return std::nullopt;
+    t = e[0].value;
+    comp = e[1].value;
+    exp = e[2].value;
+    bub = e[3].value;
+  }
+  const auto ops = extend_exact(s[0].ops, s[1].ops, s[2].ops, m0, m, step);
   if (!t || !comp || !exp || !bub || !ops) return std::nullopt;
   // Times are never negative: a rounding below zero (−1e-15 s of a bubble that is 0 in every
   // sample) reads 0; anything more is no steady state.
@@ -109,10 +140,10 @@ std::optional<ReplaySample> extrapolate_micro_batches(const std::array<ReplaySam
   // flow fidelity a ring step's pacing timer may or may not be needed by a rounding, 55066 and
   // 55068 more activities per micro-batch under centauri on the default scenario).
   r.activities = s[2].activities + std::llround(static_cast<double>(s[2].activities - s[0].activities) / 2 *
-                                                static_cast<double>(m - (m0 + 2)));
+                                                static_cast<double>(m - (m0 + 2 * step)) / step);
   if (s[0].notes.size() != s[1].notes.size() || s[1].notes.size() != s[2].notes.size()) return std::nullopt;
   for (size_t i = 0; i < s[0].notes.size(); ++i) {
-    const auto n = extrapolate_text(s[0].notes[i], s[1].notes[i], s[2].notes[i], m0, m);
+    const auto n = extrapolate_text(s[0].notes[i], s[1].notes[i], s[2].notes[i], m0, m, step);
     if (!n) return std::nullopt;
     r.notes.push_back(*n);
   }
@@ -124,7 +155,7 @@ std::optional<ReplaySample> extrapolate_micro_batches(const std::array<ReplaySam
           o->bytes != x.bytes || o->gemm != x.gemm || o->chosen != x.chosen ||
           !same_alternatives(o->alternatives, x.alternatives))
         return std::nullopt;
-    const auto inst = extend_exact(x.instances, y.instances, z.instances, m0, m);
+    const auto inst = extend_exact(x.instances, y.instances, z.instances, m0, m, step);
     if (!inst) return std::nullopt;
     OpPlan p = z;
     p.instances = *inst;

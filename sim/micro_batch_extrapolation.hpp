@@ -22,6 +22,17 @@
 // PP micro-batches, so its samples are not collinear (1e-4 of the iteration) and it is replayed
 // in full. The largest sample is replayed first and its own spacing checked (runs_periodically),
 // so that such a strategy costs one sample, not three, before its full replay.
+//
+// That drift has the pipeline's period: the pattern of stream overlaps repeats every PP
+// micro-batches, so T(m + PP) − T(m) is nearly constant where T(m + 1) − T(m) is not (default
+// scenario with SP on, megatron, analytic: T(16) − T(8) and T(24) − T(16) differ by 4.5e-8 s of
+// 1.85 s, while consecutive samples differ by 0.4 ms). Such a strategy is then sampled at m1, m1
+// + PP and m1 + 2 PP (m1 ≡ m mod PP, m1 ≥ m0) and extended along that line, the extension's error
+// estimated as if the second difference d recurred every period (a drift of constant curvature):
+// d · k (k + 1) / 2 after k more periods. It is accepted where that estimate is at most
+// kPeriodicExtrapolationBound of the iteration time in every figure; the op count, notes and
+// plans must still be exactly affine. On that case the extended figures are within 2.3e-7 of the
+// full replay (24.3067201 against 24.3067199 s; the compute time 5.7e-6 s off, the estimate 4.4e-6).
 #pragma once
 
 #include "sim/replay.hpp"
@@ -44,8 +55,9 @@ struct ReplaySample {
 
 /// Whether a replayed schedule of m micro-batches ran periodically before its end: on every
 /// simulated rank from `first_rank` on (the last pipeline stage's, Parallelism::rank_of(0, 0,
-/// PP − 1)), the first ops of the three backward passes before the last (m − 4 … m − 2; the
-/// gradient reduction overlaps the last) started at spacings equal within `tolerance_s`. The
+/// PP − 1)), the first ops of the backward passes of micro-batches m − 2 − 2 period, m − 2 −
+/// period and m − 2 (with period 1, the three before the last: the gradient reduction overlaps
+/// the last) started at spacings equal within `tolerance_s`. The
 /// last stage alternates one forward and one backward pass from its first micro-batch to its
 /// last, so in a periodic pipeline its backward passes are spaced by the period from the second
 /// on; an earlier stage's spacing changes where its warm-up ends and its cool-down begins (by a
@@ -53,24 +65,35 @@ struct ReplaySample {
 /// A cheap filter before the collinearity check: a pipeline still settling, or one whose
 /// overlapping streams drift against each other, fails it from one replay, where the check
 /// needs three. True where no such rank has such ops.
-bool runs_periodically(const Schedule& schedule, const ReplayTimes& times, int first_rank, double tolerance_s);
+bool runs_periodically(const Schedule& schedule, const ReplayTimes& times, int first_rank, double tolerance_s,
+                       int period = 1);
 
 /// Relative tolerance of the collinearity check, against the largest of a figure's three values
 /// (and 1e-12 s absolute): event times of a few seconds summed over 10^5 ops carry rounding of
 /// about 1e-12 s, a change of regime moves a figure by far more than 1e-9 of it.
 constexpr double kExtrapolationTolerance = 1e-9;
 
-/// The sample at `m` micro-batches on the line through `s[0..2]`, taken at m0, m0 + 1 and m0 + 2
-/// micro-batches (m > m0 + 2), or nullopt where the three are not collinear in some figure:
-/// a time off the line by more than kExtrapolationTolerance of it, the op count or an integer in
-/// a note not exactly affine, a note's text or a plan (other than its instances) that differs
-/// between the samples. The activity count (what the replay cost) is extended unchecked.
-std::optional<ReplaySample> extrapolate_micro_batches(const std::array<ReplaySample, 3>& s, int m0, int m);
+/// The largest estimated error of a periodic extension (samples PP micro-batches apart), relative
+/// to the extended iteration time: a millionth, far below what any measurement or calibration
+/// here resolves, and 10^3 times the consecutive samples' check, which such a drift fails.
+constexpr double kPeriodicExtrapolationBound = 1e-6;
 
-/// The text `a`, `b`, `c` (taken at m0, m0 + 1, m0 + 2) would read at m: equal apart from
-/// unsigned integers, each exactly affine over the three (a count of ops or sites), which are
-/// extended to m. Nullopt where anything else differs or an integer is not affine.
+/// The sample at `m` micro-batches on the line through `s[0..2]`, taken at m0, m0 + step and
+/// m0 + 2 step micro-batches (m > m0 + 2 step, m − m0 a multiple of step), or nullopt where the
+/// three are not collinear in some figure: with step 1, a time off the line by more than
+/// kExtrapolationTolerance of it; with step > 1 (a pipeline's period), a time whose extension's
+/// estimated error (header) exceeds kPeriodicExtrapolationBound of the iteration time; in both,
+/// the op count or an integer in a note not exactly affine, a note's text or a plan (other than
+/// its instances) that differs between the samples. The activity count (what the replay cost)
+/// is extended unchecked.
+std::optional<ReplaySample> extrapolate_micro_batches(const std::array<ReplaySample, 3>& s, int m0, int m,
+                                                      int step = 1);
+
+/// The text `a`, `b`, `c` (taken at m0, m0 + step, m0 + 2 step) would read at m: equal apart
+/// from unsigned integers, each exactly affine over the three (a count of ops or sites), which
+/// are extended to m. Nullopt where anything else differs, an integer is not affine, or m − m0
+/// is not a multiple of step.
 std::optional<std::string> extrapolate_text(const std::string& a, const std::string& b, const std::string& c, int m0,
-                                            int m);
+                                            int m, int step = 1);
 
 }  // namespace overlapsim

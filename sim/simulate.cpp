@@ -179,7 +179,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   // `periodic`, when given, is set to whether the replay ran periodically at its end
   // (runs_periodically, within 1e-7 of the iteration: a filter, the exact check comes after).
   const auto replay_strategy = [&](const std::string& name, Schedule& workload, bool take, const Parallelism& p,
-                                   bool* periodic) {
+                                   bool* periodic, int period = 1) {
     ReplaySample out;
     auto strategy = make_strategy(name);
     StrategyContext ctx{topo, cost, &sc.model, &p, &out.notes, &out.plan, ro.sm_count, ro.sm_interference};
@@ -195,7 +195,8 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
                                    name, out.ops, sched.programs.size(), opt.max_ops));
     const ReplayTimes t = replay(sched, topo, ro);
     if (opt.on_replayed) opt.on_replayed(name, sched, t, topo);
-    if (periodic != nullptr) *periodic = runs_periodically(sched, t, p.rank_of(0, 0, p.pp - 1), 1e-7 * t.makespan_s);
+    if (periodic != nullptr)
+      *periodic = runs_periodically(sched, t, p.rank_of(0, 0, p.pp - 1), 1e-7 * t.makespan_s, period);
     const Breakdown b = breakdown(sched, t);
     out.iteration_s = t.makespan_s;
     out.activities = t.activities;
@@ -212,15 +213,21 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   const int m = par.num_micro_batches();
   const int m0 = std::max(4, par.pp);
   const bool tried = steady_state_applies(opt, m, m0) && !oom;
+  // samples[k][i]: strategy i replayed with m0 + k micro-batches, where replayed[k][i].
+  std::array<std::vector<ReplaySample>, 3> samples;
+  std::array<std::vector<bool>, 3> replayed;
+  for (int k = 0; k < 3; ++k) {
+    samples[k].resize(names.size());
+    replayed[k].assign(names.size(), false);
+  }
   if (tried) {
     check_op_estimate(sc, par, folding, m0 + 2, opt.max_ops, true, m);
-    std::array<std::vector<ReplaySample>, 3> samples;
     std::vector<bool> periodic(names.size(), true);
     if (opt.progress)
       opt.progress(fmt::format("simulating {} ({} fidelity): {}, {} and {} of the {} micro-batches, for the steady state",
                                join(names), rr.fidelity, m0, m0 + 1, m0 + 2, m));
     // The largest sample first: a strategy whose pipeline does not run periodically there is
-    // replayed in full without the two others.
+    // replayed in full (or sampled by periods, below) without the two others.
     for (int k = 2; k >= 0; --k) {
       Parallelism pk = par;
       pk.global_batch = (m0 + k) * par.dp * par.micro_batch;
@@ -228,15 +235,60 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       rr.simulated_ranks = static_cast<int>(w.programs.size());
       const size_t last = last_where([&](size_t i) { return periodic[i]; });
       for (size_t i = 0; i < names.size(); ++i) {
-        samples[k].emplace_back();
         if (!periodic[i]) continue;
         bool flag = true;
-        samples[k].back() = replay_strategy(names[i], w, i == last, pk, k == 2 ? &flag : nullptr);
+        samples[k][i] = replay_strategy(names[i], w, i == last, pk, k == 2 ? &flag : nullptr);
+        replayed[k][i] = true;
         if (k == 2) periodic[i] = flag;
       }
     }
     for (size_t i = 0; i < names.size(); ++i)
       if (periodic[i]) extrapolated[i] = extrapolate_micro_batches({samples[0][i], samples[1][i], samples[2][i]}, m0, m);
+  }
+  // A strategy refused there, whose drift has the pipeline's period (micro_batch_extrapolation.hpp):
+  // sampled at m1, m1 + PP and m1 + 2 PP micro-batches (m1 ≡ m mod PP, from m0), reusing the
+  // samples above, and extended where the estimated error is within kPeriodicExtrapolationBound.
+  const int period = par.pp;
+  const int m1 = m0 + (m - m0) % std::max(1, period);
+  std::vector<bool> by_period(names.size(), false);
+  const auto refused_first = [&](size_t i) { return tried && !extrapolated[i]; };
+  if (tried && period > 1 && m >= 2 * (3 * m1 + 3 * period) && last_where(refused_first) < names.size()) {
+    check_op_estimate(sc, par, folding, m1 + 2 * period, opt.max_ops, true, m);
+    if (opt.progress)
+      opt.progress(fmt::format("simulating the rest ({} fidelity): {}, {} and {} of the {} micro-batches, a pipeline "
+                               "period apart, for the steady state",
+                               rr.fidelity, m1, m1 + period, m1 + 2 * period, m));
+    std::array<std::vector<ReplaySample>, 3> ps;
+    for (auto& v : ps) v.resize(names.size());
+    // The largest first, its last stage's backward passes a period apart checked (a drift
+    // that is not periodic fails there, from one replay).
+    std::vector<bool> candidate(names.size());
+    for (size_t i = 0; i < names.size(); ++i) candidate[i] = refused_first(i);
+    for (int j = 2; j >= 0; --j) {
+      const int mj = m1 + j * period;
+      const int k = mj - m0;  // a sample above, where 0 <= k <= 2
+      const auto reuse = [&](size_t i) { return k >= 0 && k <= 2 && replayed[k][i] && j < 2; };
+      const auto needs = [&](size_t i) { return candidate[i] && !reuse(i); };
+      const size_t last = last_where(needs);
+      if (last < names.size()) {
+        Parallelism pj = par;
+        pj.global_batch = mj * par.dp * par.micro_batch;
+        Schedule w = build_iteration(sc.model, pj, cost, folding);
+        for (size_t i = 0; i < names.size(); ++i) {
+          if (!needs(i)) continue;
+          bool flag = true;
+          ps[j][i] = replay_strategy(names[i], w, i == last, pj, j == 2 ? &flag : nullptr, period);
+          if (j == 2) candidate[i] = flag;
+        }
+      }
+      for (size_t i = 0; i < names.size(); ++i)
+        if (candidate[i] && reuse(i)) ps[j][i] = samples[k][i];
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (!candidate[i]) continue;
+      extrapolated[i] = extrapolate_micro_batches({ps[0][i], ps[1][i], ps[2][i]}, m1, m, period);
+      by_period[i] = extrapolated[i].has_value();
+    }
   }
   const bool any_full = std::any_of(extrapolated.begin(), extrapolated.end(), [](const auto& e) { return !e; });
   Schedule workload;
@@ -246,7 +298,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     rr.simulated_ranks = static_cast<int>(workload.programs.size());
   }
   const size_t last_full = last_where([&](size_t i) { return !extrapolated[i]; });
-  std::vector<std::string> extended, refused;
+  std::vector<std::string> extended, extended_by_period, refused;
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];
     StrategyResult r;
@@ -261,7 +313,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     ReplaySample s;
     if (extrapolated[i]) {
       s = *extrapolated[i];
-      extended.push_back(name);
+      (by_period[i] ? extended_by_period : extended).push_back(name);
     } else {
       if (tried) refused.push_back(name);
       if (opt.progress) opt.progress(fmt::format("simulating {} ({} fidelity)", name, rr.fidelity));
@@ -284,6 +336,12 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     rr.notes += fmt::format("{}{}: the {} micro-batches' steady state extended from replays of {}, {} and {} "
                             "(collinear in every figure; --every-micro-batch replays all)",
                             rr.notes.empty() ? "" : "; ", join(extended), m, m0, m0 + 1, m0 + 2);
+  if (!extended_by_period.empty())
+    rr.notes += fmt::format("{}{}: the {} micro-batches' steady state extended from replays of {}, {} and {}, a "
+                            "pipeline period apart (those of {}, {} and {} drift; the extension's estimated error "
+                            "within {:g} of the iteration; --every-micro-batch replays all)",
+                            rr.notes.empty() ? "" : "; ", join(extended_by_period), m, m1, m1 + period,
+                            m1 + 2 * period, m0, m0 + 1, m0 + 2, kPeriodicExtrapolationBound);
   if (!refused.empty())
     rr.notes += fmt::format("{}{}: all {} micro-batches replayed (the replays of {}, {} and {} were not, or by their spacing would not be, collinear: "
                             "overlapping streams that slow each other drift, README \"Steady state\")",
