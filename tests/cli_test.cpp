@@ -504,6 +504,19 @@ TEST_CASE("collective: a forced algorithm that cannot run says what ran; sizes b
   const Run tiny = run_cli("collective --op allreduce --sizes 3B:3B -t " + kSrc + "/topologies/dgx-a100.yaml");
   CHECK(tiny.status == 2);
   CHECK(tiny.output.find("--sizes: expected whole numbers of bytes >= 4B") != std::string::npos);
+  // Between whole floats a size moves (and reports) count · 4 bytes, as nccl-tests: 5B:7B is one row of 4 B.
+  const Run odd = run_cli("collective --op allreduce --fidelity analytic --sizes 5B:7B -t " + kSrc + "/topologies/dgx-a100.yaml");
+  REQUIRE(odd.status == 0);
+  CHECK(odd.output.find("\n             4            1  float") != std::string::npos);
+  CHECK(odd.output.find("\n             5 ") == std::string::npos);
+  // An empty --sizes is no default, and a reversed range names both sizes.
+  const Run empty = run_cli("collective --op allreduce --sizes '' -t " + kSrc + "/topologies/dgx-a100.yaml");
+  CHECK(empty.status == 2);
+  CHECK(empty.output.find("--sizes: expected FROM:TO, found an empty value") != std::string::npos);
+  const Run reversed = run_cli("collective --op allreduce --sizes 2GiB:1GiB -t " + kSrc + "/topologies/dgx-a100.yaml");
+  CHECK(reversed.status == 2);
+  CHECK(reversed.output.find("expected the first size at most the last, found 2147483648 B > 1073741824 B") !=
+        std::string::npos);
   const Run huge = run_cli("collective --op allreduce --fidelity analytic --sizes 128GiB:128GiB -t " + kSrc +
                            "/topologies/dgx-a100.yaml");
   CHECK(huge.status == 0);

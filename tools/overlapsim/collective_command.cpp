@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 
@@ -36,7 +37,8 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                 "GPUs taking part (2 or more): ranks 0..N-1 of the topology (default: all; --compare: the log's)");
   c->add_option("--topology,-t", a.topology, "topology YAML file")->required();
   c->add_option("--override", a.overrides, "topology override KEY=VALUE, e.g. node.count=16 (repeatable)");
-  c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e)");
+  c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e); each size counts whole floats")
+      ->check([](const std::string& v) { return v.empty() ? std::string("expected FROM:TO, found an empty value") : std::string(); });
   c->add_option("--factor,-f", a.factor, "size multiplication factor, default 2 (nccl-tests -f)")
       ->check(CLI::Range(2, 1 << 20));
   c->add_option("--fidelity", a.fidelity, "flow | analytic");
@@ -153,11 +155,15 @@ int collective_command(const CollectiveArgs& a) {
     if (colon == std::string::npos) throw InputError(cli, "--sizes", "expected FROM:TO such as 8B:8GiB, found '" + range + "'");
     try {
       const double from = parse_bytes(range.substr(0, colon)), to = parse_bytes(range.substr(colon + 1));
-      // nccl-tests counts floats: below 4 B the count is 0 and nothing moves.
+      // nccl-tests counts floats: below 4 B the count is 0 and nothing moves; a size between
+      // whole floats moves count · 4 bytes, which is the size it reports (5B reads 4).
       if (from != std::floor(from) || to != std::floor(to) || from < 4)
         throw std::invalid_argument("expected whole numbers of bytes >= 4B (one float, the element counted)");
+      if (from > to)
+        throw std::invalid_argument(fmt::format("expected the first size at most the last, found {} B > {} B", from, to));
       sizes = size_range(from, to, a.factor == 0 ? 2.0 : a.factor);
-      for (double& s : sizes) s = std::floor(s);
+      for (double& s : sizes) s = 4 * std::floor(s / 4);
+      sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     } catch (const std::invalid_argument& e) {
       throw InputError(cli, "--sizes", std::string(e.what()) + " (in '" + range + "')");
     }
