@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <optional>
 
 namespace overlapsim {
@@ -213,79 +214,70 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   const int m = par.num_micro_batches();
   const int m0 = std::max(4, par.pp);
   const bool tried = steady_state_applies(opt, m, m0) && !oom;
-  // samples[k][i]: strategy i replayed with m0 + k micro-batches, where replayed[k][i].
-  std::array<std::vector<ReplaySample>, 3> samples;
-  std::array<std::vector<bool>, 3> replayed;
-  for (int k = 0; k < 3; ++k) {
-    samples[k].resize(names.size());
-    replayed[k].assign(names.size(), false);
-  }
+  using Samples = std::array<std::vector<ReplaySample>, 3>;
+  // One round of samples: every strategy i with go[i] replayed at from, from + step and from +
+  // 2 step micro-batches, the largest first; a strategy whose last stage did not run
+  // periodically there (at `step`) drops out of go and skips the other two. `given(i, j)`
+  // names a sample already replayed for the j-th size, taken instead of replaying it.
+  const auto sample_round = [&](int from, int step, std::vector<bool>& go,
+                                const std::function<const ReplaySample*(size_t, int)>& given) {
+    Samples out;
+    for (auto& v : out) v.resize(names.size());
+    for (int j = 2; j >= 0; --j) {
+      const auto needs = [&](size_t i) { return go[i] && (j == 2 || given(i, j) == nullptr); };
+      const size_t last = last_where(needs);
+      if (last < names.size()) {
+        Parallelism pj = par;
+        pj.global_batch = (from + j * step) * par.dp * par.micro_batch;
+        Schedule w = build_iteration(sc.model, pj, cost, folding);
+        rr.simulated_ranks = static_cast<int>(w.programs.size());
+        for (size_t i = 0; i < names.size(); ++i) {
+          if (!needs(i)) continue;
+          bool flag = true;
+          out[j][i] = replay_strategy(names[i], w, i == last, pj, j == 2 ? &flag : nullptr, step);
+          if (j == 2) go[i] = flag;
+        }
+      }
+      for (size_t i = 0; i < names.size(); ++i)
+        if (go[i] && j < 2 && given(i, j) != nullptr) out[j][i] = *given(i, j);
+    }
+    return out;
+  };
+  const auto none = [](size_t, int) -> const ReplaySample* { return nullptr; };
+  Samples first;
+  std::vector<bool> periodic(names.size(), true);
   if (tried) {
     check_op_estimate(sc, par, folding, m0 + 2, opt.max_ops, true, m);
-    std::vector<bool> periodic(names.size(), true);
     if (opt.progress)
       opt.progress(fmt::format("simulating {} ({} fidelity): {}, {} and {} of the {} micro-batches, for the steady state",
                                join(names), rr.fidelity, m0, m0 + 1, m0 + 2, m));
-    // The largest sample first: a strategy whose pipeline does not run periodically there is
-    // replayed in full (or sampled by periods, below) without the two others.
-    for (int k = 2; k >= 0; --k) {
-      Parallelism pk = par;
-      pk.global_batch = (m0 + k) * par.dp * par.micro_batch;
-      Schedule w = build_iteration(sc.model, pk, cost, folding);
-      rr.simulated_ranks = static_cast<int>(w.programs.size());
-      const size_t last = last_where([&](size_t i) { return periodic[i]; });
-      for (size_t i = 0; i < names.size(); ++i) {
-        if (!periodic[i]) continue;
-        bool flag = true;
-        samples[k][i] = replay_strategy(names[i], w, i == last, pk, k == 2 ? &flag : nullptr);
-        replayed[k][i] = true;
-        if (k == 2) periodic[i] = flag;
-      }
-    }
+    first = sample_round(m0, 1, periodic, none);
     for (size_t i = 0; i < names.size(); ++i)
-      if (periodic[i]) extrapolated[i] = extrapolate_micro_batches({samples[0][i], samples[1][i], samples[2][i]}, m0, m);
+      if (periodic[i]) extrapolated[i] = extrapolate_micro_batches({first[0][i], first[1][i], first[2][i]}, m0, m);
   }
   // A strategy refused there, whose drift has the pipeline's period (micro_batch_extrapolation.hpp):
   // sampled at m1, m1 + PP and m1 + 2 PP micro-batches (m1 ≡ m mod PP, from m0), reusing the
-  // samples above, and extended where the estimated error is within kPeriodicExtrapolationBound.
+  // samples above (the largest of them replayed by every strategy, the others by those that
+  // passed its filter), and extended where the estimated error is within kPeriodicExtrapolationBound.
   const int period = par.pp;
   const int m1 = m0 + (m - m0) % std::max(1, period);
   std::vector<bool> by_period(names.size(), false);
-  const auto refused_first = [&](size_t i) { return tried && !extrapolated[i]; };
-  if (tried && period > 1 && m >= 2 * (3 * m1 + 3 * period) && last_where(refused_first) < names.size()) {
+  std::vector<bool> again(names.size());
+  for (size_t i = 0; i < names.size(); ++i) again[i] = tried && !extrapolated[i];
+  if (tried && period > 1 && m >= 2 * (3 * m1 + 3 * period) &&
+      std::find(again.begin(), again.end(), true) != again.end()) {
     check_op_estimate(sc, par, folding, m1 + 2 * period, opt.max_ops, true, m);
     if (opt.progress)
       opt.progress(fmt::format("simulating the rest ({} fidelity): {}, {} and {} of the {} micro-batches, a pipeline "
                                "period apart, for the steady state",
                                rr.fidelity, m1, m1 + period, m1 + 2 * period, m));
-    std::array<std::vector<ReplaySample>, 3> ps;
-    for (auto& v : ps) v.resize(names.size());
-    // The largest first, its last stage's backward passes a period apart checked (a drift
-    // that is not periodic fails there, from one replay).
-    std::vector<bool> candidate(names.size());
-    for (size_t i = 0; i < names.size(); ++i) candidate[i] = refused_first(i);
-    for (int j = 2; j >= 0; --j) {
-      const int mj = m1 + j * period;
-      const int k = mj - m0;  // a sample above, where 0 <= k <= 2
-      const auto reuse = [&](size_t i) { return k >= 0 && k <= 2 && replayed[k][i] && j < 2; };
-      const auto needs = [&](size_t i) { return candidate[i] && !reuse(i); };
-      const size_t last = last_where(needs);
-      if (last < names.size()) {
-        Parallelism pj = par;
-        pj.global_batch = mj * par.dp * par.micro_batch;
-        Schedule w = build_iteration(sc.model, pj, cost, folding);
-        for (size_t i = 0; i < names.size(); ++i) {
-          if (!needs(i)) continue;
-          bool flag = true;
-          ps[j][i] = replay_strategy(names[i], w, i == last, pj, j == 2 ? &flag : nullptr, period);
-          if (j == 2) candidate[i] = flag;
-        }
-      }
-      for (size_t i = 0; i < names.size(); ++i)
-        if (candidate[i] && reuse(i)) ps[j][i] = samples[k][i];
-    }
+    const auto reuse = [&](size_t i, int j) -> const ReplaySample* {
+      const int k = m1 + j * period - m0;
+      return k == 2 || (k >= 0 && k < 2 && periodic[i]) ? &first[k][i] : nullptr;
+    };
+    const Samples ps = sample_round(m1, period, again, reuse);
     for (size_t i = 0; i < names.size(); ++i) {
-      if (!candidate[i]) continue;
+      if (!again[i]) continue;
       extrapolated[i] = extrapolate_micro_batches({ps[0][i], ps[1][i], ps[2][i]}, m1, m, period);
       by_period[i] = extrapolated[i].has_value();
     }
