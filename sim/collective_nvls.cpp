@@ -77,11 +77,9 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
   const double largest = loops > 1 ? unit : last;
   const double fill_bytes = bytes > 0 ? std::max(0.0, p.channels * ((loops - 1) * unit + last + 2 * largest) - bytes) : 0;
   // Each loop after the first costs loop_s beyond its bytes, as measured (header).
-  for (Hop2& h : ch.hops) {
+  for (Hop2& h : ch.hops)
     h.step_latency_s =
         std::max(h.route_latency_s, kNvlsLatency) + fill_bytes / efficiency / h.share_Bps + (loops - 1) * loop_s;
-    ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
-  }
   p.rings.push_back(std::move(ch));
   return p;
 }

@@ -552,7 +552,6 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
                                         ? opt.ll128_busbw_nvlink_Bps / q.channels / kWireFraction[pi]
                                         : std::numeric_limits<double>::infinity();
     for (auto& ch : q.rings) {
-      ch.max_step_latency_s = 0;
       for (auto& h : ch.hops) {
         h.step_latency_s =
             opt.textbook ? h.route_latency_s : std::max(h.route_latency_s, kHwLatRing[static_cast<int>(h.kind)][pi]);
@@ -560,7 +559,6 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
         // A chain's slice keeps its sender busy for Simple's fence as well, as a tree's does (the
         // copying SMs' own work, header); the rest of the step latency overlaps its next slice.
         h.serial_s = q.chain && h.kind == HopKind::NvLink ? slice_s : 0.0;
-        ch.max_step_latency_s = std::max(ch.max_step_latency_s, h.step_latency_s);
         h.share_Bps = std::min(h.share_Bps, cap);
         if (h.kind == HopKind::NvLink) h.share_Bps = std::min(h.share_Bps, ll128_nvlink_cap);
       }

@@ -253,7 +253,6 @@ struct ChannelPlan {
   std::vector<Hop2> hops;  ///< hops[i]: order[i] → order[i+1] (ring: the last one closes the ring)
   int bottleneck = 0;      ///< index of the hop with the least bandwidth (ties: most latency)
   bool even = true;        ///< every hop has the bottleneck's bandwidth
-  double max_step_latency_s = 0;
 };
 
 /// Whether every hop of the channel has the same route latency, step latency and share.
