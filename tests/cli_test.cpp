@@ -354,6 +354,10 @@ TEST_CASE("command line: an unknown command and out-of-range options are one cle
   const Run channels = run_cli("collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --channels 65");
   CHECK(channels.status == 2);
   CHECK(channels.output.find("overlapsim: --channels") != std::string::npos);
+  // A fraction is no channel count: refused as not an integer, not as out of range.
+  const Run half = run_cli("collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --channels 1.5");
+  CHECK(half.status == 2);
+  CHECK(half.output.find("overlapsim: --channels: Failed parsing 1.5") != std::string::npos);
 }
 
 TEST_CASE("analytic: a GPU's kernels end even when the clock has outgrown their remaining time") {

@@ -53,6 +53,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                  "NCCL's channels for every size (NCCL_MIN/MAX_NCHANNELS): the SMs held, Simple's slices and the "
                  "rings the flows run on (default: NCCL's count for the size over the topology's node.nccl_channels, "
                  "else 8, on 8 rings)")
+      ->check(CLI::TypeValidator<int>("an integer"))
       ->check(CLI::Range(1, 64));
   c->add_option("--calibration", a.calibration, "profile JSON (default: the GPU's datasheet profile)");
   c->add_flag("--unfold", a.unfold, "simulate every rank instead of rank 0 with mirrors");
