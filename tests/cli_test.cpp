@@ -358,6 +358,14 @@ TEST_CASE("command line: an unknown command and out-of-range options are one cle
   const Run half = run_cli("collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --channels 1.5");
   CHECK(half.status == 2);
   CHECK(half.output.find("overlapsim: --channels: Failed parsing 1.5") != std::string::npos);
+  // More ranks than GPUs: a topology with a fabric for more nodes names the override that fits.
+  const Run nine = run_cli("collective --op allreduce -t " + kSrc +
+                           "/topologies/dgx-h100-superpod.yaml --override node.count=1 --ranks 9 --sizes 1MiB:1MiB");
+  CHECK(nine.status == 2);
+  CHECK(nine.output.find("found 9; --override node.count=2 gives 16 GPUs") != std::string::npos);
+  const Run nine_a100 = run_cli("collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --ranks 9");
+  CHECK(nine_a100.status == 2);
+  CHECK(nine_a100.output.find("--override") == std::string::npos);  // one node, no fabric to grow
 }
 
 TEST_CASE("analytic: a GPU's kernels end even when the clock has outgrown their remaining time") {

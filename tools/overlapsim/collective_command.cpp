@@ -136,9 +136,23 @@ int collective_command(const CollectiveArgs& a) {
   const int ranks = comparing ? log.ranks : a.ranks == kAllRanks ? topo.num_gpus() : a.ranks;
   // One rank has nothing to communicate (nccl-tests would time a local copy, which this does
   // not model): refuse it rather than print zeros.
-  if (ranks < 2 || ranks > topo.num_gpus())
+  if (ranks < 2 || ranks > topo.num_gpus()) {
+    // A template topology with a fabric grows by its node count: name the override that fits.
+    std::string more;
+    if (ranks > topo.num_gpus() && topo.gpus_per_node > 0) {
+      const int nodes = (ranks + topo.gpus_per_node - 1) / topo.gpus_per_node;
+      TopologyOverrides bigger = ov;
+      bigger["node.count"] = std::to_string(nodes);
+      try {
+        const Topology t = load_topology(a.topology, bigger);
+        if (t.num_gpus() >= ranks)
+          more = fmt::format("; --override node.count={} gives {} GPUs", nodes, t.num_gpus());
+      } catch (const std::exception&) {  // no fabric for more nodes: no hint
+      }
+    }
     throw InputError(comparing ? SourceLocation{a.compare, 0, 0} : cli, "--ranks",
-                     fmt::format("expected 2 to {} (the GPUs of {}), found {}", topo.num_gpus(), topo.name, ranks));
+                     fmt::format("expected 2 to {} (the GPUs of {}), found {}{}", topo.num_gpus(), topo.name, ranks, more));
+  }
   if (ranks > kMaxRanks)
     throw InputError(cli, "--ranks", fmt::format("expected at most {} ranks in one collective, found {} (the "
                                                  "topology's GPUs unless --ranks says fewer)",
