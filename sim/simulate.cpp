@@ -333,7 +333,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
                             "pipeline period apart (those of {}, {} and {} drift; the extension's estimated error "
                             "within {:g} of the iteration; --every-micro-batch replays all)",
                             rr.notes.empty() ? "" : "; ", join(extended_by_period), m, m1, m1 + period,
-                            m1 + 2 * period, m0, m0 + 1, m0 + 2, kPeriodicExtrapolationBound);
+                            m1 + 2 * period, m0, m0 + 1, m0 + 2, kPeriodicExtrapolationBound / 2);
   if (!refused.empty())
     rr.notes += fmt::format("{}{}: all {} micro-batches replayed (the replays of {}, {} and {} were not, or by their spacing would not be, collinear: "
                             "overlapping streams that slow each other drift, README \"Steady state\")",

@@ -184,11 +184,11 @@ TEST_CASE("extrapolate_micro_batches over a pipeline's period: exact on a period
   CHECK(r->plan[0].instances == 24 * m + 2);
   SUBCASE("m off the samples' grid") { CHECK_FALSE(extrapolate_micro_batches(s, m0, m + 1, P)); }
   SUBCASE("a drift: second difference d, error estimated d k (k + 1) / 2 after k more periods") {
-    // k = (96 − 24) / 8 = 9 periods: the estimate is 45 d, against 1e-6 of T(96) = 26.01 s.
+    // k = (96 − 24) / 8 = 9 periods: the estimate is 45 d; twice it is held to 1e-6 of T(96) = 26.01 s.
     auto k = s;
-    k[2].compute_s += 5.0e-7;  // 45 · 5e-7 = 2.25e-5 s <= 2.601e-5: accepted
+    k[2].compute_s += 2.5e-7;  // 2 · 45 · 2.5e-7 = 2.25e-5 s <= 2.601e-5: accepted
     CHECK(extrapolate_micro_batches(k, m0, m, P));
-    k[2].compute_s += 1.0e-7;  // 45 · 6e-7 = 2.7e-5 s > 2.601e-5: refused
+    k[2].compute_s += 0.5e-7;  // 2 · 45 · 3e-7 = 2.7e-5 s > 2.601e-5: refused
     CHECK_FALSE(extrapolate_micro_batches(k, m0, m, P));
   }
   SUBCASE("counts must still be exactly affine") {
@@ -198,7 +198,7 @@ TEST_CASE("extrapolate_micro_batches over a pipeline's period: exact on a period
   }
   SUBCASE("the consecutive check is unchanged: the same drift on consecutive samples is refused") {
     std::array<ReplaySample, 3> c{line_at(m0), line_at(m0 + 1), line_at(m0 + 2)};
-    c[2].compute_s += 5.0e-7;
+    c[2].compute_s += 2.5e-7;
     CHECK_FALSE(extrapolate_micro_batches(c, m0, m));
   }
 }
