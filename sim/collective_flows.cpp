@@ -243,10 +243,8 @@ void Replayer::ring_send(CollState& c, int64_t match, int ch, int i) {
     double slot = cs.paced ? cs.ring_s / c.plan->steps : c.plan->wire_bytes / h.share_Bps;
     if (c.plan->chain) {
       // A chain's slice keeps its sender busy for its occupancy in its wave (ChainWaves::hop_s).
-      const ChainWaves& cw = c.plan->chain_waves;
-      const auto w = static_cast<size_t>(i + c.channels[ch].m[i].steps_started - 1);
-      const size_t n1 = cp.order.size() - 1;
-      slot = h.serial_s + cw.hop_s[cw.wave_id[w]][ch * n1 + i] - h.step_latency_s;
+      const auto w = static_cast<size_t>(i + c.channels[ch].m[i].steps_started - 1);  // this slice's wave
+      slot = h.serial_s + c.plan->chain_waves.wire_s(h, ch, i, static_cast<int>(cp.order.size()), w);
     }
     start_exec(Task::StepSlot, false, slot, mem.rank_idx, mem.op, match, ch, i);
   }

@@ -301,6 +301,12 @@ struct ChainWaves {
   /// closed form.
   std::vector<std::vector<double>> hop_s;
   std::vector<int> wave_id;
+  /// The wire time (hop time less its step latency: wire over its share) of hop `h`, position p
+  /// of channel c of a chain of n members, in wave w, seconds. REQUIRES: the hop table is kept
+  /// and w < wave_id.size().
+  double wire_s(const Hop2& h, int c, int p, int n, size_t w) const {
+    return hop_s[wave_id[w]][static_cast<size_t>(c) * (n - 1) + p] - h.step_latency_s;
+  }
   /// The chain's time, seconds: its slowest channel's tail.
   double chain_s() const {
     double t = 0;

@@ -397,13 +397,12 @@ void Replayer::on_activity_done(Task& t) {
       double early = 0;
       if (!c.plan->chain) {
         early = t.started_s + h.route_latency_s + bytes / h.share_Bps - be_.now();
-      } else if (cs.mode == ChannelMode::Mirrors && !c.plan->chain_waves.hop_s.empty()) {
+      } else if (!c.plan->chain_waves.hop_s.empty()) {  // a chain (every member simulated)
         const ChainWaves& cw = c.plan->chain_waves;
         const auto w = static_cast<size_t>(t.idx + cs.m[t.idx].steps_done);  // this slice's wave
-        const size_t n1 = cp.order.size() - 1;
         if (w < cw.wave_id.size())
           early = t.started_s + h.route_latency_s +
-                  (cw.hop_s[cw.wave_id[w]][t.channel * n1 + t.idx] - h.step_latency_s) - be_.now();
+                  cw.wire_s(h, t.channel, t.idx, static_cast<int>(cp.order.size()), w) - be_.now();
       }
       if (early > 1e-15) start_exec(Task::StepFloor, false, early, t.rank_idx, t.op, t.match, t.channel, t.idx);
       else ring_step_done(t);
