@@ -467,11 +467,6 @@ double simple_slices_per_step(double bytes, int ranks, int nccl_channels) {
   return 2 * (loops - 1) + std::clamp(std::ceil(last_chunk / kSimpleMinSliceBytes), 1.0, 2.0);
 }
 
-double simple_chain_slices(double bytes, int nccl_channels) {
-  OVERLAPSIM_CHECK(bytes >= 0 && nccl_channels >= 1, "simple_chain_slices: bad arguments");
-  return std::max(1.0, std::ceil(bytes / (nccl_channels * kSliceBytes)));
-}
-
 namespace {
 
 CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
@@ -534,14 +529,9 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     // Simple's per-slice cost on NVLink hops (header): NCCL's slices per step of this plan.
     double slice_s = 0;
     if (proto == Protocol::Simple && !opt.textbook && opt.simple_slice_nvlink_s > 0) {
-      if (q.chain) {
-        // NCCL's channel sends K_nccl slices along the chain where this plan's sends q.steps:
-        // the chain's n − 2 + K slice times carry the same total cost.
-        const double k_nccl = simple_chain_slices(bytes, nc);
-        slice_s = opt.simple_slice_nvlink_s * (k_nccl + n - 2) / (q.steps + n - 2);
-      } else {
-        slice_s = opt.simple_slice_nvlink_s * simple_slices_per_step(bytes, n, nc);
-      }
+      // A chain's slice pays the fence once per hop on its way (header); a ring's step pays it
+      // for each of NCCL's slices of the step.
+      slice_s = q.chain ? opt.simple_slice_nvlink_s : opt.simple_slice_nvlink_s * simple_slices_per_step(bytes, n, nc);
     }
     const double cap = opt.textbook ? std::numeric_limits<double>::infinity()
                                     : ring_protocol_cap_Bps(topo, proto, nodes, q.channels, nc);
@@ -556,9 +546,8 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
         h.step_latency_s =
             opt.textbook ? h.route_latency_s : std::max(h.route_latency_s, kHwLatRing[static_cast<int>(h.kind)][pi]);
         if (h.kind == HopKind::NvLink) h.step_latency_s += slice_s + ll128_step_s;
-        // A chain's slice keeps its sender busy for Simple's fence as well, as a tree's does (the
-        // copying SMs' own work, header); the rest of the step latency overlaps its next slice.
-        h.serial_s = q.chain && h.kind == HopKind::NvLink ? slice_s : 0.0;
+        // A chain's step latency, the fence with it, overlaps the sender's next slice (header).
+        h.serial_s = 0;
         h.share_Bps = std::min(h.share_Bps, cap);
         if (h.kind == HopKind::NvLink) h.share_Bps = std::min(h.share_Bps, ll128_nvlink_cap);
       }

@@ -132,9 +132,12 @@
 // step latency, so below one loop (384 MiB over 8 GPUs of a DGX A100) the collective pays a
 // constant 2 · steps · cost — the slow approach to the plateau that measured NCCL curves show
 // (tests/nccl_validation_test.cpp) — and above it a cost per byte that shrinks with the channel
-// count. A chain's hop adds the cost times NCCL's slices over the plan's (simple_chain_slices:
-// 512 KiB chunks over NCCL's channels), so that the chain's n − 2 + K slice times carry NCCL's
-// total. PCIe and network hops keep NCCL's hwLat alone (the proxy, not the SM, drives a network
+// count. A chain's NVLink hop adds the cost once to its step latency: NCCL's FIFO of NCCL_STEPS
+// slices lets a slice's fence and flag overlap the sender's next slice, so a Broadcast pays it
+// n − 1 times along the chain and its plateau is the links' (8x A100, SuperBench's broadcast log,
+// where NCCL's tuner runs Simple from ~550 MB: 232.8 GB/s at 8 GiB, the ring AllReduce's plateau;
+// with the fence serial per 512 KiB slice the model gave 212.6, −8.7%, and never chose Simple).
+// PCIe and network hops keep NCCL's hwLat alone (the proxy, not the SM, drives a network
 // send). A tree's NVLink hop adds the cost times NCCL's chunks per channel (its chunk for the
 // size, below, over NCCL's channels) over the plan's slices, as serial work of the sender.
 // NVLS and point-to-point messages do not pay it (not measured).
@@ -166,7 +169,7 @@
 //   chain: in wave w (0 … n − 1 + K − 2, K slices) every position p with p ≤ w < p + K sends
 //          slice w − p; a hop's time in a wave is e = its step latency + wire / (its share of
 //          its links among the hops of that wave, all channels), and it keeps its sender busy
-//          d = serial + wire / share. Per channel, position p sends slice k once slice k has
+//          d = wire / share (a chain's hops have no serial part, Simple's fence included). Per channel, position p sends slice k once slice k has
 //          arrived (S(p − 1, k) + e) and its slice k − 1 has left (S(p, k − 1) + d): the step
 //          latency overlaps the next send, as for the ring. T = baseLat + the slowest channel's
 //          arrival of its last slice at its tail. On hops that share no link:
@@ -243,8 +246,9 @@ struct Hop2 {
   HopKind kind = HopKind::NvLink;
   double step_latency_s = 0;       ///< max(route latency, protocol hwLat of this hop kind)
   /// The part of step_latency_s during which the sender is busy as well (a tree's NVLink hop:
-  /// NCCL Simple's per-slice fence, serial with the copy), seconds; the rest of the step
-  /// latency only delays the slice's arrival, overlapping the sender's next slice.
+  /// NCCL Simple's per-slice fence, serial with the copy; 0 on ring and chain hops), seconds;
+  /// the rest of the step latency only delays the slice's arrival, overlapping the sender's
+  /// next slice.
   double serial_s = 0;
 };
 
@@ -428,9 +432,6 @@ struct CollectiveOptions {
 /// a channel's loops (header): 2 per loop of nccl_channels · ranks · 2 MiB, the last loop's 1 when
 /// its chunk is at most 32 KiB. REQUIRES: bytes >= 0, ranks >= 1, nccl_channels >= 1.
 double simple_slices_per_step(double bytes, int ranks, int nccl_channels);
-/// NCCL's Simple slices per channel of a Broadcast or Reduce chain of `bytes` over `nccl_channels`
-/// channels: ceil(bytes / (nccl_channels · 512 KiB)), at least 1 (BROADCAST_CHUNKSTEPS 1).
-double simple_chain_slices(double bytes, int nccl_channels);
 
 /// Number of distinct nodes the ranks are on.
 int node_count(const Topology& topo, const std::vector<int>& ranks);

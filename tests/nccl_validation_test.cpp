@@ -215,12 +215,13 @@ TEST_CASE("nccl-tests published: 8x A100-SXM4-40GB 1 node all_reduce (yumibyte/C
 // - SuperBench's logs are -g 8 runs of an NCCL of 2021 (2.8-2.10 by their format): AllGather and
 //   ReduceScatter are 2-3x slower than the model from 1 to 8 MiB (73 us at 1 MiB against the
 //   model's LL 22 us; their small sizes sit on a ~34 us floor), as the AllReduce logs' -g 8 floors.
-// - Broadcast runs the model's LL128 chain up to 8 GiB (its bandwidth NCCL's per-channel LL128
-//   bound over NCCL's 24 channels, above the port): within 10% from 128 MiB and at 4-8 MiB of
-//   ABCI's log (one process per GPU), 13-17% fast at 16-32 MiB of both logs and up to 84% fast
-//   at 1-2 MiB (where NCCL's LL chain and the -g 8 floor dominate) and at 4-64 MiB of SuperBench's.
-//   NCCL's LL128 on NVLink runs slower than its bound (the AllReduce logs' 131 GB/s ceiling,
-//   which the profile applies to rings only), and its tuner turns to Simple in between.
+// - Broadcast runs the model's LL128 chain from 2 MiB to 256 MiB (its bandwidth NCCL's
+//   per-channel LL128 bound over NCCL's 24 channels) and its Simple chain from 512 MiB (NCCL
+//   2.8's tuner, src/graph/tuning.cc, turns to Simple near 550 MB too): within 4% from 128 MiB
+//   and within 8% at 4-8 MiB of ABCI's log (one process per GPU); 13-17% fast at 16-32 MiB of
+//   both logs, and up to 84% fast at 1-2 MiB (where NCCL's LL chain and the -g 8 floor dominate)
+//   and at 4-64 MiB of SuperBench's. In NCCL's logs the LL128 chain's bandwidth per added byte
+//   climbs from ~165 GB/s (8-16 MiB) to ~230 (256-512 MiB); the model's is ~225 from 16 MiB.
 // - AllToAll and SendRecv: the model's point-to-point flows reach the ports' rate at once; NCCL's
 //   climb slowly (AllToAll at 16 MiB 92 GB/s against 201) and SendRecv plateaus at ~195 GB/s
 //   (NCCL's two channels per peer), 23% below the model; not modelled.
