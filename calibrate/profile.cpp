@@ -337,7 +337,7 @@ Profile load_profile(const std::string& path) {
   const json& network =
       r.section(root, "network",
                 {"nvlink_efficiency", "network_efficiency", "pcie_efficiency", "simple_slice_nvlink_s",
-                 "ll128_step_nvlink_s", "ll128_busbw_nvlink_Bps", "nvls_loop_s", "source"},
+                 "ll128_step_nvlink_s", "ll128_busbw_nvlink_Bps", "nvls_loop_s", "p2p_channel_nvlink_Bps", "source"},
                 true);
   p.nvlink_efficiency = r.efficiency(network, "network", "nvlink_efficiency");
   p.network_efficiency = r.efficiency(network, "network", "network_efficiency");
@@ -349,6 +349,8 @@ Profile load_profile(const std::string& path) {
   if (network.contains("ll128_busbw_nvlink_Bps"))
     p.ll128_busbw_nvlink_Bps = r.positive(network, "network", "ll128_busbw_nvlink_Bps", "a bandwidth in bytes/s");
   if (network.contains("nvls_loop_s")) p.nvls_loop_s = r.seconds(network, "network", "nvls_loop_s");
+  if (network.contains("p2p_channel_nvlink_Bps"))
+    p.p2p_channel_nvlink_Bps = r.positive(network, "network", "p2p_channel_nvlink_Bps", "a bandwidth in bytes/s");
   p.network_source = r.string(network, "network", "source");
 
   std::vector<const char*> attention_keys = {"efficiency", "source"};

@@ -139,15 +139,7 @@ void CollectiveOptions::read_profile(const Profile& profile) {
   ll128_step_nvlink_s = profile.ll128_step_nvlink_s;
   ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;
   nvls_loop_s = profile.nvls_loop_s;
-}
-
-double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
-                           double copy_engine_s, bool textbook) {
-  if (textbook || src == dst) return 0;
-  if (copy_engine) return copy_engine_s;
-  const Hop2 h = measure_hop(topo, LinkEfficiency{}, {src, dst}, 0, 1);
-  const int p = bytes <= kP2PLLThresholdBytes ? static_cast<int>(Protocol::LL) : static_cast<int>(Protocol::Simple);
-  return kBaseLatRing[p] + std::max(0.0, kHwLatRing[static_cast<int>(h.kind)][p] - h.route_latency_s);
+  p2p_channel_nvlink_Bps = profile.p2p_channel_nvlink_Bps;
 }
 
 namespace {

@@ -142,6 +142,14 @@
 // size, below, over NCCL's channels) over the plan's slices, as serial work of the sender.
 // NVLS and point-to-point messages do not pay it (not measured).
 //
+// Point-to-point (Send/Recv, an AllToAll's pieces): a message pays p2p_extra_latency_s, then
+// moves at its route's rate; inside a node over NVLink, where NCCL's thread blocks copy it
+// themselves, no faster than its channels (nccl_p2p_channels: NCCL's p2p chunking) times what
+// one channel copies (CollectiveOptions::p2p_channel_nvlink_Bps, a profile's
+// network.p2p_channel_nvlink_Bps): p2p_rate_cap_Bps. The replay holds a capped message's end to
+// its start + route latency + bytes / cap in both fidelities (its flow still loads the links at
+// their own rate: SimGrid 3.32 cannot bound a host-to-host Comm's rate).
+//
 // LL128 on NVLink as measured (CollectiveOptions::ll128_step_nvlink_s, ll128_busbw_nvlink_Bps; a
 // profile's network keys of those names): NCCL's tuning model gives a ring's LL128 step hwLat
 // 1.9 us on NVLink and a busbw of min(0.92 · ring bandwidth, channels · perChMaxRingLL128Bw)
@@ -421,8 +429,17 @@ struct CollectiveOptions {
   /// NVLS as measured (header, NVLS; a profile's network.nvls_loop_s): seconds each loop of the
   /// NVLS kernel after the first adds, 0: none.
   double nvls_loop_s = 0;
+  /// What one of NCCL's channels copies of a point-to-point message over NVLink, bytes/s
+  /// (p2p_rate_cap_Bps; a profile's network.p2p_channel_nvlink_Bps): 0, no bound.
+  double p2p_channel_nvlink_Bps = 0;
+  /// Ranks of the communicator a Send/Recv runs on (p2p_rate_cap_Bps): nccl-tests' sendrecv_perf
+  /// runs every rank's pair on one communicator of all of them; a training framework's send and
+  /// receive between two ranks on a communicator of those two (PyTorch's ProcessGroupNCCL opens
+  /// one per pair for point-to-point).
+  int p2p_comm_ranks = 2;
   /// Takes what a calibration profile says of collectives: its tuning table and its
-  /// network.simple_slice_nvlink_s, ll128_step_nvlink_s, ll128_busbw_nvlink_Bps and nvls_loop_s (the one
+  /// network.simple_slice_nvlink_s, ll128_step_nvlink_s, ll128_busbw_nvlink_Bps, nvls_loop_s and
+  /// p2p_channel_nvlink_Bps (the one
   /// place a new such key is read; the link efficiencies are LinkEfficiency::of_profile's).
   void read_profile(const Profile& profile);
 };
@@ -458,6 +475,23 @@ inline constexpr double kP2PLLThresholdBytes = 16384;
 /// textbook model (CollectiveOptions::textbook) or src == dst.
 double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
                            double copy_engine_s, bool textbook = false);
+
+/// NCCL's channels for a point-to-point message of `bytes` from GPU `src` to GPU `dst` of one
+/// node over NVLink, on a communicator of `comm_ranks` ranks (at least 2): nccl_p2p_channels
+/// with 2 channels per NVLink of the pair's path (L = the port's bandwidth over 25 GB/s per
+/// link), NCCL's 512 KiB NVLink chunk and the communicator's channels (Topology::nccl_channels,
+/// else NCCL's ring search over the port, 2 · min(16, L): A100 24, H800 16, H100 32). On one
+/// DGX A100 or H100 with 8 ranks: 4 channels up to 64 MiB, 8 at 128 MiB, 16 from 256 MiB.
+/// REQUIRES: src and dst in one node.
+int p2p_nvlink_channels(const Topology& topo, int src, int dst, double bytes, int comm_ranks);
+/// The most a point-to-point message of `bytes` from `src` to `dst` moves per second, bytes/s:
+/// inside a node over NVLink, where NCCL's thread blocks copy the data themselves, its channels
+/// (p2p_nvlink_channels) times opt.p2p_channel_nvlink_Bps, what one channel's block copies (a
+/// profile's network.p2p_channel_nvlink_Bps; A100: fitted to a published sendrecv_perf curve,
+/// calibrate/profiles/a100-sxm4-80gb.json). +inf elsewhere, for a copy-engine transfer, a
+/// textbook model, src == dst, or where the profile has no such figure.
+double p2p_rate_cap_Bps(const Topology& topo, int src, int dst, double bytes, bool copy_engine, int comm_ranks,
+                        const CollectiveOptions& opt);
 
 /// Payload bytes a member receives in the collective, summed over channels (for conservation
 /// tests). Ring and chain: every member alike. Tree: the mean over members — a member receives

@@ -76,6 +76,35 @@ NcclLaunch nccl_launch(CollectiveAlgorithm alg, Protocol proto, double bytes, in
   return {nc, nt};
 }
 
+int nccl_p2p_channels(double bytes, int comm_ranks, bool one_node, int comm_channels, int peer_channels,
+                      double chunk_bytes) {
+  OVERLAPSIM_CHECK(bytes >= 0 && comm_ranks >= 1 && comm_channels >= 1 && peer_channels >= 1 && chunk_bytes > 0,
+                   "nccl_p2p_channels: bad arguments");
+  auto next_pow2 = [](int v) {
+    int p = 1;
+    while (p < v) p <<= 1;
+    return p;
+  };
+  constexpr int kMaxChannels = 32;  // MAXCHANNELS, src/include/device.h
+  const int p2p_channels = next_pow2(std::min(comm_channels, kMaxChannels));
+  const int per_peer = next_pow2(std::min({comm_channels, kMaxChannels, peer_channels}));
+  int n_min = per_peer, n_max = per_peer;
+  if (one_node) {
+    while (n_min * comm_ranks > p2p_channels && n_min > 1) n_min /= 2;
+    while (n_max * comm_ranks > 4 * p2p_channels && n_max > 1) n_max /= 2;
+  }
+  const double min_size = chunk_bytes / 8;
+  const double max_size = one_node ? chunk_bytes * 32 : chunk_bytes;
+  double size = std::max(min_size, std::ceil(bytes / n_min));
+  int n = n_min;
+  while (size > max_size && n <= n_max / 2) {
+    n *= 2;
+    size = std::ceil(bytes / n);
+  }
+  const double chunk = std::ceil(size / min_size) * min_size;
+  return std::max(1, static_cast<int>(std::ceil(bytes / chunk)));
+}
+
 const TuningRule* find_tuning_rule(const std::vector<TuningRule>& table, CollectiveKind kind, int ranks, int nodes,
                                    double bytes) {
   const TuningRule* best = nullptr;

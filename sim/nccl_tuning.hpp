@@ -62,6 +62,23 @@ struct NcclLaunch {
 NcclLaunch nccl_launch(CollectiveAlgorithm alg, Protocol proto, double bytes, int ranks, int max_channels,
                        double ring_bw_Bps = 1e300);
 
+/// NCCL's channels for one point-to-point message (a send and its receive) of `bytes`, as NCCL
+/// 2.18.5 splits it (src/graph/paths.cc ncclTopoComputeP2pChannels, src/enqueue.cc
+/// scheduleP2pTasksToPlan and calcP2pChunkSize; the same since 2.12):
+///   P = nextPow2(min(comm_channels, 32))                  p2pnChannels (MAXCHANNELS 32)
+///   Q = nextPow2(min(comm_channels, peer_channels))       p2pnChannelsPerPeer
+///   one node: nMin = Q halved while nMin · comm_ranks > P, nMax = Q halved while
+///             nMax · comm_ranks > 4 P (each at least 1); across nodes nMin = nMax = Q;
+///   step = chunk_bytes (NCCL_P2P_NVL_CHUNKSIZE 512 KiB inside an all-NVLink node, else 128 KiB)
+///   chunk = size rounded up to step / 8, size = max(step / 8, bytes / nMin), doubling the
+///           channels (to at most nMax) while size > step · (one node ? 32 : 1)
+///   channels = ceil(bytes / chunk), at least 1 (chunk i runs on channel i mod Q).
+/// `peer_channels` is ncclTopoGetNchannels' least over the peers: 2 per NVLink of the path
+/// (2 · max(1, path bw / NVLink bw)), else 2 (PCIe; NCCL_NCHANNELS_PER_NET_PEER across nodes).
+/// REQUIRES: bytes >= 0; comm_ranks, comm_channels, peer_channels >= 1; chunk_bytes > 0.
+int nccl_p2p_channels(double bytes, int comm_ranks, bool one_node, int comm_channels, int peer_channels,
+                      double chunk_bytes);
+
 /// What NCCL's tuning model knows of a communicator, for ring and tree AllReduce (NCCL 2.30.7
 /// src/graph/tuning.cc ncclTopoTuneModel: its graphs' channel count and bandwidth, the hardware
 /// of their intra-node hops, the GPU generation, the CPU vendor).

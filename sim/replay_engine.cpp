@@ -167,9 +167,11 @@ void Replayer::start_exec(Task::Kind kind, bool on_gpu, double seconds, int ri, 
 }
 
 void Replayer::start_flow(Task::Kind kind, int src_rank, int dst_rank, double bytes, int ri, int oi, int64_t match,
-                          int channel, int idx) {
+                          int channel, int idx, double rate_Bps) {
   tasks_.push_back(Task{kind, ri, oi, match, channel, idx, be_.now()});
   ++times_.activities;
+  if (std::isfinite(rate_Bps))
+    flow_floors_[&tasks_.back()] = be_.now() + route_latency(src_rank, dst_rank) + bytes / rate_Bps;
   if (opt_.record_flows)
     flows_.started(&tasks_.back(), FlowRecord{be_.now(), -1, bytes, src_rank, dst_rank,
                                               ri >= 0 ? s_.programs[ri].rank : src_rank, oi, match});
@@ -288,6 +290,36 @@ double Replayer::p2p_latency(int src, int dst, double bytes, bool copy_engine) {
   return it->second;
 }
 
+double Replayer::p2p_rate(int src, int dst, double bytes, bool copy_engine, int comm_ranks) {
+  const auto key = std::make_tuple(src, dst, bytes, copy_engine, comm_ranks);
+  auto it = p2p_rate_.find(key);
+  if (it == p2p_rate_.end())
+    it = p2p_rate_.emplace(key, p2p_rate_cap_Bps(topo_, src, dst, bytes, copy_engine, comm_ranks, opt_.collectives))
+             .first;
+  return it->second;
+}
+
+double Replayer::route_latency(int src, int dst) {
+  const int64_t key = int64_t{src} * s_.world_size + dst;
+  auto it = route_latency_.find(key);
+  if (it != route_latency_.end()) return it->second;
+  double lat = 0;
+  for (const Hop& h : topo_.route(src, dst)) lat += topo_.link(h.link_id).latency_s;
+  return route_latency_[key] = lat;
+}
+
+bool Replayer::wait_for_floor(const Task& t, Task::Kind floor_kind) {
+  if (flow_floors_.empty()) return false;
+  auto it = flow_floors_.find(&t);
+  if (it == flow_floors_.end()) return false;
+  const double early = it->second - be_.now();
+  flow_floors_.erase(it);
+  if (!(early > 1e-15)) return false;
+  start_exec(floor_kind, false, early, t.rank_idx, t.op, t.match, t.channel, t.idx);
+  tasks_.back().started_s = t.started_s;
+  return true;
+}
+
 double Replayer::all_to_all_s(const Op& op) {
   const bool copy_engine = op.num_sm == 0;
   const auto key = std::make_tuple(op.group, op.bytes, copy_engine);
@@ -301,7 +333,7 @@ double Replayer::all_to_all_s(const Op& op) {
   // pieces leave at once, each over its route: the last lands at max_i (max_j extra(i, j) +
   // max_j route(i, j)) (regression: max over pairs of extra + route, 9.30 µs against flow's 9.56
   // at 8 B over 4 DGX A100 nodes).
-  double lat = 0;
+  double lat = 0, capped = 0;
   for (int i = 0; i < n; ++i) {
     double extra = 0, route = 0;
     for (int j = 0; j < n; ++j) {
@@ -314,6 +346,7 @@ double Replayer::all_to_all_s(const Op& op) {
       }
       extra = std::max(extra, p2p_latency(g[i], g[j], piece, copy_engine));
       route = std::max(route, route_lat);
+      capped = std::max(capped, piece / p2p_rate(g[i], g[j], piece, copy_engine, n));
     }
     lat = std::max(lat, extra + route);
   }
@@ -322,7 +355,7 @@ double Replayer::all_to_all_s(const Op& op) {
     const Link& l = topo_.link(key2 / 2);
     busiest = std::max(busiest, bytes / (l.bandwidth_Bps * opt_.link_efficiency.of(l.kind)));
   }
-  return all_to_all_s_[key] = lat + busiest;
+  return all_to_all_s_[key] = lat + std::max(busiest, capped);
 }
 
 void Replayer::p2p_send(int ri, int oi, int64_t match, bool delayed) {
@@ -338,7 +371,8 @@ void Replayer::p2p_send(int ri, int oi, int64_t match, bool delayed) {
       return;
     }
   }
-  start_flow(Task::P2PFlow, src, dst, op.bytes, ri, oi, match, -1, -1);
+  start_flow(Task::P2PFlow, src, dst, op.bytes, ri, oi, match, -1, -1,
+             p2p_rate(src, dst, op.bytes, op.num_sm == 0, opt_.collectives.p2p_comm_ranks));
 }
 
 void Replayer::on_activity_done(Task& t) {
@@ -430,7 +464,9 @@ void Replayer::on_activity_done(Task& t) {
       coll_maybe_erase(t.match);
       break;
     }
-    case Task::AllToAllFlow: {
+    case Task::AllToAllFlow:
+    case Task::AllToAllFloor: {
+      if (t.kind == Task::AllToAllFlow && wait_for_floor(t, Task::AllToAllFloor)) break;
       CollState& c = colls_.at(t.match);
       --c.in_flight;
       // A flow ends one "out" of its source and one "in" of its destination.
@@ -453,7 +489,9 @@ void Replayer::on_activity_done(Task& t) {
       a2a_send(c, t.match, t.idx);
       break;
     }
-    case Task::P2PFlow: {
+    case Task::P2PFlow:
+    case Task::P2PFloor: {
+      if (t.kind == Task::P2PFlow && wait_for_floor(t, Task::P2PFloor)) break;
       if (t.rank_idx >= 0) {
         // The send op. Into a mirror nobody posts the receive: keep no state for it (regression:
         // TP 16 te-overlap kept millions, a fifth of an analytic run in hash lookups).

@@ -10,6 +10,7 @@
 #include "sim/tree_flows.hpp"
 
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -29,7 +30,7 @@ inline constexpr int kMaxMirroredFlowsPerStep = 64;
 struct Task {
   enum Kind : uint8_t {
     Kernel, Step, StepDelay, StepArrival, StepSlot, CollTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow,
-    TreeFloor, TreeSlot, TreeArrival, StepFloor, BulkFlow
+    TreeFloor, TreeSlot, TreeArrival, StepFloor, BulkFlow, P2PFloor, AllToAllFloor
   } kind;
   int rank_idx = -1;  ///< simulated rank owning the op (-1 for a mirror's flow)
   int op = -1;
@@ -144,16 +145,30 @@ class Replayer {
   /// on_gpu is false.
   void start_exec(Task::Kind kind, bool on_gpu, double seconds, int ri, int oi, int64_t match, int channel = -1,
                   int idx = -1);
+  /// A flow of `bytes` from src to dst. With a finite `rate_Bps` (a point-to-point message's
+  /// channel bound, p2p_rate) it ends no sooner than its start + its route's latency + bytes /
+  /// rate_Bps (flow_floors_; its links carry it at their own rate meanwhile): SimGrid 3.32 does
+  /// not bound a host-to-host Comm's rate (Comm::set_rate refuses a sendto_init Comm, and a
+  /// host-to-host start ignores it).
   void start_flow(Task::Kind kind, int src_rank, int dst_rank, double bytes, int ri, int oi, int64_t match,
-                  int channel, int idx);
+                  int channel, int idx, double rate_Bps = std::numeric_limits<double>::infinity());
+  /// Whether flow task t waits for its floor (flow_floors_): then a timer of kind `floor_kind`
+  /// with t's fields runs out the rest and the caller handles t when it ends.
+  bool wait_for_floor(const Task& t, Task::Kind floor_kind);
   /// Contention-free time of an AllToAll (analytic), seconds: the largest over members of its
   /// slowest piece's kernel latency (p2p_latency) plus its farthest route's latency (the kernel
   /// pays the first once, then every piece leaves), plus the most loaded directed link's bytes over
   /// its bandwidth, every member sending n−1 pieces of S/n at once (max-min sharing of a link
-  /// whose flows all start together ends with its last byte). Cached per (group, bytes).
+  /// whose flows all start together ends with its last byte), or, where longer, its slowest
+  /// piece at its rate cap (p2p_rate). Cached per (group, bytes).
   double all_to_all_s(const Op& op);
   /// Latency a message from src to dst pays before its flow (collective_plan.hpp p2p_extra_latency_s).
   double p2p_latency(int src, int dst, double bytes, bool copy_engine);
+  /// The most a message from src to dst on a communicator of comm_ranks ranks moves per second
+  /// (collective_plan.hpp p2p_rate_cap_Bps), bytes/s; cached.
+  double p2p_rate(int src, int dst, double bytes, bool copy_engine, int comm_ranks);
+  /// Sum of the latencies of the route from src to dst, seconds; cached.
+  double route_latency(int src, int dst);
   /// A send's flow (or, ri < 0, a mirror's send into receive `match`), after its latency.
   void p2p_send(int ri, int oi, int64_t match, bool delayed);
   /// Member `pos`'s AllToAll flows, after the latency.
@@ -197,6 +212,9 @@ class Replayer {
   std::vector<std::vector<int>> mirror_partner_, mirror_partner_send_;
   std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
   std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds
+  std::map<std::tuple<int, int, double, bool, int>, double> p2p_rate_;  // (src, dst, bytes, CE, ranks) → bytes/s
+  std::unordered_map<int64_t, double> route_latency_;                    // src·W + dst → seconds
+  std::unordered_map<const Task*, double> flow_floors_;  // rate-bound flows → earliest end, seconds
   std::unordered_map<int64_t, double> p2p_latency_;  // (src·W + dst)·4 + LL·2 + copy engine → seconds
   std::vector<int> held_sms_;                     // per simulated rank: SMs communication holds
   std::map<std::tuple<int, int, double, int, int>, PlannedCollective> plans_;  // (group, kind, bytes, channels, algorithm)

@@ -1,0 +1,155 @@
+// Point-to-point messages on NCCL's p2p channels (sim/nccl_tuning.hpp nccl_p2p_channels,
+// sim/collective_plan.hpp p2p_rate_cap_Bps): the channel counts NCCL 2.18.5's chunking gives,
+// run by hand; the bound only inside a node over NVLink, for SM copies, where the profile has it;
+// a SendRecv's closed form exactly; flow = analytic for SendRecv and AllToAll; the shipped values
+// survive a write and a read.
+#include "calibrate/profile.hpp"
+#include "models/device_catalog.hpp"
+#include "sim/collective_bench.hpp"
+#include "sim/collective_plan.hpp"
+#include "sim/nccl_tuning.hpp"
+#include "sim/platform.hpp"
+#include "sim/topology.hpp"
+
+#include "tests/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace overlapsim;
+using namespace overlapsim::testing;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+constexpr double kKiB = 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kA100Channel = 12.85e9;  ///< the shipped A100 profile's p2p_channel_nvlink_Bps
+
+CollectiveOptions a100_options() {
+  CollectiveOptions o;
+  o.read_profile(load_profile(default_profile_path("a100-sxm4-80gb")));
+  return o;
+}
+
+BenchOptions a100_bench(Fidelity f) {
+  BenchOptions b;
+  b.replay.link_efficiency = shipped_link_efficiency("a100-sxm4-80gb");
+  b.replay.collectives = a100_options();
+  b.replay.fidelity = f;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("NCCL's p2p channels per message, run by hand") {
+  // One DGX A100, 8 ranks: 24 channels (32 p2p channels), 24 per peer (12 NVLinks, rounded up to
+  // 32); nMin 4 (4 · 8 <= 32), nMax 16 (16 · 8 <= 128); chunks of 64 KiB .. 16 MiB.
+  auto a100 = [](double bytes) { return nccl_p2p_channels(bytes, 8, true, 24, 24, 512 * kKiB); };
+  CHECK(a100(0) == 1);
+  CHECK(a100(64 * kKiB) == 1);       // one minimum chunk
+  CHECK(a100(1 * kMiB) == 4);        // 256 KiB on each of nMin
+  CHECK(a100(64 * kMiB) == 4);       // 16 MiB each: not above the 16 MiB bound
+  CHECK(a100(64 * kMiB + 1) == 8);   // doubled once
+  CHECK(a100(128 * kMiB) == 8);
+  CHECK(a100(256 * kMiB) == 16);
+  CHECK(a100(1024 * kMiB) == 16);    // nMax: chunks of 64 MiB
+  // Two ranks: nMin 16 (16 · 2 <= 32).
+  CHECK(nccl_p2p_channels(1 * kMiB, 2, true, 24, 24, 512 * kKiB) == 16);
+  CHECK(nccl_p2p_channels(16 * kKiB, 2, true, 24, 24, 512 * kKiB) == 1);
+  // Across nodes: 2 channels per network peer, chunks up to 128 KiB, no doubling.
+  CHECK(nccl_p2p_channels(16 * kKiB, 16, false, 16, 2, 128 * kKiB) == 1);
+  CHECK(nccl_p2p_channels(64 * kMiB, 16, false, 16, 2, 128 * kKiB) == 2);
+  // An H800 (8 NVLinks): 16 channels, 16 per peer (NVIDIA/nccl#892); over 8 ranks nMin 2.
+  CHECK(nccl_p2p_channels(1 * kMiB, 8, true, 16, 16, 512 * kKiB) == 2);
+}
+
+TEST_CASE("the topology's pairs: A100 from its stated 24 channels, H100 from NCCL's ring search (32)") {
+  const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  CHECK(p2p_nvlink_channels(a100, 0, 1, 128 * kMiB, 8) == 8);
+  CHECK(p2p_nvlink_channels(a100, 0, 1, 256 * kMiB, 8) == 16);
+  const Topology h100 = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}});
+  REQUIRE(h100.nccl_channels(1) == 0);  // not stated: 2 · min(16, 18 links) = 32
+  CHECK(p2p_nvlink_channels(h100, 0, 1, 32 * kMiB, 8) == 4);
+  CHECK(p2p_nvlink_channels(h100, 0, 1, 128 * kMiB, 8) == 8);
+  CHECK(p2p_nvlink_channels(h100, 0, 1, 256 * kMiB, 8) == 16);
+  CHECK(p2p_nvlink_channels(h100, 0, 7, 1 * kMiB, 2) == 16);  // a pair's own communicator
+}
+
+TEST_CASE("the p2p bound applies inside a node over NVLink, to SM copies, where the profile has it") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const CollectiveOptions o = a100_options();
+  REQUIRE(o.p2p_channel_nvlink_Bps == kA100Channel);
+  const Topology one = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, 8, o) == 8 * kA100Channel);
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 1 * kMiB, false, 2, o) == 16 * kA100Channel);
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, true, 8, o) == inf);  // copy engine
+  CHECK(p2p_rate_cap_Bps(one, 0, 0, 128 * kMiB, false, 8, o) == inf);
+  CollectiveOptions textbook = o;
+  textbook.textbook = true;
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, 8, textbook) == inf);
+  CollectiveOptions none = o;
+  none.p2p_channel_nvlink_Bps = 0;
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, 8, none) == inf);
+  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CHECK(p2p_rate_cap_Bps(pod, 0, 8, 128 * kMiB, false, 8, o) == inf);  // across nodes: the NIC
+  CHECK(p2p_rate_cap_Bps(pod, 0, 1, 128 * kMiB, false, 8, o) == 8 * kA100Channel);
+}
+
+TEST_CASE("a SendRecv on NCCL's p2p channels: its closed form exactly, flow = analytic") {
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  const std::vector<double> sizes = {1 * kMiB, 64 * kMiB, 128 * kMiB, 256 * kMiB, 1024 * kMiB};
+  const std::vector<BenchRow> analytic = run_collective_bench(topo, BenchOp::SendRecv, 8, sizes, a100_bench(Fidelity::Analytic));
+  const std::vector<BenchRow> flow = run_collective_bench(topo, BenchOp::SendRecv, 8, sizes, a100_bench(Fidelity::Flow));
+  BenchOptions free = a100_bench(Fidelity::Analytic);
+  free.replay.collectives.p2p_channel_nvlink_Bps = 0;
+  const std::vector<BenchRow> unbound = run_collective_bench(topo, BenchOp::SendRecv, 8, sizes, free);
+  const double extra = p2p_extra_latency_s(topo, 0, 1, 1 * kMiB, false, 0);
+  double route = 0;
+  for (const Hop& h : topo.route(0, 1)) route += topo.link(h.link_id).latency_s;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    CAPTURE(sizes[i]);
+    const int k = p2p_nvlink_channels(topo, 0, 1, sizes[i], 8);
+    // Every size here is bound by its channels (at most 16 · 12.85 = 206 GB/s < the 240 GB/s port).
+    CHECK(analytic[i].time_s == doctest::Approx(extra + route + sizes[i] / (k * kA100Channel)).epsilon(1e-9));
+    CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(1e-9));
+    CHECK(unbound[i].time_s < analytic[i].time_s);  // the check can fail
+  }
+  // 64 and 128 MiB take the same time: twice the bytes on twice the channels.
+  CHECK(analytic[1].time_s == doctest::Approx(analytic[2].time_s).epsilon(1e-6));
+}
+
+TEST_CASE("an AllToAll whose pieces are bound by their channels: flow = analytic") {
+  // 8 A100s, 512 KiB and 1 MiB per rank: pieces of 64 and 128 KiB on 1 and 2 channels (12.85 and
+  // 25.7 GB/s), slower than 7 pieces sharing a 240 GB/s port.
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  const std::vector<double> sizes = {512 * kKiB, 1 * kMiB, 1024 * kMiB};
+  BenchOptions af = a100_bench(Fidelity::Analytic), ff = a100_bench(Fidelity::Flow), free = af;
+  af.unfold = ff.unfold = true;
+  free.replay.collectives.p2p_channel_nvlink_Bps = 0;
+  const std::vector<BenchRow> analytic = run_collective_bench(topo, BenchOp::AllToAll, 8, sizes, af);
+  const std::vector<BenchRow> flow = run_collective_bench(topo, BenchOp::AllToAll, 8, sizes, ff);
+  const std::vector<BenchRow> unbound = run_collective_bench(topo, BenchOp::AllToAll, 8, sizes, free);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    CAPTURE(sizes[i]);
+    CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(1e-6));
+    const double piece = sizes[i] / 8;
+    CHECK(analytic[i].time_s >= piece / (p2p_nvlink_channels(topo, 0, 1, piece, 8) * kA100Channel));
+  }
+  CHECK(unbound[0].time_s < analytic[0].time_s);
+  CHECK(unbound[1].time_s < analytic[1].time_s);
+  CHECK(unbound[2].time_s == doctest::Approx(analytic[2].time_s).epsilon(1e-9));  // the port binds at 1 GiB
+}
+
+TEST_CASE("shipped profiles: A100 and H100 have the fitted p2p channel rate; it survives a write and a read") {
+  const Profile a100 = load_profile(default_profile_path("a100-sxm4-80gb"));
+  CHECK(a100.p2p_channel_nvlink_Bps == kA100Channel);
+  CHECK(load_profile(default_profile_path("h100-sxm5-80gb")).p2p_channel_nvlink_Bps == 21.7e9);
+  const std::string path = temp_path(".json");
+  write_profile(a100, path);
+  CHECK(load_profile(path).p2p_channel_nvlink_Bps == kA100Channel);
+}
