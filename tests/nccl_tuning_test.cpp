@@ -397,8 +397,8 @@ TEST_CASE("NCCL's protocol bandwidth limits: LL's busBw cap and LL128's per-chan
   // 141 GB/s); ring LL128 busBw <= channels · perChMaxRingLL128Bw (Ampere 20, Hopper 36.7 GB/s).
   // Per channel that caps a hop's wire rate at llMaxBw / C / (8/16) and perCh / (120/128) times
   // NCCL's channels over the plan's (its busBw cap counts NCCL's channels: a DGX A100's 24, so
-  // 60 GB/s a plan channel, above the NVSwitch port's 300 / 8: the port binds; the DGX H100
-  // topology states none, so the plan's 8 count).
+  // 60 GB/s a plan channel, above the NVSwitch port's 300 / 8: the port binds; a DGX H100's 32,
+  // 157 GB/s against 450 / 8: the port again).
   const double size = 256 * kMiB;
   struct Case {
     const char* topology;
@@ -414,7 +414,8 @@ TEST_CASE("NCCL's protocol bandwidth limits: LL's busBw cap and LL128's per-chan
       {"/topologies/dgx-a100.yaml", {}, Protocol::LL128, std::min(24.0 / 8 * 20.0e9 / (120.0 / 128.0), 300e9 / 8), 1.9e-6,
        14.0e-6, 120.0 / 128.0},
       {"/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}}, Protocol::LL, 141.0e9 / 8 / 0.5, 0.7e-6, 6.6e-6, 0.5},
-      {"/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}}, Protocol::LL128, 36.7e9 / (120.0 / 128.0), 1.9e-6,
+      {"/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}}, Protocol::LL128,
+       std::min(32.0 / 8 * 36.7e9 / (120.0 / 128.0), 450e9 / 8), 1.9e-6,
        14.0e-6, 120.0 / 128.0},
   };
   for (const Case& c : cases) {

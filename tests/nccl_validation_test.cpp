@@ -290,15 +290,17 @@ TEST_CASE("nccl-tests published: ND H100 v5 1 node all_reduce NVLS in-place (Azu
 // One H100 node, one process per GPU, NCCL 2.29.2, every collective at 32 MiB - 16 GiB
 // (xxrjun/nccl-tests-cluster; the CSV headers). AllReduce: the model's Auto runs NVLS, as NCCL's
 // tuner does there. AllGather and ReduceScatter: the ring (NCCL runs them on the ring inside one
-// node: stas00's table above). SendRecv: NCCL's p2p channels (4 to 64 MiB, 8 at 128 MiB, 16 from
+// node: stas00's table above), LL128 to 128 MiB and Simple above, Simple paying the H100 profile's
+// network.simple_slice_nvlink_s, 4.0 us, the least-squares fit to the AllGather from 64 MiB over
+// NCCL's 32 channels (the ReduceScatter and stas00's H200 16 GiB points check it). SendRecv: NCCL's p2p channels (4 to 64 MiB, 8 at 128 MiB, 16 from
 // 256 MiB, nccl_p2p_channels over NCCL's 32 p2p channels) at the profile's
 // network.p2p_channel_nvlink_Bps, 21.7 GB/s, the minimax fit to this curve without its 256 MiB point.
 TEST_CASE("nccl-tests published: 8x H100 1 node all_reduce, all_gather, reduce_scatter (xxrjun/nccl-tests-cluster)") {
   validate({"h100-1node-allreduce-xxrjun.csv", "dgx-h100-superpod.yaml", 1, BenchOp::AllReduce, CollectiveAlgorithm::Auto, {}});
   validate({"h100-1node-allgather-xxrjun.csv", "dgx-h100-superpod.yaml", 1, BenchOp::AllGather, CollectiveAlgorithm::Auto,
             {{{32 * kMiB},
-              "32 MiB: the model's ring 10.4% fast (its Simple ring has no slice cost on H100: no published H100 ring "
-              "curve below 16 GiB had been found to fit one)"}}});
+              "32 MiB: the model's LL128 ring 10.0% fast (LL128 at NCCL's tuning-model bound on H100: no LL128 step "
+              "cost or ceiling is measured for H100, as the A100 profile has one)"}}});
   validate({"h100-1node-reducescatter-xxrjun.csv", "dgx-h100-superpod.yaml", 1, BenchOp::ReduceScatter,
             CollectiveAlgorithm::Auto, {}});
 }

@@ -83,7 +83,7 @@ TEST_CASE("the communicator's channels: the topology's for one node, two per NIC
   CHECK(pod.nccl_channels(1) == 24);
   CHECK(pod.nccl_channels(4) == 16);  // 8 NICs per node
   const Topology h100 = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "2"}});
-  CHECK(h100.nccl_channels(1) == 0);  // not stated: a plan uses its own channels
+  CHECK(h100.nccl_channels(1) == 32);  // NCCL's ring search over 18 NVLinks (the topology's note)
   CHECK(h100.nccl_channels(2) == 16);
   const Topology star = load_topology(kSrc + "/tests/data/replay/star8.yaml");  // explicit form
   CHECK(star.nccl_channels(1) == 0);
@@ -164,11 +164,11 @@ TEST_CASE("the slice cost is Simple's on NVLink only: network hops, LL/LL128 and
   CHECK_FALSE(unchanged(one, first(8), 64 * kMiB, simple(kSlice)));  // the check can fail
 }
 
-TEST_CASE("shipped profiles: A100 has the fitted slice cost, the others none; it survives a write and a read") {
+TEST_CASE("shipped profiles: A100 and H100 have their fitted slice costs; it survives a write and a read") {
   const Profile a100 = load_profile(default_profile_path("a100-sxm4-80gb"));
   CHECK(a100.simple_slice_nvlink_s == 6.5e-6);
   CHECK(a100.nvlink_efficiency == 0.80);
-  CHECK(load_profile(default_profile_path("h100-sxm5-80gb")).simple_slice_nvlink_s == 0);
+  CHECK(load_profile(default_profile_path("h100-sxm5-80gb")).simple_slice_nvlink_s == 4.0e-6);
   const std::string path = temp_path(".json");
   write_profile(a100, path);
   CHECK(load_profile(path).simple_slice_nvlink_s == 6.5e-6);
