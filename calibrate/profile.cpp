@@ -350,7 +350,10 @@ Profile load_profile(const std::string& path) {
     p.ll128_busbw_nvlink_Bps = r.positive(network, "network", "ll128_busbw_nvlink_Bps", "a bandwidth in bytes/s");
   if (network.contains("nvls_loop_s")) p.nvls_loop_s = r.seconds(network, "network", "nvls_loop_s");
   if (network.contains("p2p_channel_nvlink_Bps"))
-    p.p2p_channel_nvlink_Bps = r.positive(network, "network", "p2p_channel_nvlink_Bps", "a bandwidth in bytes/s");
+    // A range wide enough for any GPU's one thread block, narrow enough to catch GB/s written
+    // for bytes/s (12.85 for 12.85e9 timed a 1 GiB message at 60 days).
+    p.p2p_channel_nvlink_Bps = r.number(network, "network", "p2p_channel_nvlink_Bps", 1e8, 1e13, false,
+                                        "a per-channel copy rate in bytes/s, 1e8 (0.1 GB/s) to 1e13 (10 TB/s)");
   p.network_source = r.string(network, "network", "source");
 
   std::vector<const char*> attention_keys = {"efficiency", "source"};

@@ -387,11 +387,11 @@ void Replayer::a2a_send(CollState& c, int64_t match, int pos) {
     if (j == pos) continue;
     ++c.in_flight;
     start_flow(Task::AllToAllFlow, g[pos], g[j], piece, m.rank_idx, m.op, match, j, pos,
-               p2p_rate(g[pos], g[j], piece, copy_engine, n));
+               p2p_rate(g[pos], g[j], piece, copy_engine, a2a_comm(c.group)));
     if (c.members[j].rank_idx < 0) {
       ++c.in_flight;
       start_flow(Task::AllToAllFlow, g[j], g[pos], piece, -1, -1, match, pos, j,
-                 p2p_rate(g[j], g[pos], piece, copy_engine, n));
+                 p2p_rate(g[j], g[pos], piece, copy_engine, a2a_comm(c.group)));
     }
   }
 }

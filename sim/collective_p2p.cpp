@@ -5,6 +5,7 @@
 
 #include "sim/nccl_constants.hpp"
 #include "sim/nccl_tuning.hpp"
+#include "sim/error.hpp"
 #include "sim/platform.hpp"
 
 #include <algorithm>
@@ -22,8 +23,12 @@ namespace {
 /// architecture whitepapers: 25 GB/s per link per direction); a GPU's NVSwitch port of B bytes/s
 /// has B / 25 GB/s links, which NCCL counts as path bw / per-link bw (src/graph/paths.cc).
 constexpr double kNvLinkLineRateBps = 25e9;
-/// NCCL_P2P_NVL_CHUNKSIZE's default (src/init.cc): 512 KiB.
+/// NCCL_P2P_NVL_CHUNKSIZE's default (src/init.cc): 512 KiB; NCCL_P2P_PCI_CHUNKSIZE's and
+/// NCCL_P2P_NET_CHUNKSIZE's: 128 KiB.
 constexpr double kP2pNvlChunkBytes = 512 * 1024.0;
+constexpr double kP2pOtherChunkBytes = 128 * 1024.0;
+/// NCCL_NCHANNELS_PER_NET_PEER's default (src/graph/paths.cc): 2.
+constexpr int kChannelsPerNetPeer = 2;
 
 }  // namespace
 
@@ -36,28 +41,48 @@ double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes,
   return kBaseLatRing[p] + std::max(0.0, kHwLatRing[static_cast<int>(h.kind)][p] - h.route_latency_s);
 }
 
-int p2p_nvlink_channels(const Topology& topo, int src, int dst, double bytes, int comm_ranks) {
+NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, const P2pCommunicator& comm) {
+  OVERLAPSIM_CHECK(comm.ranks >= 2, "p2p_split: a communicator of at least 2 ranks");
   const Hop2 h = plan_detail::measure_hop(topo, LinkEfficiency{}, {src, dst}, 0, 1);
   const int links = std::max(1, static_cast<int>(std::lround(h.bandwidth_Bps / kNvLinkLineRateBps)));
-  // The communicator's channels: the topology's, else NCCL's ring search over the port (one
-  // search channel per NVLink at the per-link bandwidth, at most MAXCHANNELS / 2 = 16, doubled
-  // into execution channels by ncclTopoPostset): 24 on A100's 12 links (the 24 its logs show),
-  // 16 on H800's 8 (NVIDIA/nccl#892: "16 coll channels ... 16 p2p channels per peer"), 32 on
-  // H100's 18 (the 4, 8 and 16 channels a published H100 sendrecv_perf curve steps through need
-  // NCCL's 32 p2p channels: tests/nccl_validation_test.cpp).
-  const int stated = topo.nccl_channels(1);
-  const int comm = stated > 0 ? stated : 2 * std::min(16, links);
-  return nccl_p2p_channels(bytes, std::max(2, comm_ranks), true, comm, 2 * links, kP2pNvlChunkBytes);
+  const int nodes = comm.nodes > 0 ? comm.nodes : (topo.node_of(src) == topo.node_of(dst) ? 1 : 2);
+  const bool one_node = nodes <= 1;
+  // The communicator's channels (header): forced, stated, else NCCL's ring search over the
+  // port: one search channel per NVLink at the per-link bandwidth, at most MAXCHANNELS / 2 = 16,
+  // doubled into execution channels by ncclTopoPostset (A100's 12 links: the 24 its logs show;
+  // H800's 8: 16, NVIDIA/nccl#892 "16 coll channels ... 16 p2p channels per peer"; H100's 18:
+  // 32, which the 4, 8 and 16 channels of a published H100 sendrecv_perf curve need).
+  const int stated = topo.nccl_channels(nodes);
+  const int channels = comm.channels > 0 ? comm.channels : stated > 0 ? stated : 2 * std::min(16, links);
+  // NCCL_P2P_NVL_CHUNKSIZE where every GPU pair of the node is NVLink (ncclTopoPathAllNVLink),
+  // else NCCL_P2P_PCI_CHUNKSIZE; across nodes NCCL_P2P_NET_CHUNKSIZE for every peer (src/init.cc).
+  // Channels per peer: the least over the peers (ncclTopoGetNchannels), 2 per NVLink of an
+  // NVLink path, else 2.
+  bool all_nvlink = one_node;
+  int per_peer = one_node ? 2 * links : kChannelsPerNetPeer;
+  if (one_node) {
+    const int node = topo.node_of(src);
+    for (int g = 0; g < topo.num_gpus(); ++g) {
+      if (g == src || topo.node_of(g) != node) continue;
+      const Hop2 p = plan_detail::measure_hop(topo, LinkEfficiency{}, {src, g}, 0, 1);
+      const bool nvlink = p.kind == HopKind::NvLink;
+      all_nvlink &= nvlink;
+      per_peer = std::min(per_peer, nvlink ? 2 * std::max(1, static_cast<int>(std::lround(p.bandwidth_Bps / kNvLinkLineRateBps))) : 2);
+    }
+  }
+  const double chunk = all_nvlink ? kP2pNvlChunkBytes : kP2pOtherChunkBytes;
+  return nccl_p2p_split(bytes, comm.ranks, one_node, channels, per_peer, chunk);
 }
 
-double p2p_rate_cap_Bps(const Topology& topo, int src, int dst, double bytes, bool copy_engine, int comm_ranks,
-                        const CollectiveOptions& opt) {
+double p2p_rate_cap_Bps(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
+                        const P2pCommunicator& comm, const CollectiveOptions& opt) {
   const double none = std::numeric_limits<double>::infinity();
-  if (opt.textbook || copy_engine || src == dst || !(opt.p2p_channel_nvlink_Bps > 0)) return none;
+  if (opt.textbook || copy_engine || src == dst || !(bytes > 0) || !(opt.p2p_channel_nvlink_Bps > 0)) return none;
   if (topo.node_of(src) != topo.node_of(dst)) return none;
   const Hop2 h = plan_detail::measure_hop(topo, LinkEfficiency{}, {src, dst}, 0, 1);
   if (h.kind != HopKind::NvLink) return none;
-  return p2p_nvlink_channels(topo, src, dst, bytes, comm_ranks) * opt.p2p_channel_nvlink_Bps;
+  const NcclP2pSplit split = p2p_split(topo, src, dst, bytes, comm);
+  return opt.p2p_channel_nvlink_Bps * bytes / split.chunk_bytes;
 }
 
 }  // namespace overlapsim

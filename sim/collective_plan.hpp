@@ -144,7 +144,7 @@
 //
 // Point-to-point (Send/Recv, an AllToAll's pieces): a message pays p2p_extra_latency_s, then
 // moves at its route's rate; inside a node over NVLink, where NCCL's thread blocks copy it
-// themselves, no faster than its channels (nccl_p2p_channels: NCCL's p2p chunking) times what
+// themselves, no faster than its largest chunk (nccl_p2p_split: NCCL's p2p chunking) at what
 // one channel copies (CollectiveOptions::p2p_channel_nvlink_Bps, a profile's
 // network.p2p_channel_nvlink_Bps): p2p_rate_cap_Bps. The replay holds a capped message's end to
 // its start + route latency + bytes / cap in both fidelities (its flow still loads the links at
@@ -404,6 +404,14 @@ int dtree_parent(int n, int t, int i);
 /// tree's own numbering). REQUIRES: dtree_parent(n, t, i) >= 0.
 bool dtree_first_child(int n, int t, int i);
 
+/// The NCCL communicator a point-to-point message runs on, as NCCL's p2p chunking sees it
+/// (nccl_p2p_split).
+struct P2pCommunicator {
+  int ranks = 2;     ///< nRanks (at least 2)
+  int nodes = 0;     ///< nNodes; 0: the nodes of the message's own two GPUs (a pair's communicator)
+  int channels = 0;  ///< comm->nChannels (NCCL_MIN/MAX_NCHANNELS); 0: the topology's (p2p_split)
+};
+
 struct CollectiveOptions {
   int channels = 8;  ///< the communicator's channel count (NCCL on DGX A100/H100 opens 8 or more
                      ///< rings for large collectives: one per NIC); an op that does not set its
@@ -432,11 +440,11 @@ struct CollectiveOptions {
   /// What one of NCCL's channels copies of a point-to-point message over NVLink, bytes/s
   /// (p2p_rate_cap_Bps; a profile's network.p2p_channel_nvlink_Bps): 0, no bound.
   double p2p_channel_nvlink_Bps = 0;
-  /// Ranks of the communicator a Send/Recv runs on (p2p_rate_cap_Bps): nccl-tests' sendrecv_perf
-  /// runs every rank's pair on one communicator of all of them; a training framework's send and
+  /// The communicator a Send/Recv runs on (p2p_rate_cap_Bps): nccl-tests' sendrecv_perf runs
+  /// every rank's pair on one communicator of all of them; a training framework's send and
   /// receive between two ranks on a communicator of those two (PyTorch's ProcessGroupNCCL opens
-  /// one per pair for point-to-point).
-  int p2p_comm_ranks = 2;
+  /// one per pair for point-to-point), the default.
+  P2pCommunicator p2p_comm;
   /// Takes what a calibration profile says of collectives: its tuning table and its
   /// network.simple_slice_nvlink_s, ll128_step_nvlink_s, ll128_busbw_nvlink_Bps, nvls_loop_s and
   /// p2p_channel_nvlink_Bps (the one
@@ -476,22 +484,27 @@ inline constexpr double kP2PLLThresholdBytes = 16384;
 double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
                            double copy_engine_s, bool textbook = false);
 
-/// NCCL's channels for a point-to-point message of `bytes` from GPU `src` to GPU `dst` of one
-/// node over NVLink, on a communicator of `comm_ranks` ranks (at least 2): nccl_p2p_channels
-/// with 2 channels per NVLink of the pair's path (L = the port's bandwidth over 25 GB/s per
-/// link), NCCL's 512 KiB NVLink chunk and the communicator's channels (Topology::nccl_channels,
-/// else NCCL's ring search over the port, 2 · min(16, L): A100 24, H800 16, H100 32). On one
-/// DGX A100 or H100 with 8 ranks: 4 channels up to 64 MiB, 8 at 128 MiB, 16 from 256 MiB.
-/// REQUIRES: src and dst in one node.
-int p2p_nvlink_channels(const Topology& topo, int src, int dst, double bytes, int comm_ranks);
+/// How NCCL splits a point-to-point message of `bytes` from GPU `src` to GPU `dst` of one node
+/// over NVLink on communicator `comm` (nccl_p2p_split). With L = the pair's NVLinks (its path's
+/// bandwidth over 25 GB/s per link): the communicator's channels are comm.channels, else the
+/// topology's (Topology::nccl_channels over comm's nodes), else NCCL's ring search over the
+/// port, 2 · min(16, L) (A100 24, H800 16, H100 32); on one node 2 · L channels per peer and the
+/// 512 KiB NVLink chunk where every pair of the node is NVLink (128 KiB otherwise), across nodes
+/// NCCL_NCHANNELS_PER_NET_PEER's 2 channels per peer and the 128 KiB network chunk for every
+/// peer. On one DGX A100 or H100 with 8 ranks: 4 channels up to 64 MiB, 8 at 128 MiB, 16 from
+/// 256 MiB; a communicator over 2 or more DGX nodes: 2 channels of 128 KiB chunks.
+/// REQUIRES: src and dst in one node; comm.ranks >= 2.
+NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, const P2pCommunicator& comm);
 /// The most a point-to-point message of `bytes` from `src` to `dst` moves per second, bytes/s:
-/// inside a node over NVLink, where NCCL's thread blocks copy the data themselves, its channels
-/// (p2p_nvlink_channels) times opt.p2p_channel_nvlink_Bps, what one channel's block copies (a
-/// profile's network.p2p_channel_nvlink_Bps; A100: fitted to a published sendrecv_perf curve,
-/// calibrate/profiles/a100-sxm4-80gb.json). +inf elsewhere, for a copy-engine transfer, a
+/// inside a node over NVLink, where NCCL's thread blocks copy the data themselves, each of its
+/// channels copies its chunk at opt.p2p_channel_nvlink_Bps (a profile's
+/// network.p2p_channel_nvlink_Bps; fitted to a published sendrecv_perf curve per GPU,
+/// calibrate/profiles/), so the message takes its largest chunk's time: the rate is
+/// p2p_channel_nvlink_Bps · bytes / p2p_split(...).chunk_bytes (its channels times the rate where
+/// the chunks are equal). +inf elsewhere, for a copy-engine transfer, an empty message, a
 /// textbook model, src == dst, or where the profile has no such figure.
-double p2p_rate_cap_Bps(const Topology& topo, int src, int dst, double bytes, bool copy_engine, int comm_ranks,
-                        const CollectiveOptions& opt);
+double p2p_rate_cap_Bps(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
+                        const P2pCommunicator& comm, const CollectiveOptions& opt);
 
 /// Payload bytes a member receives in the collective, summed over channels (for conservation
 /// tests). Ring and chain: every member alike. Tree: the mean over members — a member receives

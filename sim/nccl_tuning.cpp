@@ -76,10 +76,10 @@ NcclLaunch nccl_launch(CollectiveAlgorithm alg, Protocol proto, double bytes, in
   return {nc, nt};
 }
 
-int nccl_p2p_channels(double bytes, int comm_ranks, bool one_node, int comm_channels, int peer_channels,
-                      double chunk_bytes) {
+NcclP2pSplit nccl_p2p_split(double bytes, int comm_ranks, bool one_node, int comm_channels, int peer_channels,
+                            double chunk_bytes) {
   OVERLAPSIM_CHECK(bytes >= 0 && comm_ranks >= 1 && comm_channels >= 1 && peer_channels >= 1 && chunk_bytes > 0,
-                   "nccl_p2p_channels: bad arguments");
+                   "nccl_p2p_split: bad arguments");
   auto next_pow2 = [](int v) {
     int p = 1;
     while (p < v) p <<= 1;
@@ -102,7 +102,7 @@ int nccl_p2p_channels(double bytes, int comm_ranks, bool one_node, int comm_chan
     size = std::ceil(bytes / n);
   }
   const double chunk = std::ceil(size / min_size) * min_size;
-  return std::max(1, static_cast<int>(std::ceil(bytes / chunk)));
+  return {std::max(1, static_cast<int>(std::ceil(bytes / chunk))), std::min(chunk, bytes)};
 }
 
 const TuningRule* find_tuning_rule(const std::vector<TuningRule>& table, CollectiveKind kind, int ranks, int nodes,

@@ -72,12 +72,17 @@ NcclLaunch nccl_launch(CollectiveAlgorithm alg, Protocol proto, double bytes, in
 ///   step = chunk_bytes (NCCL_P2P_NVL_CHUNKSIZE 512 KiB inside an all-NVLink node, else 128 KiB)
 ///   chunk = size rounded up to step / 8, size = max(step / 8, bytes / nMin), doubling the
 ///           channels (to at most nMax) while size > step · (one node ? 32 : 1)
-///   channels = ceil(bytes / chunk), at least 1 (chunk i runs on channel i mod Q).
+///   channels = ceil(bytes / chunk), at least 1 (chunk i runs on channel i mod Q; there are at
+///   most nMax <= Q chunks, so each channel copies one).
 /// `peer_channels` is ncclTopoGetNchannels' least over the peers: 2 per NVLink of the path
 /// (2 · max(1, path bw / NVLink bw)), else 2 (PCIe; NCCL_NCHANNELS_PER_NET_PEER across nodes).
 /// REQUIRES: bytes >= 0; comm_ranks, comm_channels, peer_channels >= 1; chunk_bytes > 0.
-int nccl_p2p_channels(double bytes, int comm_ranks, bool one_node, int comm_channels, int peer_channels,
-                      double chunk_bytes);
+struct NcclP2pSplit {
+  int channels = 1;        ///< channels the message runs on
+  double chunk_bytes = 0;  ///< bytes of its largest chunk (min(chunk, bytes)), the most one channel copies
+};
+NcclP2pSplit nccl_p2p_split(double bytes, int comm_ranks, bool one_node, int comm_channels, int peer_channels,
+                            double chunk_bytes);
 
 /// What NCCL's tuning model knows of a communicator, for ring and tree AllReduce (NCCL 2.30.7
 /// src/graph/tuning.cc ncclTopoTuneModel: its graphs' channel count and bandwidth, the hardware

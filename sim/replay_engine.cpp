@@ -290,13 +290,20 @@ double Replayer::p2p_latency(int src, int dst, double bytes, bool copy_engine) {
   return it->second;
 }
 
-double Replayer::p2p_rate(int src, int dst, double bytes, bool copy_engine, int comm_ranks) {
-  const auto key = std::make_tuple(src, dst, bytes, copy_engine, comm_ranks);
+double Replayer::p2p_rate(int src, int dst, double bytes, bool copy_engine, const P2pCommunicator& comm) {
+  const auto key = std::make_tuple(src, dst, bytes, copy_engine, comm.ranks, comm.nodes, comm.channels);
   auto it = p2p_rate_.find(key);
   if (it == p2p_rate_.end())
-    it = p2p_rate_.emplace(key, p2p_rate_cap_Bps(topo_, src, dst, bytes, copy_engine, comm_ranks, opt_.collectives))
-             .first;
+    it = p2p_rate_.emplace(key, p2p_rate_cap_Bps(topo_, src, dst, bytes, copy_engine, comm, opt_.collectives)).first;
   return it->second;
+}
+
+P2pCommunicator Replayer::a2a_comm(int group) const {
+  const auto& g = s_.groups[group].ranks;
+  P2pCommunicator comm = opt_.collectives.p2p_comm;
+  comm.ranks = std::max(2, static_cast<int>(g.size()));
+  comm.nodes = node_count(topo_, g);
+  return comm;
 }
 
 double Replayer::route_latency(int src, int dst) {
@@ -346,7 +353,7 @@ double Replayer::all_to_all_s(const Op& op) {
       }
       extra = std::max(extra, p2p_latency(g[i], g[j], piece, copy_engine));
       route = std::max(route, route_lat);
-      capped = std::max(capped, piece / p2p_rate(g[i], g[j], piece, copy_engine, n));
+      capped = std::max(capped, piece / p2p_rate(g[i], g[j], piece, copy_engine, a2a_comm(op.group)));
     }
     lat = std::max(lat, extra + route);
   }
@@ -372,7 +379,7 @@ void Replayer::p2p_send(int ri, int oi, int64_t match, bool delayed) {
     }
   }
   start_flow(Task::P2PFlow, src, dst, op.bytes, ri, oi, match, -1, -1,
-             p2p_rate(src, dst, op.bytes, op.num_sm == 0, opt_.collectives.p2p_comm_ranks));
+             p2p_rate(src, dst, op.bytes, op.num_sm == 0, opt_.collectives.p2p_comm));
 }
 
 void Replayer::on_activity_done(Task& t) {
@@ -531,6 +538,7 @@ ReplayTimes Replayer::run() {
   OVERLAPSIM_CHECK(p2p_.empty(), std::to_string(p2p_.size()) + " point-to-point messages left pending");
   OVERLAPSIM_CHECK(colls_.empty(), std::to_string(colls_.size()) + " collectives left pending");
   OVERLAPSIM_CHECK(p2p_holds_.empty(), std::to_string(p2p_holds_.size()) + " point-to-point SM holds left");
+  OVERLAPSIM_CHECK(flow_floors_.empty(), std::to_string(flow_floors_.size()) + " rate-bound flows never ended");
   for (const auto& v : times_.end_s)
     for (double e : v) times_.makespan_s = std::max(times_.makespan_s, e);
   if (opt_.record_flows) times_.flows = flows_.take();

@@ -164,9 +164,12 @@ class Replayer {
   double all_to_all_s(const Op& op);
   /// Latency a message from src to dst pays before its flow (collective_plan.hpp p2p_extra_latency_s).
   double p2p_latency(int src, int dst, double bytes, bool copy_engine);
-  /// The most a message from src to dst on a communicator of comm_ranks ranks moves per second
+  /// The most a message from src to dst on communicator `comm` moves per second
   /// (collective_plan.hpp p2p_rate_cap_Bps), bytes/s; cached.
-  double p2p_rate(int src, int dst, double bytes, bool copy_engine, int comm_ranks);
+  double p2p_rate(int src, int dst, double bytes, bool copy_engine, const P2pCommunicator& comm);
+  /// The communicator of an AllToAll over group `group`: its ranks and their nodes, the
+  /// options' p2p channels.
+  P2pCommunicator a2a_comm(int group) const;
   /// Sum of the latencies of the route from src to dst, seconds; cached.
   double route_latency(int src, int dst);
   /// A send's flow (or, ri < 0, a mirror's send into receive `match`), after its latency.
@@ -212,7 +215,8 @@ class Replayer {
   std::vector<std::vector<int>> mirror_partner_, mirror_partner_send_;
   std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
   std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds
-  std::map<std::tuple<int, int, double, bool, int>, double> p2p_rate_;  // (src, dst, bytes, CE, ranks) → bytes/s
+  // (src, dst, bytes, copy engine, communicator ranks, nodes, channels) → bytes/s
+  std::map<std::tuple<int, int, double, bool, int, int, int>, double> p2p_rate_;
   std::unordered_map<int64_t, double> route_latency_;                    // src·W + dst → seconds
   std::unordered_map<const Task*, double> flow_floors_;  // rate-bound flows → earliest end, seconds
   std::unordered_map<int64_t, double> p2p_latency_;  // (src·W + dst)·4 + LL·2 + copy engine → seconds

@@ -224,7 +224,7 @@ TEST_CASE("nccl-tests published: 8x A100-SXM4-40GB 1 node all_reduce (yumibyte/C
 //   climbs from ~165 GB/s (8-16 MiB) to ~230 (256-512 MiB); the model's is ~225 from 16 MiB.
 // - AllToAll: the model's point-to-point flows reach the ports' rate at once; NCCL's climbs
 //   slowly (AllToAll at 16 MiB 92 GB/s against 201 in SuperBench's -g 8 log); not modelled.
-// SendRecv runs on the channels NCCL's p2p chunking gives a message (nccl_p2p_channels: 8 at
+// SendRecv runs on the channels NCCL's p2p chunking gives a message (nccl_p2p_split: 8 at
 // 128 MiB, 16 from 256 MiB over 8 ranks), each copying at most the profile's
 // network.p2p_channel_nvlink_Bps (12.85 GB/s, the minimax fit to this curve): the log's 128 MiB
 // point (110.8 GB/s, half the others) is the 8 channels.
@@ -293,7 +293,7 @@ TEST_CASE("nccl-tests published: ND H100 v5 1 node all_reduce NVLS in-place (Azu
 // node: stas00's table above), LL128 to 128 MiB and Simple above, Simple paying the H100 profile's
 // network.simple_slice_nvlink_s, 4.0 us, the least-squares fit to the AllGather from 64 MiB over
 // NCCL's 32 channels (the ReduceScatter and stas00's H200 16 GiB points check it). SendRecv: NCCL's p2p channels (4 to 64 MiB, 8 at 128 MiB, 16 from
-// 256 MiB, nccl_p2p_channels over NCCL's 32 p2p channels) at the profile's
+// 256 MiB, nccl_p2p_split over NCCL's 32 p2p channels) at the profile's
 // network.p2p_channel_nvlink_Bps, 21.7 GB/s, the minimax fit to this curve without its 256 MiB point.
 TEST_CASE("nccl-tests published: 8x H100 1 node all_reduce, all_gather, reduce_scatter (xxrjun/nccl-tests-cluster)") {
   validate({"h100-1node-allreduce-xxrjun.csv", "dgx-h100-superpod.yaml", 1, BenchOp::AllReduce, CollectiveAlgorithm::Auto, {}});

@@ -7,6 +7,7 @@
 #include "models/device_catalog.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/collective_plan.hpp"
+#include "sim/error.hpp"
 #include "sim/nccl_tuning.hpp"
 #include "sim/platform.hpp"
 #include "sim/topology.hpp"
@@ -17,6 +18,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -47,32 +49,44 @@ BenchOptions a100_bench(Fidelity f) {
 
 }  // namespace
 
-TEST_CASE("NCCL's p2p channels per message, run by hand") {
+TEST_CASE("NCCL's p2p split of a message, run by hand") {
   // One DGX A100, 8 ranks: 24 channels (32 p2p channels), 24 per peer (12 NVLinks, rounded up to
   // 32); nMin 4 (4 · 8 <= 32), nMax 16 (16 · 8 <= 128); chunks of 64 KiB .. 16 MiB.
-  auto a100 = [](double bytes) { return nccl_p2p_channels(bytes, 8, true, 24, 24, 512 * kKiB); };
-  CHECK(a100(0) == 1);
-  CHECK(a100(64 * kKiB) == 1);       // one minimum chunk
-  CHECK(a100(1 * kMiB) == 4);        // 256 KiB on each of nMin
-  CHECK(a100(64 * kMiB) == 4);       // 16 MiB each: not above the 16 MiB bound
-  CHECK(a100(64 * kMiB + 1) == 8);   // doubled once
-  CHECK(a100(128 * kMiB) == 8);
-  CHECK(a100(256 * kMiB) == 16);
-  CHECK(a100(1024 * kMiB) == 16);    // nMax: chunks of 64 MiB
-  // Two ranks: nMin 16 (16 · 2 <= 32).
-  CHECK(nccl_p2p_channels(1 * kMiB, 2, true, 24, 24, 512 * kKiB) == 16);
-  CHECK(nccl_p2p_channels(16 * kKiB, 2, true, 24, 24, 512 * kKiB) == 1);
+  auto a100 = [](double bytes) { return nccl_p2p_split(bytes, 8, true, 24, 24, 512 * kKiB); };
+  CHECK(a100(0).channels == 1);
+  CHECK(a100(64 * kKiB).channels == 1);       // one minimum chunk
+  CHECK(a100(64 * kKiB + 4).channels == 2);   // 64 KiB and 4 B: the largest chunk is still 64 KiB
+  CHECK(a100(64 * kKiB + 4).chunk_bytes == 64 * kKiB);
+  CHECK(a100(1 * kMiB).channels == 4);        // 256 KiB on each of nMin
+  CHECK(a100(1 * kMiB).chunk_bytes == 256 * kKiB);
+  CHECK(a100(64 * kMiB).channels == 4);       // 16 MiB each: not above the 16 MiB bound
+  CHECK(a100(64 * kMiB + 1).channels == 8);   // doubled once
+  CHECK(a100(128 * kMiB).channels == 8);
+  CHECK(a100(256 * kMiB).channels == 16);
+  CHECK(a100(1024 * kMiB).channels == 16);    // nMax: chunks of 64 MiB
+  CHECK(a100(1024 * kMiB).chunk_bytes == 64 * kMiB);
+  CHECK(a100(1000).chunk_bytes == 1000);      // a message smaller than one chunk
+  // Two ranks: nMin 16 (16 · 2 <= 32). 4 B more than 1 MiB rounds each chunk up to 128 KiB,
+  // 9 of them: NCCL's alignUp to step / 8.
+  CHECK(nccl_p2p_split(1 * kMiB, 2, true, 24, 24, 512 * kKiB).channels == 16);
+  CHECK(nccl_p2p_split(1 * kMiB + 4, 2, true, 24, 24, 512 * kKiB).channels == 9);
+  CHECK(nccl_p2p_split(1 * kMiB + 4, 2, true, 24, 24, 512 * kKiB).chunk_bytes == 128 * kKiB);
+  CHECK(nccl_p2p_split(16 * kKiB, 2, true, 24, 24, 512 * kKiB).channels == 1);
   // Across nodes: 2 channels per network peer, chunks up to 128 KiB, no doubling.
-  CHECK(nccl_p2p_channels(16 * kKiB, 16, false, 16, 2, 128 * kKiB) == 1);
-  CHECK(nccl_p2p_channels(64 * kMiB, 16, false, 16, 2, 128 * kKiB) == 2);
+  CHECK(nccl_p2p_split(16 * kKiB, 16, false, 16, 2, 128 * kKiB).channels == 1);
+  CHECK(nccl_p2p_split(64 * kMiB, 16, false, 16, 2, 128 * kKiB).channels == 2);
+  CHECK(nccl_p2p_split(64 * kMiB, 16, false, 16, 2, 128 * kKiB).chunk_bytes == 32 * kMiB);
   // An H800 (8 NVLinks): 16 channels, 16 per peer (NVIDIA/nccl#892); over 8 ranks nMin 2.
-  CHECK(nccl_p2p_channels(1 * kMiB, 8, true, 16, 16, 512 * kKiB) == 2);
+  CHECK(nccl_p2p_split(1 * kMiB, 8, true, 16, 16, 512 * kKiB).channels == 2);
+  // One channel (NCCL_MAX_NCHANNELS=1): one chunk per message at any size.
+  CHECK(nccl_p2p_split(1024 * kMiB, 8, true, 1, 24, 512 * kKiB).channels == 1);
 }
 
 TEST_CASE("the topology's pairs: their stated channels, else NCCL's ring search over the port") {
   const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100.yaml");
-  CHECK(p2p_nvlink_channels(a100, 0, 1, 128 * kMiB, 8) == 8);
-  CHECK(p2p_nvlink_channels(a100, 0, 1, 256 * kMiB, 8) == 16);
+  CHECK(p2p_split(a100, 0, 1, 128 * kMiB, {8, 0, 0}).channels == 8);
+  CHECK(p2p_split(a100, 0, 1, 256 * kMiB, {8, 0, 0}).channels == 16);
+  CHECK(p2p_split(a100, 0, 1, 256 * kMiB, {8, 0, 1}).channels == 1);  // --channels 1
   // The DGX H100 node without its stated 32 channels: 2 · min(16, 18 links) = 32 all the same.
   std::ifstream in(kSrc + "/topologies/dgx-h100-superpod.yaml");
   std::string text, line;
@@ -84,11 +98,24 @@ TEST_CASE("the topology's pairs: their stated channels, else NCCL's ring search 
     CAPTURE(file);
     const Topology h100 = load_topology(file, {{"node.count", "1"}});
     CHECK(h100.nccl_channels(1) == (file == path ? 0 : 32));
-    CHECK(p2p_nvlink_channels(h100, 0, 1, 32 * kMiB, 8) == 4);
-    CHECK(p2p_nvlink_channels(h100, 0, 1, 128 * kMiB, 8) == 8);
-    CHECK(p2p_nvlink_channels(h100, 0, 1, 256 * kMiB, 8) == 16);
-    CHECK(p2p_nvlink_channels(h100, 0, 7, 1 * kMiB, 2) == 16);  // a pair's own communicator
+    CHECK(p2p_split(h100, 0, 1, 32 * kMiB, {8, 0, 0}).channels == 4);
+    CHECK(p2p_split(h100, 0, 1, 128 * kMiB, {8, 0, 0}).channels == 8);
+    CHECK(p2p_split(h100, 0, 1, 256 * kMiB, {8, 0, 0}).channels == 16);
+    CHECK(p2p_split(h100, 0, 7, 1 * kMiB, {}).channels == 16);  // a pair's own communicator
   }
+  // A communicator over 16 DGX A100 nodes: 2 channels per peer and 128 KiB network chunks for
+  // its members inside a node too.
+  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "16"}});
+  const NcclP2pSplit across = p2p_split(pod, 0, 1, 1024 * kMiB, {128, 16, 0});
+  CHECK(across.channels == 2);
+  CHECK(across.chunk_bytes == 512 * kMiB);
+  // NVLink pairs beside PCIe (a6000-8gpu-nvlink-pairs): 2 channels per peer (the PCIe peers'),
+  // the 128 KiB PCIe chunk (not every pair is NVLink): nMax 2, so 64 MiB runs as 2 chunks of
+  // 32 MiB, past the 4 MiB (32 steps) NCCL would rather not exceed.
+  const Topology pairs = load_topology(kSrc + "/topologies/a6000-8gpu-nvlink-pairs.yaml");
+  const NcclP2pSplit p = p2p_split(pairs, 0, 1, 64 * kMiB, {8, 0, 0});
+  CHECK(p.channels == 2);
+  CHECK(p.chunk_bytes == 32 * kMiB);
 }
 
 TEST_CASE("the p2p bound applies inside a node over NVLink, to SM copies, where the profile has it") {
@@ -96,19 +123,24 @@ TEST_CASE("the p2p bound applies inside a node over NVLink, to SM copies, where 
   const CollectiveOptions o = a100_options();
   REQUIRE(o.p2p_channel_nvlink_Bps == kA100Channel);
   const Topology one = load_topology(kSrc + "/topologies/dgx-a100.yaml");
-  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, 8, o) == 8 * kA100Channel);
-  CHECK(p2p_rate_cap_Bps(one, 0, 1, 1 * kMiB, false, 2, o) == 16 * kA100Channel);
-  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, true, 8, o) == inf);  // copy engine
-  CHECK(p2p_rate_cap_Bps(one, 0, 0, 128 * kMiB, false, 8, o) == inf);
+  const P2pCommunicator eight{8, 0, 0};
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, eight, o) == doctest::Approx(8 * kA100Channel).epsilon(1e-12));
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 1 * kMiB, false, {}, o) == doctest::Approx(16 * kA100Channel).epsilon(1e-12));
+  // 64 KiB + 4 B: two chunks, the larger 64 KiB: it takes 64 KiB's time.
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 64 * kKiB + 4, false, eight, o) ==
+        doctest::Approx(kA100Channel * (64 * kKiB + 4) / (64 * kKiB)).epsilon(1e-12));
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, true, eight, o) == inf);  // copy engine
+  CHECK(p2p_rate_cap_Bps(one, 0, 0, 128 * kMiB, false, eight, o) == inf);
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 0, false, eight, o) == inf);
   CollectiveOptions textbook = o;
   textbook.textbook = true;
-  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, 8, textbook) == inf);
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, eight, textbook) == inf);
   CollectiveOptions none = o;
   none.p2p_channel_nvlink_Bps = 0;
-  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, 8, none) == inf);
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, eight, none) == inf);
   const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
-  CHECK(p2p_rate_cap_Bps(pod, 0, 8, 128 * kMiB, false, 8, o) == inf);  // across nodes: the NIC
-  CHECK(p2p_rate_cap_Bps(pod, 0, 1, 128 * kMiB, false, 8, o) == 8 * kA100Channel);
+  CHECK(p2p_rate_cap_Bps(pod, 0, 8, 128 * kMiB, false, eight, o) == inf);  // across nodes: the NIC
+  CHECK(p2p_rate_cap_Bps(pod, 0, 1, 128 * kMiB, false, eight, o) == doctest::Approx(8 * kA100Channel).epsilon(1e-12));
 }
 
 TEST_CASE("a SendRecv on NCCL's p2p channels: its closed form exactly, flow = analytic") {
@@ -124,14 +156,37 @@ TEST_CASE("a SendRecv on NCCL's p2p channels: its closed form exactly, flow = an
   for (const Hop& h : topo.route(0, 1)) route += topo.link(h.link_id).latency_s;
   for (size_t i = 0; i < sizes.size(); ++i) {
     CAPTURE(sizes[i]);
-    const int k = p2p_nvlink_channels(topo, 0, 1, sizes[i], 8);
-    // Every size here is bound by its channels (at most 16 · 12.85 = 206 GB/s < the 240 GB/s port).
-    CHECK(analytic[i].time_s == doctest::Approx(extra + route + sizes[i] / (k * kA100Channel)).epsilon(1e-9));
+    const NcclP2pSplit split = p2p_split(topo, 0, 1, sizes[i], {8, 0, 0});
+    // Every size here is bound by its channels (at most 16 · 12.85 = 206 GB/s < the 240 GB/s
+    // port): it takes its largest chunk at one channel's rate.
+    CHECK(analytic[i].time_s == doctest::Approx(extra + route + split.chunk_bytes / kA100Channel).epsilon(1e-9));
     CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(1e-9));
     CHECK(unbound[i].time_s < analytic[i].time_s);  // the check can fail
   }
   // 64 and 128 MiB take the same time: twice the bytes on twice the channels.
   CHECK(analytic[1].time_s == doctest::Approx(analytic[2].time_s).epsilon(1e-6));
+}
+
+TEST_CASE("a SendRecv over 16 DGX A100 nodes: the NICs bound it, not the members' channels inside a node") {
+  // 128 ranks: NCCL's communicator spans nodes, so a message inside a node runs on 2 channels of
+  // 512 MiB chunks at 1 GiB (25.7 GB/s), above the HDR NIC the ring's node-crossing pairs use
+  // (regression: the one-node halving over 128 ranks left 1 channel, 12.85 GB/s, below the NIC).
+  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "16"}});
+  BenchOptions with = a100_bench(Fidelity::Analytic), without = with;
+  without.replay.collectives.p2p_channel_nvlink_Bps = 0;
+  const double gib = 1024 * kMiB;
+  const std::vector<BenchRow> a = run_collective_bench(pod, BenchOp::SendRecv, 128, {gib}, with);
+  const std::vector<BenchRow> b = run_collective_bench(pod, BenchOp::SendRecv, 128, {gib}, without);
+  CHECK(a[0].time_s == doctest::Approx(b[0].time_s).epsilon(1e-12));
+  CHECK(a[0].busbw_Bps < 25e9);  // one HDR NIC
+}
+
+TEST_CASE("--channels bounds a SendRecv's channels as NCCL_MAX_NCHANNELS does") {
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  BenchOptions one = a100_bench(Fidelity::Analytic);
+  one.channels = 1;
+  const std::vector<BenchRow> r = run_collective_bench(topo, BenchOp::SendRecv, 8, {1024 * kMiB}, one);
+  CHECK(r[0].busbw_Bps == doctest::Approx(kA100Channel).epsilon(0.01));
 }
 
 TEST_CASE("an AllToAll whose pieces are bound by their channels: flow = analytic") {
@@ -149,7 +204,7 @@ TEST_CASE("an AllToAll whose pieces are bound by their channels: flow = analytic
     CAPTURE(sizes[i]);
     CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(1e-6));
     const double piece = sizes[i] / 8;
-    CHECK(analytic[i].time_s >= piece / (p2p_nvlink_channels(topo, 0, 1, piece, 8) * kA100Channel));
+    CHECK(analytic[i].time_s >= p2p_split(topo, 0, 1, piece, {8, 1, 0}).chunk_bytes / kA100Channel);
   }
   CHECK(unbound[0].time_s < analytic[0].time_s);
   CHECK(unbound[1].time_s < analytic[1].time_s);
@@ -163,4 +218,26 @@ TEST_CASE("shipped profiles: A100 and H100 have the fitted p2p channel rate; it 
   const std::string path = temp_path(".json");
   write_profile(a100, path);
   CHECK(load_profile(path).p2p_channel_nvlink_Bps == kA100Channel);
+}
+
+TEST_CASE("a bad network.p2p_channel_nvlink_Bps is an error naming the file, the key and the range") {
+  std::ifstream in(default_profile_path("a100-sxm4-80gb"));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string good = "\"p2p_channel_nvlink_Bps\": 12.85e9";
+  REQUIRE(text.find(good) != std::string::npos);
+  // GB/s written for bytes/s, a value that would never end, zero, a string, null.
+  for (const char* bad : {"12.85", "1e-300", "0", "-1", "\"abc\"", "null", "1e300"}) {
+    CAPTURE(bad);
+    std::string edited = text;
+    edited.replace(edited.find(good), good.size(), std::string("\"p2p_channel_nvlink_Bps\": ") + bad);
+    const std::string path = temp_path(".json");
+    std::ofstream(path) << edited;
+    std::string msg;
+    try {
+      load_profile(path);
+    } catch (const InputError& e) {
+      msg = e.what();
+    }
+    CHECK(msg.find(path + ": network.p2p_channel_nvlink_Bps: expected") != std::string::npos);
+  }
 }

@@ -51,7 +51,8 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->check(non_empty);
   c->add_option("--channels", a.channels,
                  "NCCL's channels for every size (NCCL_MIN/MAX_NCHANNELS): the SMs held, Simple's slices and the "
-                 "rings the flows run on (default: NCCL's count for the size over the topology's node.nccl_channels, "
+                 "rings the flows run on, and the communicator's channels that a sendrecv or alltoall splits its "
+                 "messages over (default: NCCL's count for the size over the topology's node.nccl_channels, "
                  "else 8, on 8 rings)")
       ->check(CLI::TypeValidator<int>("an integer"))
       ->check(CLI::Range(1, 64));
