@@ -211,10 +211,11 @@ TEST_CASE("an AllToAll whose pieces are bound by their channels: flow = analytic
   CHECK(unbound[2].time_s == doctest::Approx(analytic[2].time_s).epsilon(1e-9));  // the port binds at 1 GiB
 }
 
-TEST_CASE("shipped profiles: A100 and H100 have the fitted p2p channel rate; it survives a write and a read") {
+TEST_CASE("shipped profiles: A100 and H100 (and H200, H100's) have the fitted p2p channel rate; it survives a write and a read") {
   const Profile a100 = load_profile(default_profile_path("a100-sxm4-80gb"));
   CHECK(a100.p2p_channel_nvlink_Bps == kA100Channel);
   CHECK(load_profile(default_profile_path("h100-sxm5-80gb")).p2p_channel_nvlink_Bps == 21.7e9);
+  CHECK(load_profile(default_profile_path("h200-sxm-141gb")).p2p_channel_nvlink_Bps == 21.7e9);  // H100's NVLink 4
   const std::string path = temp_path(".json");
   write_profile(a100, path);
   CHECK(load_profile(path).p2p_channel_nvlink_Bps == kA100Channel);
