@@ -30,6 +30,9 @@ constexpr double kP2pOtherChunkBytes = 128 * 1024.0;
 /// NCCL_NCHANNELS_PER_NET_PEER's default (src/graph/paths.cc): 2.
 constexpr int kChannelsPerNetPeer = 2;
 
+/// NVLinks of a hop's path: its bandwidth over the per-link line rate, at least 1.
+int nvlinks(const Hop2& h) { return std::max(1, static_cast<int>(std::lround(h.bandwidth_Bps / kNvLinkLineRateBps))); }
+
 }  // namespace
 
 double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
@@ -44,7 +47,7 @@ double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes,
 NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, const P2pCommunicator& comm) {
   OVERLAPSIM_CHECK(comm.ranks >= 2, "p2p_split: a communicator of at least 2 ranks");
   const Hop2 h = plan_detail::measure_hop(topo, LinkEfficiency{}, {src, dst}, 0, 1);
-  const int links = std::max(1, static_cast<int>(std::lround(h.bandwidth_Bps / kNvLinkLineRateBps)));
+  const int links = nvlinks(h);
   const int nodes = comm.nodes > 0 ? comm.nodes : (topo.node_of(src) == topo.node_of(dst) ? 1 : 2);
   const bool one_node = nodes <= 1;
   // The communicator's channels (header): forced, stated, else NCCL's ring search over the
@@ -67,7 +70,7 @@ NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, con
       const Hop2 p = plan_detail::measure_hop(topo, LinkEfficiency{}, {src, g}, 0, 1);
       const bool nvlink = p.kind == HopKind::NvLink;
       all_nvlink &= nvlink;
-      per_peer = std::min(per_peer, nvlink ? 2 * std::max(1, static_cast<int>(std::lround(p.bandwidth_Bps / kNvLinkLineRateBps))) : 2);
+      per_peer = std::min(per_peer, nvlink ? 2 * nvlinks(p) : 2);
     }
   }
   const double chunk = all_nvlink ? kP2pNvlChunkBytes : kP2pOtherChunkBytes;

@@ -291,6 +291,7 @@ double Replayer::p2p_latency(int src, int dst, double bytes, bool copy_engine) {
 }
 
 double Replayer::p2p_rate(int src, int dst, double bytes, bool copy_engine, const P2pCommunicator& comm) {
+  if (!(opt_.collectives.p2p_channel_nvlink_Bps > 0)) return std::numeric_limits<double>::infinity();
   const auto key = std::make_tuple(src, dst, bytes, copy_engine, comm.ranks, comm.nodes, comm.channels);
   auto it = p2p_rate_.find(key);
   if (it == p2p_rate_.end())
@@ -341,6 +342,7 @@ double Replayer::all_to_all_s(const Op& op) {
   // max_j route(i, j)) (regression: max over pairs of extra + route, 9.30 µs against flow's 9.56
   // at 8 B over 4 DGX A100 nodes).
   double lat = 0, capped = 0;
+  const P2pCommunicator comm = a2a_comm(op.group);
   for (int i = 0; i < n; ++i) {
     double extra = 0, route = 0;
     for (int j = 0; j < n; ++j) {
@@ -353,7 +355,7 @@ double Replayer::all_to_all_s(const Op& op) {
       }
       extra = std::max(extra, p2p_latency(g[i], g[j], piece, copy_engine));
       route = std::max(route, route_lat);
-      capped = std::max(capped, piece / p2p_rate(g[i], g[j], piece, copy_engine, a2a_comm(op.group)));
+      capped = std::max(capped, piece / p2p_rate(g[i], g[j], piece, copy_engine, comm));
     }
     lat = std::max(lat, extra + route);
   }
