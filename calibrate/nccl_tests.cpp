@@ -227,7 +227,42 @@ std::string nccl_tests_collective(const std::string& name) {
   return it == names.end() ? "" : it->second;
 }
 
+namespace {
+
+/// parse_nccl_tests_log from line `first_line` of the file on. With `next_run` null a second run
+/// is an error; else the parse stops there and *next_run is its first line (0: none followed).
+NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::string& collective, int first_line,
+                       int* next_run);
+
+}  // namespace
+
 NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, const std::string& collective) {
+  return parse_run(path, in, collective, 1, nullptr);
+}
+
+std::vector<NcclTestsLog> read_nccl_tests_logs(const std::string& path, const std::string& collective) {
+  require_readable_file(path, "an nccl-tests log");
+  std::ifstream file(path, std::ios::binary);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(file, l);) lines.push_back(l);
+  std::vector<NcclTestsLog> runs;
+  int start = 1;  // 1-based line where the next run starts
+  while (start > 0 && start <= static_cast<int>(lines.size())) {
+    std::string rest;
+    for (size_t i = static_cast<size_t>(start - 1); i < lines.size(); ++i) rest += lines[i] + "\n";
+    std::istringstream in(rest);
+    int next = 0;
+    runs.push_back(parse_run(path, in, collective, start, &next));
+    start = next;
+  }
+  return runs;
+}
+
+namespace {
+
+NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::string& collective, int first_line,
+                       int* next_run) {
+  if (next_run) *next_run = 0;
   NcclTestsLog log;
   log.path = path;
   std::vector<RankLine> ranks;
@@ -240,7 +275,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
   bool have_layout = false;
   Layout layout;
   std::string line;
-  int number = 0;
+  int number = first_line - 1;
   while (std::getline(in, line)) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -251,6 +286,13 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
       const std::vector<std::string> t = split(rest);
       if (t.empty()) continue;
       RankLine rl;
+      const bool run_start = rest.find("Collective test starting:") != std::string::npos ||
+                             (t[0] == "nThread" && t.size() >= 4 && t[2] == "nGpus") ||
+                             (next_run && t.size() >= 2 && t[0] == "nccl-tests" && t[1] == "version");
+      if (!log.rows.empty() && run_start && next_run) {
+        *next_run = number;  // the next run's first line (a sweep's logs one after another)
+        break;
+      }
       if (t.size() >= 2 && t[0] == "nccl-tests" && t[1] == "version") {
         for (const auto& w : t)
           if (w.rfind("nccl-library=", 0) == 0) log.nccl_version = version_from_code(std::atol(w.c_str() + 13));
@@ -336,28 +378,30 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
     if (row.size_bytes > 0) log.rows.push_back(row);
   }
 
+  // Errors after the rows name the run's first line where the file holds several.
+  const int at = next_run && (first_line > 1 || *next_run > 0) ? first_line : 0;
   // Which collective.
   const std::string from_program = log.program.empty() ? "" : nccl_tests_collective(log.program);
   const std::string from_flag = collective.empty() ? "" : nccl_tests_collective(collective);
   if (!collective.empty() && from_flag.empty())
-    throw InputError(SourceLocation{path, 0, 0}, "",
+    throw InputError(SourceLocation{path, at, 0}, "",
                      "expected a collective (all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast, "
                      "reduce), found --collective '" + collective + "'");
   if (!log.program.empty() && from_program.empty())
-    throw InputError(SourceLocation{path, 0, 0}, "",
+    throw InputError(SourceLocation{path, at, 0}, "",
                      "expected a log of all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, "
                      "sendrecv_perf, broadcast_perf or reduce_perf, found " + log.program);
   if (!from_program.empty() && !from_flag.empty() && from_program != from_flag)
-    throw InputError(SourceLocation{path, 0, 0}, "",
+    throw InputError(SourceLocation{path, at, 0}, "",
                      "the log is from " + log.program + " but --collective says " + collective);
   log.collective = !from_program.empty() ? from_program : !from_flag.empty() ? from_flag : collective_from_file_name(path);
   if (log.collective.empty())
-    throw InputError(SourceLocation{path, 0, 0}, "",
+    throw InputError(SourceLocation{path, at, 0}, "",
                      "cannot tell which collective this log measured (it has no \"# Collective test starting\" line and "
                      "the file name names none); expected a file name such as all_reduce_perf.log, or the collective "
                      "named on the command line");
   if (log.rows.empty())
-    throw InputError(SourceLocation{path, 0, 0}, "",
+    throw InputError(SourceLocation{path, at, 0}, "",
                      "expected nccl-tests result rows (size count type ... time algbw busbw ...), found none");
 
   // Group size and nodes.
@@ -400,12 +444,12 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
     log.warnings.push_back(path + ": no \"# Rank\" lines; group size " + std::to_string(log.ranks) +
                            " taken from nThread x nGpus (one process), 1 node assumed");
   } else if (n_from_ratio > 0 && n_from_ratio != log.ranks) {
-    throw InputError(SourceLocation{path, 0, 0}, "",
+    throw InputError(SourceLocation{path, at, 0}, "",
                      "the rank lines give a group of " + std::to_string(log.ranks) + " ranks but busbw/algbw gives " +
                          std::to_string(n_from_ratio) + "; expected a log of one group (check NCCL_TESTS_SPLIT)");
   }
   if (log.ranks < 2)
-    throw InputError(SourceLocation{path, 0, 0}, "",
+    throw InputError(SourceLocation{path, at, 0}, "",
                      "expected a collective over at least 2 ranks, found " + std::to_string(log.ranks) + " (" +
                          log.ranks_from + ")");
   // NCCL's choices for this collective (header: sizes of the newest format are per rank for
@@ -418,6 +462,8 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
   return log;
 }
 
+}  // namespace
+
 NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& collective) {
   require_readable_file(path, "an nccl-tests log");
   std::ifstream in(path, std::ios::binary);
@@ -427,7 +473,8 @@ NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& col
 ImportResult import_nccl_tests(const std::vector<std::string>& paths, const ImportOptions& options) {
   ImportResult res;
   if (paths.empty()) throw InputError("expected at least one nccl-tests log, found none");
-  for (const std::string& p : paths) res.logs.push_back(read_nccl_tests_log(p, options.collective));
+  for (const std::string& p : paths)  // a sweep's file of several runs gives each
+    for (NcclTestsLog& l : read_nccl_tests_logs(p, options.collective)) res.logs.push_back(std::move(l));
 
   // The device: --device, else every log's GPU name must map to the same catalog model.
   std::string device = options.device;

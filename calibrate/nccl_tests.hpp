@@ -111,6 +111,11 @@ NcclTestsLog parse_nccl_tests_log(const std::string& path, std::istream& in, con
 
 /// Opens and parses a log file (see parse_nccl_tests_log).
 NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& collective = "");
+/// Opens a log file that may hold several runs one after another (a sweep script's output: each
+/// run from its "# nccl-tests version", "# Collective test starting" or "# nThread" line on) and
+/// parses each as parse_nccl_tests_log does, errors naming the line of the file. In file order;
+/// one run: one log. Throws InputError as parse_nccl_tests_log for any run.
+std::vector<NcclTestsLog> read_nccl_tests_logs(const std::string& path, const std::string& collective = "");
 
 /// The canonical collective name for an nccl-tests program or a name written by a user
 /// ("all_reduce_perf", "allreduce", "all_reduce_perf_mpi", ...), or "" when unknown.
@@ -127,7 +132,7 @@ struct ImportResult {
   std::vector<std::string> warnings;
 };
 
-/// Reads the logs, groups their points by (collective, ranks, nodes) and fits α and busbw to each
+/// Reads the logs (a file of several runs, read_nccl_tests_logs, gives each), groups their points by (collective, ranks, nodes) and fits α and busbw to each
 /// group (collective_fit.hpp). Where the logs carry NCCL's TUNING lines, the profile's tuning
 /// table gets, per group, one rule per run of consecutive sizes NCCL ran with the same ring or
 /// tree algorithm and protocol (max_bytes: the run's largest size; ranks and nodes: the group's);

@@ -279,6 +279,32 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
       if (c.line) CHECK(contains(msg, path + ":" + std::to_string(c.line) + ":"));
     }
   }
+  SUBCASE("a file of several runs reads as one log per run, its rows' lines the file's") {
+    const std::vector<NcclTestsLog> runs = read_nccl_tests_logs(kLogs + "sweep_8xh100_xxrjun.log");
+    REQUIRE(runs.size() == 2);
+    CHECK(runs[0].collective == "all_reduce");
+    CHECK(runs[1].collective == "sendrecv");
+    CHECK(runs[0].rows.size() == 6);
+    CHECK(runs[1].rows.size() == 6);
+    CHECK(runs[1].rows.front().line == 51);
+    CHECK(runs[1].nccl_version == "2.29.2");
+    CHECK(runs[0].ranks == 8);
+    CHECK(runs[1].ranks == 8);
+    // One run: the same as read_nccl_tests_log.
+    const std::vector<NcclTestsLog> one = read_nccl_tests_logs(kLogs + "all_reduce_perf_8xh100.log");
+    REQUIRE(one.size() == 1);
+    CHECK(one[0].rows.size() == read_nccl_tests_log(kLogs + "all_reduce_perf_8xh100.log").rows.size());
+    // A malformed row of the second run names its line in the file.
+    const std::string path = temp_path(".log");
+    {
+      std::ifstream in(kLogs + "sweep_8xh100_xxrjun.log");
+      std::ofstream out(path);
+      int n = 0;
+      for (std::string l; std::getline(in, l);) out << (++n == 52 ? l.substr(0, 40) : l) << "\n";
+    }
+    const auto [msg, line] = input_error([&] { read_nccl_tests_logs(path); });
+    CHECK(line == 52);
+  }
   SUBCASE("a log that names no collective reads with --collective") {
     const NcclTestsLog l = read_nccl_tests_log(kLogs + "bad/unnamed.log", "all_reduce");
     CHECK(l.collective == "all_reduce");

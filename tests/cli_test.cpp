@@ -436,6 +436,28 @@ TEST_CASE("collective --compare: a log's collective, ranks and sizes, its busbw 
             .status == 1);
 }
 
+TEST_CASE("collective --compare: a sweep's log of several runs, one picked by --op") {
+  // Two runs of one H100 node's sweep (xxrjun/nccl-tests-cluster; tests/data/nccl-tests/README.md).
+  const std::string log = kSrc + "/tests/data/nccl-tests/sweep_8xh100_xxrjun.log";
+  const std::string h100 = " -t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=1";
+  const Run none = run_cli("collective" + h100 + " --compare " + log);
+  CHECK(none.status == 2);
+  CHECK(none.output.find("expected --op to pick one of the log's 2 runs: all_reduce (rows from line 20), sendrecv "
+                         "(rows from line 51)") != std::string::npos);
+  const Run other = run_cli("collective" + h100 + " --compare " + log + " --op alltoall");
+  CHECK(other.status == 2);
+  CHECK(other.output.find("expected --op to name one of the log's runs") != std::string::npos);
+  const Run sr = run_cli("collective" + h100 + " --compare " + log + " --op sendrecv --fidelity analytic");
+  REQUIRE(sr.status == 0);
+  CHECK(sr.output.find("SendRecv over 8 of 8 GPUs") != std::string::npos);
+  CHECK(sr.output.find("NCCL 2.29.2") != std::string::npos);  // the second run's own version line
+  CHECK(sr.output.find("# note: run 2 of the log's 2 (sendrecv, rows from line 51)") != std::string::npos);
+  CHECK(sr.output.find("5 of 6 sizes within 10%") != std::string::npos);
+  const Run ar = run_cli("collective" + h100 + " --compare " + log + " --op allreduce --fidelity analytic");
+  REQUIRE(ar.status == 0);
+  CHECK(ar.output.find("6 of 6 sizes within 10%") != std::string::npos);
+}
+
 TEST_CASE("collective --compare: what contradicts the log, or a topology too small for it, is refused") {
   const std::string logs = kSrc + "/tests/data/nccl-tests/";
   const std::string a100 = kSrc + "/topologies/dgx-a100.yaml";
@@ -461,7 +483,9 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       // Another GPU's log against this topology is a mistake, not a comparison.
       {"-t " + a100 + " --compare " + logs + "all_reduce_perf_8xh100.log",
        "expected GPUs of the topology's model (a100-sxm4-80gb), found a log of NVIDIA H100 80GB HBM3"},
-      {"-t " + h100 + " --override node.count=1 --compare " + logs + "bad/two_runs.log", "two_runs.log:45:"},
+      // Two runs of which the first names no collective: that run's error, at its first line.
+      {"-t " + h100 + " --override node.count=1 --compare " + logs + "bad/two_runs.log",
+       "two_runs.log:1: cannot tell which collective"},
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "bad/negative_size.log", "negative_size.log:21:"},
       // 16 ranks on 2 nodes against one H100 node: the error says how many nodes to give it.
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "reduce_scatter_perf_2x8xh100.log",

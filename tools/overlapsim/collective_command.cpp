@@ -79,6 +79,33 @@ const NcclTestsHalf* measured_half(const NcclTestsRow& r) {
   return nullptr;
 }
 
+/// The run of `runs` (the runs of log `path`, read_nccl_tests_logs) to compare: the only one, or
+/// the one of --op's collective (`op`), with a note of which it is. Throws InputError naming the
+/// runs where --op is missing or names none of them or several.
+NcclTestsLog pick_run(const std::vector<NcclTestsLog>& runs, const std::string& path, const std::string& op,
+                      std::string* note) {
+  if (runs.size() == 1) return runs.front();
+  std::string listed;
+  for (const NcclTestsLog& r : runs)
+    listed += fmt::format("{}{} (rows from line {})", listed.empty() ? "" : ", ", r.collective, r.rows.front().line);
+  const SourceLocation where{path, 0, 0};
+  if (op.empty())
+    throw InputError(where, "", fmt::format("expected --op to pick one of the log's {} runs: {}", runs.size(), listed));
+  const std::string want = nccl_tests_collective(op);
+  std::vector<size_t> hits;
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (runs[i].collective == want) hits.push_back(i);
+  if (hits.empty())
+    throw InputError(where, "", fmt::format("expected --op to name one of the log's runs ({}), found '{}'", listed, op));
+  if (hits.size() > 1)
+    throw InputError(where, "", fmt::format("expected one run of {} in the log, found {} ({}): split the file", want,
+                                            hits.size(), listed));
+  const NcclTestsLog& r = runs[hits.front()];
+  *note = fmt::format("run {} of the log's {} ({}, rows from line {})", hits.front() + 1, runs.size(), r.collective,
+                      r.rows.front().line);
+  return r;
+}
+
 }  // namespace
 
 int collective_command(const CollectiveArgs& a) {
@@ -86,15 +113,18 @@ int collective_command(const CollectiveArgs& a) {
   // --compare: the log says what to run; flags that would say otherwise are refused.
   const bool comparing = !a.compare.empty();
   NcclTestsLog log;
+  std::string run_note;  // which of several runs in the log
   if (comparing) {
     // The log's own name for its collective (its "Collective test starting" line or file name)
     // first; --op names it only for a log that does not.
+    std::vector<NcclTestsLog> runs;
     try {
-      log = read_nccl_tests_log(a.compare);
+      runs = read_nccl_tests_logs(a.compare);
     } catch (const InputError&) {
       if (a.op.empty()) throw;
-      log = read_nccl_tests_log(a.compare, nccl_tests_collective(a.op));
+      runs = read_nccl_tests_logs(a.compare, nccl_tests_collective(a.op));
     }
+    log = pick_run(runs, a.compare, a.op, &run_note);
     if (!a.sizes.empty() || a.factor != 0)
       throw InputError(cli, a.sizes.empty() ? "--factor" : "--sizes",
                        "not with --compare: the sizes are the log's (" + a.compare + ")");
@@ -210,6 +240,7 @@ int collective_command(const CollectiveArgs& a) {
   // The log's NCCL_PROTO / NCCL_ALGO (from NCCL's INFO lines) where the flags do not say; an
   // algorithm the simulator does not model (CollNet, PAT) is noted and left automatic.
   std::vector<std::string> notes;
+  if (!run_note.empty()) notes.push_back(run_note);
   std::string protocol = a.protocol.empty() ? "auto" : a.protocol;
   std::string algo = a.algo.empty() ? "auto" : a.algo;
   // A list or an exclusion ("Simple,LL128", "^NVLS") is not one choice: the simulation then
