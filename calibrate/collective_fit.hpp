@@ -1,5 +1,5 @@
 // Fitting α and bus bandwidth of a collective from measured (size, time) points, shared by the
-// harness fit (calibrate/fit.cpp) and the nccl-tests importer (calibrate/nccl_tests.cpp).
+// harness fit (calibrate/fit.cpp) and the nccl-tests importer (calibrate/nccl_tests_import.cpp).
 //
 // Model (profile_tables.hpp): t(S) = α + S · f(n) / busbw, i.e. t = α + β·x with x = S · f(n)
 // and β = 1 / busbw. The fit minimises the sum of squared *relative* errors
