@@ -262,18 +262,11 @@ void fit_interference(const RawMeasurements& raw, const std::string& run, Profil
 
 FitResult fit_profile(const RawMeasurements& raw, const FitOptions& options) {
   std::string device = options.device;
-  if (!device.empty() && !is_known_device(device)) {
-    std::string known;
-    for (const auto& m : device_models()) known += (known.empty() ? "" : ", ") + m;
-    throw InputError(SourceLocation{"<command line>", 0, 0}, "--device",
-                     "expected a known device model (" + known + "), found '" + device + "'");
-  }
+  check_device_option(device);
   if (device.empty()) device = device_model_for_gpu_name(raw.gpu);
   if (device.empty()) {
-    std::string known;
-    for (const auto& m : device_models()) known += (known.empty() ? "" : ", ") + m;
     throw InputError(SourceLocation{raw.path, 0, 0}, "provenance.gpu",
-                     "expected a GPU of the device catalog (" + known + "), found '" + raw.gpu +
+                     "expected a GPU of the device catalog (" + device_models_text() + "), found '" + raw.gpu +
                          "'; pass --device MODEL to fit against one of them");
   }
   const DeviceSpec& spec = device_spec(device);

@@ -1,6 +1,9 @@
 // GPU name -> device-catalog model (gpu_names.hpp).
 #include "calibrate/gpu_names.hpp"
 
+#include "models/device_catalog.hpp"
+#include "sim/error.hpp"
+
 namespace overlapsim {
 
 std::string device_model_for_gpu_name(const std::string& name) {
@@ -10,6 +13,12 @@ std::string device_model_for_gpu_name(const std::string& name) {
   if (has("A100") && has("SXM") && has("80GB")) return "a100-sxm4-80gb";
   if (has("RTX A6000")) return "rtx-a6000";
   return "";
+}
+
+void check_device_option(const std::string& device) {
+  if (!device.empty() && !is_known_device(device))
+    throw InputError(SourceLocation{"<command line>", 0, 0}, "--device",
+                     "expected a known device model (" + device_models_text() + "), found '" + device + "'");
 }
 
 }  // namespace overlapsim

@@ -14,4 +14,8 @@ namespace overlapsim {
 ///   "NVIDIA RTX A6000"                                 -> rtx-a6000
 std::string device_model_for_gpu_name(const std::string& name);
 
+/// The calibrate commands' --device flag: throws InputError at "--device" on the command line,
+/// listing the catalog's models, when `device` is neither empty (not given) nor a catalog model.
+void check_device_option(const std::string& device);
+
 }  // namespace overlapsim

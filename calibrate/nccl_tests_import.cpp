@@ -26,12 +26,7 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
 
   // The device: --device, else every log's GPU name must map to the same catalog model.
   std::string device = options.device;
-  if (!device.empty() && !is_known_device(device)) {
-    std::string known;
-    for (const auto& m : device_models()) known += (known.empty() ? "" : ", ") + m;
-    throw InputError(SourceLocation{"<command line>", 0, 0}, "--device",
-                     "expected a known device model (" + known + "), found '" + device + "'");
-  }
+  check_device_option(device);
   // --device overrides the GPU name (e.g. H100 collectives for an H200 profile, same NVLink);
   // where the catalog knows the log's GPUs as another model, say so.
   if (!device.empty())

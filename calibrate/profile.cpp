@@ -291,9 +291,7 @@ Profile load_profile(const std::string& path) {
   const bool v2 = p.version >= 2;
   const json& device = r.get(root, "device", "device", "a device model");
   if (!device.is_string() || !is_known_device(device.get<std::string>())) {
-    std::string known;
-    for (const auto& m : device_models()) known += (known.empty() ? "" : ", ") + m;
-    r.fail("device", "expected a known device model (" + known + "), found " + describe(device));
+    r.fail("device", "expected a known device model (" + device_models_text() + "), found " + describe(device));
   }
   p.device = device.get<std::string>();
 

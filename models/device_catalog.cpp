@@ -123,12 +123,6 @@ const std::map<std::string, DeviceSpec>& catalog() {
   return table;
 }
 
-std::string known_list() {
-  std::string known;
-  for (const auto& [name, spec] : catalog()) known += (known.empty() ? "" : ", ") + name;
-  return known;
-}
-
 }  // namespace
 
 double DeviceSpec::peak_flops(DType d) const {
@@ -157,6 +151,12 @@ double DeviceSpec::peak_flops(DType d) const {
 
 bool is_known_device(const std::string& model) { return catalog().count(model) != 0; }
 
+std::string device_models_text() {
+  std::string known;
+  for (const auto& [name, spec] : catalog()) known += (known.empty() ? "" : ", ") + name;
+  return known;
+}
+
 std::vector<std::string> device_models() {
   std::vector<std::string> names;
   for (const auto& [name, spec] : catalog()) names.push_back(name);
@@ -166,7 +166,7 @@ std::vector<std::string> device_models() {
 const DeviceSpec& device_spec(const std::string& model) {
   auto it = catalog().find(model);
   if (it == catalog().end())
-    throw InputError("expected a device model (" + known_list() + "), found '" + model + "'");
+    throw InputError("expected a device model (" + device_models_text() + "), found '" + model + "'");
   return it->second;
 }
 

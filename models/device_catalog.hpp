@@ -33,5 +33,7 @@ struct DeviceSpec {
 const DeviceSpec& device_spec(const std::string& model);
 bool is_known_device(const std::string& model);
 std::vector<std::string> device_models();
+/// The catalog's models, comma-separated (for error messages).
+std::string device_models_text();
 
 }  // namespace overlapsim

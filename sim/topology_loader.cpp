@@ -146,9 +146,7 @@ double optional_quantity(const YamlFile& f, const YAML::Node& map, const std::st
 
 void check_gpu_model(const YamlFile& f, const YAML::Node& v, const std::string& key, const std::string& model) {
   if (is_known_device(model)) return;
-  std::string known;
-  for (const std::string& m : device_models()) known += (known.empty() ? "" : ", ") + m;
-  fail(f, v, key, "unknown GPU model '" + model + "'; known models: " + known);
+  fail(f, v, key, "unknown GPU model '" + model + "'; known models: " + device_models_text());
 }
 
 // ---------------------------------------------------------------------------------------------
