@@ -107,7 +107,7 @@ void Replayer::coll_ready(int ri, int oi) {
   m.op = oi;
   m.ready = true;
   ++c.ready_count;
-  const int num_sm = op.num_sm >= 0 ? op.num_sm : (c.all_to_all ? 1 : c.plan->sm_blocks);
+  const int num_sm = op.num_sm >= 0 ? op.num_sm : (c.all_to_all ? a2a_sms(c.group, op.bytes) : c.plan->sm_blocks);
   m.sm_held = hold_sms(ri, num_sm);
 
   if (n <= 1 || (!c.all_to_all && c.plan->steps == 0)) {

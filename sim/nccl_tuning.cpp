@@ -3,6 +3,7 @@
 #include "sim/error.hpp"
 #include "sim/nccl_constants.hpp"
 
+#include <cstdint>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -102,7 +103,28 @@ NcclP2pSplit nccl_p2p_split(double bytes, int comm_ranks, bool one_node, int com
     size = std::ceil(bytes / n);
   }
   const double chunk = std::ceil(size / min_size) * min_size;
-  return {std::max(1, static_cast<int>(std::ceil(bytes / chunk))), std::min(chunk, bytes)};
+  return {std::max(1, static_cast<int>(std::ceil(bytes / chunk))), std::min(chunk, bytes), p2p_channels};
+}
+
+int nccl_alltoall_kernel_channels(int local_ranks, int nodes, int p2p_channels, int parts) {
+  OVERLAPSIM_CHECK(local_ranks >= 1 && nodes >= 1 && p2p_channels >= 1 && p2p_channels <= 32 &&
+                       (p2p_channels & (p2p_channels - 1)) == 0 && parts >= 1 && parts <= p2p_channels,
+                   "nccl_alltoall_kernel_channels: bad arguments");
+  int bits = 0;
+  while ((1 << bits) < p2p_channels) ++bits;
+  auto mirror = [bits](int x) {  // mirrorBits(x, 2^bits)
+    int r = 0;
+    for (int b = 0; b < bits; ++b)
+      if (x & (1 << b)) r |= 1 << (bits - 1 - b);
+    return r;
+  };
+  constexpr int kP2pGroupSize = 8;  // NCCL_MAX_WORK_ELEMENTS_P2P / 2, src/include/devcomm.h
+  uint32_t mask = 0;
+  // Bases repeat mod P, so at most P distinct ones matter.
+  const int max_base = nodes > 1 ? (nodes - 1) + (local_ranks - 1) / kP2pGroupSize : local_ranks - 1;
+  for (int base = 0; base <= std::min(max_base, p2p_channels - 1); ++base)
+    for (int c = 0; c < parts; ++c) mask |= uint32_t{1} << ((mirror(base) + c) % p2p_channels);
+  return __builtin_popcount(mask);
 }
 
 const TuningRule* find_tuning_rule(const std::vector<TuningRule>& table, CollectiveKind kind, int ranks, int nodes,

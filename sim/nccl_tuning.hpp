@@ -80,9 +80,26 @@ NcclLaunch nccl_launch(CollectiveAlgorithm alg, Protocol proto, double bytes, in
 struct NcclP2pSplit {
   int channels = 1;        ///< channels the message runs on
   double chunk_bytes = 0;  ///< bytes of its largest chunk (min(chunk, bytes)), the most one channel copies
+  int p2p_channels = 1;    ///< P, the communicator's p2pnChannels
 };
 NcclP2pSplit nccl_p2p_split(double bytes, int comm_ranks, bool one_node, int comm_channels, int peer_channels,
                             double chunk_bytes);
+
+/// Thread blocks (one per channel, one SM each) of one rank's NCCL kernel for an all-to-all: a
+/// group of one send to and one receive from every member of the communicator, itself included,
+/// each message on `parts` channels (nccl_p2p_split's `channels` for the per-peer bytes). NCCL
+/// 2.18.5 puts part c of the message to a peer on channel (mirror(base mod P) + c) mod P, where
+/// P = p2p_channels (a power of two, nccl_p2p_split), mirror(x) reverses x's log2(P) bits
+/// (src/graph/paths.cc: p2pChannels[c] = mirrorBits(c, p2pnChannels); src/include/channel.h
+/// ncclChannelComputeFromBase), and base = s on one node, d + s / 8 across nodes, with s the
+/// peer's local index minus this rank's (mod local_ranks) and d the node distance (mod nodes)
+/// (ncclChannelComputeBase, 8 = NCCL_MAX_WORK_ELEMENTS_P2P / 2); the kernel's grid is the
+/// number of distinct channels (src/enqueue.cc: plan->channelCount, the set bits of
+/// channelMask). A receive from the peer at −s uses the send's base, so receives add none.
+/// One DGX A100 or H100 (8 ranks, P = 32): 8 blocks for 1-channel messages, 32 from 4 channels
+/// per peer. REQUIRES: local_ranks, nodes >= 1; p2p_channels a power of two in [1, 32];
+/// 1 <= parts <= p2p_channels.
+int nccl_alltoall_kernel_channels(int local_ranks, int nodes, int p2p_channels, int parts);
 
 /// What NCCL's tuning model knows of a communicator, for ring and tree AllReduce (NCCL 2.30.7
 /// src/graph/tuning.cc ncclTopoTuneModel: its graphs' channel count and bandwidth, the hardware

@@ -39,10 +39,14 @@
 //    Analytic replays run without SimGrid, on an event queue (sim/activity_backend.hpp): GPUs
 //    still share their speed among concurrent kernels; flows take latency + bytes / bandwidth.
 //  - SM interference: while a communication op runs (from the moment it can start until it
-//    completes, as an NCCL kernel spins), it holds num_sm SMs (−1: for a collective, the thread
-//    blocks NCCL's kernel runs on, CollectivePlan::sm_blocks — NCCL's count for its size over
-//    the communicator's channels, 24 for a large AllReduce in a DGX A100 —; one for send/recv;
-//    0: copy engine), slowing that GPU's kernels (ReplayOptions).
+//    completes, as an NCCL kernel spins), it holds num_sm SMs (−1: the thread blocks NCCL's
+//    kernel runs on — for a collective CollectivePlan::sm_blocks, NCCL's count for its size over
+//    the communicator's channels, 24 for a large AllReduce in a DGX A100; for a Send/Recv one per
+//    p2p channel of its message, p2p_split (16 for 64 MiB between two GPUs of a DGX A100, 2
+//    across nodes), the ops of one rank with one peer sharing one kernel that holds the most any
+//    of them asks for (one communicator and stream: a batched send and receive); for an AllToAll
+//    the channels of its grouped messages, nccl_alltoall_kernel_channels —; 0: copy engine),
+//    slowing that GPU's kernels (ReplayOptions).
 //  - Send: one flow to the peer, started when the send op starts (eager); the op completes when
 //    the flow has arrived. Recv completes when it has started and the matching flow has arrived.
 // A flow-fidelity simulation runs in a child process (SimGrid 3.32 allows one Engine per

@@ -6,6 +6,7 @@
 
 #include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
+#include "sim/nccl_tuning.hpp"
 #include "sim/replay_engine_state.hpp"
 
 #include <algorithm>
@@ -141,13 +142,7 @@ void Replayer::drain() {
 
 void Replayer::complete(int ri, int oi) {
   times_.end_s[ri][oi] = be_.now();
-  if (!p2p_holds_.empty()) {
-    auto it = p2p_holds_.find((int64_t{ri} << 32) | oi);
-    if (it != p2p_holds_.end()) {
-      release_sms(ri, it->second);
-      p2p_holds_.erase(it);
-    }
-  }
+  if (!p2p_holds_.empty()) p2p_release(ri, oi);
   ++completed_;
   const auto& begin = succ_begin_[ri];
   for (int k = begin[oi]; k < begin[oi + 1]; ++k) {
@@ -185,6 +180,57 @@ int Replayer::hold_sms(int ri, int num_sm) {
   return num_sm;
 }
 
+int Replayer::p2p_sms(int src, int dst, double bytes) {
+  if (src == dst) return 1;
+  const auto key = std::make_tuple(src, dst, bytes);
+  auto it = p2p_sms_.find(key);
+  if (it == p2p_sms_.end())
+    it = p2p_sms_.emplace(key, p2p_split(topo_, src, dst, bytes, opt_.collectives.p2p_comm).channels).first;
+  return it->second;
+}
+
+int Replayer::a2a_sms(int group, double bytes) {
+  const auto& g = s_.groups[group].ranks;
+  const int n = static_cast<int>(g.size());
+  if (n <= 1) return 1;
+  const auto key = std::make_pair(group, bytes);
+  auto it = a2a_sms_.find(key);
+  if (it != a2a_sms_.end()) return it->second;
+  const P2pCommunicator comm = a2a_comm(group);
+  std::unordered_map<int, int> per_node;
+  int local = 1;
+  for (int r : g) local = std::max(local, ++per_node[topo_.node_of(r)]);
+  const NcclP2pSplit split = p2p_split(topo_, g[0], g[1], bytes / n, comm);
+  return a2a_sms_[key] = nccl_alltoall_kernel_channels(local, comm.nodes, split.p2p_channels, split.channels);
+}
+
+void Replayer::p2p_hold(int ri, int oi, int peer, int num_sm) {
+  if (opt_.sm_count <= 0) return;
+  const int64_t key = (int64_t{ri} << 32) | static_cast<uint32_t>(peer);
+  PeerKernel& k = p2p_kernels_[key];
+  ++k.ops;
+  p2p_holds_[(int64_t{ri} << 32) | oi] = key;
+  // Recorded before the hold: the GPU's new speed may end kernels, whose ops complete here.
+  const int extra = num_sm - k.sms;
+  if (extra > 0) {
+    k.sms = num_sm;
+    hold_sms(ri, extra);
+  }
+}
+
+void Replayer::p2p_release(int ri, int oi) {
+  auto it = p2p_holds_.find((int64_t{ri} << 32) | oi);
+  if (it == p2p_holds_.end()) return;
+  auto k = p2p_kernels_.find(it->second);
+  p2p_holds_.erase(it);
+  OVERLAPSIM_CHECK(k != p2p_kernels_.end(), "point-to-point op without its kernel's SM hold");
+  if (--k->second.ops > 0) return;
+  // Erased before the release: the GPU's new speed may end kernels, whose ops complete here.
+  int sms = k->second.sms;
+  p2p_kernels_.erase(k);
+  release_sms(ri, sms);
+}
+
 void Replayer::release_sms(int ri, int& held) {
   if (held <= 0) return;
   held_sms_[ri] -= held;
@@ -214,14 +260,14 @@ void Replayer::on_ready(int ri, int oi) {
       coll_ready(ri, oi);
       return;
     case OpType::Send: {
-      if (int h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
+      p2p_hold(ri, oi, op.peer, op.num_sm >= 0 ? op.num_sm : p2p_sms(s_.programs[ri].rank, op.peer, op.bytes));
       p2p_send(ri, oi, op.match, false);
       // The mirror that sends to this rank does so now too (mirror_partners).
       if (!mirror_partner_[ri].empty() && mirror_partner_[ri][oi] >= 0) mirror_send(ri, mirror_partner_[ri][oi]);
       return;
     }
     case OpType::Recv: {
-      if (int h = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : 1)) p2p_holds_[(int64_t{ri} << 32) | oi] = h;
+      p2p_hold(ri, oi, op.peer, op.num_sm >= 0 ? op.num_sm : p2p_sms(op.peer, s_.programs[ri].rank, op.bytes));
       P2PState& st = p2p_[op.match];
       st.recv_rank_idx = ri;
       st.recv_op = oi;
@@ -539,7 +585,8 @@ ReplayTimes Replayer::run() {
   // Every message was received, or sent into a mirror (which keeps no state).
   OVERLAPSIM_CHECK(p2p_.empty(), std::to_string(p2p_.size()) + " point-to-point messages left pending");
   OVERLAPSIM_CHECK(colls_.empty(), std::to_string(colls_.size()) + " collectives left pending");
-  OVERLAPSIM_CHECK(p2p_holds_.empty(), std::to_string(p2p_holds_.size()) + " point-to-point SM holds left");
+  OVERLAPSIM_CHECK(p2p_holds_.empty() && p2p_kernels_.empty(),
+                   std::to_string(p2p_holds_.size()) + " point-to-point SM holds left");
   OVERLAPSIM_CHECK(flow_floors_.empty(), std::to_string(flow_floors_.size()) + " rate-bound flows never ended");
   for (const auto& v : times_.end_s)
     for (double e : v) times_.makespan_s = std::max(times_.makespan_s, e);

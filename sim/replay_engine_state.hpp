@@ -178,6 +178,18 @@ class Replayer {
   void a2a_send(CollState& c, int64_t match, int pos);
   /// Takes num_sm SMs of rank ri's GPU (slowing its kernels); returns how many were taken.
   int hold_sms(int ri, int num_sm);
+  /// SMs NCCL's kernel for a send of `bytes` from src to dst takes: one per p2p channel the
+  /// message runs on (p2p_split over the options' p2p communicator); cached.
+  int p2p_sms(int src, int dst, double bytes);
+  /// SMs of one member's kernel for an AllToAll of `bytes` per rank over group `group`
+  /// (nccl_alltoall_kernel_channels); cached.
+  int a2a_sms(int group, double bytes);
+  /// A Send/Recv op oi of rank ri with peer `peer` starts holding `num_sm` SMs: the ops of one
+  /// rank with one peer share a kernel (one communicator, one stream: Megatron-LM's batched
+  /// send and receive with a neighbour), which holds the most any of them asks for.
+  void p2p_hold(int ri, int oi, int peer, int num_sm);
+  /// Ends op oi's part in its peer kernel's hold (the SMs go back when its last op completes).
+  void p2p_release(int ri, int oi);
   void set_gpu_state(int ri);
   void release_sms(int ri, int& held);
   // Collectives.
@@ -213,7 +225,14 @@ class Replayer {
   /// sends (mirror_partners()), −1 none; [rank index][receive op]: the reverse. Empty for a
   /// rank without pairs.
   std::vector<std::vector<int>> mirror_partner_, mirror_partner_send_;
-  std::unordered_map<int64_t, int> p2p_holds_;  // (rank index << 32 | op) → SMs held
+  struct PeerKernel {
+    int ops = 0;  // its Send/Recv ops started and not completed
+    int sms = 0;  // SMs it holds
+  };
+  std::unordered_map<int64_t, int64_t> p2p_holds_;  // (rank index << 32 | op) → its peer kernel's key
+  std::unordered_map<int64_t, PeerKernel> p2p_kernels_;  // (rank index << 32 | peer) → kernel
+  std::map<std::tuple<int, int, double>, int> p2p_sms_;  // (src, dst, bytes) → SMs
+  std::map<std::pair<int, double>, int> a2a_sms_;        // (group, bytes) → SMs
   std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds
   // (src, dst, bytes, copy engine, communicator ranks, nodes, channels) → bytes/s
   std::map<std::tuple<int, int, double, bool, int, int, int>, double> p2p_rate_;

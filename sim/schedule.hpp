@@ -112,9 +112,9 @@ struct Op {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;  ///< Collective only
   int16_t channels = 0;      ///< Collective: parallel rings/trees (NCCL channels); 0: NCCL's choice
   int16_t num_sm = -1;       ///< Collective/Send/Recv: SMs the communication kernel occupies while it
-                             ///< runs (slowing compute on that GPU); -1: a collective one per NCCL
-                             ///< channel it launches, a Send/Recv one (NCCL's p2p kernel runs one
-                             ///< per p2p channel of the message, collective_plan.hpp p2p_split: not modelled);
+                             ///< runs (slowing compute on that GPU); -1: NCCL's, one per channel its
+                             ///< kernel launches (a Send/Recv: per p2p channel of the message,
+                             ///< collective_plan.hpp p2p_split; replay.hpp);
                              ///< 0: a copy-engine transfer that takes no SM
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 0;  ///< Compute GEMMs: C[m×n] = A[m×k]·B[k×n],
                                                               ///< batch times (0 for other kernels)

@@ -10,6 +10,8 @@
 #include "sim/error.hpp"
 #include "sim/nccl_tuning.hpp"
 #include "sim/platform.hpp"
+#include "sim/replay.hpp"
+#include "sim/schedule.hpp"
 #include "sim/topology.hpp"
 
 #include "tests/test_support.hpp"
@@ -17,10 +19,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace overlapsim;
@@ -241,4 +245,151 @@ TEST_CASE("a bad network.p2p_channel_nvlink_Bps is an error naming the file, the
     }
     CHECK(msg.find(path + ": network.p2p_channel_nvlink_Bps: expected") != std::string::npos);
   }
+}
+
+// ---- SMs of NCCL's point-to-point kernels ----------------------------------------------------
+
+TEST_CASE("NCCL's all-to-all kernel: its channels (thread blocks), run by hand") {
+  // One node of 8 ranks, P = 32: bases 0..7 mirror to 0, 16, 8, 24, 4, 20, 12, 28.
+  CHECK(nccl_alltoall_kernel_channels(8, 1, 32, 1) == 8);
+  CHECK(nccl_alltoall_kernel_channels(8, 1, 32, 2) == 16);
+  CHECK(nccl_alltoall_kernel_channels(8, 1, 32, 4) == 32);
+  CHECK(nccl_alltoall_kernel_channels(8, 1, 32, 8) == 32);  // parts overlap the next base's
+  // 4 ranks: bases 0..3 → 0, 16, 8, 24; 2 parts each → 8 channels.
+  CHECK(nccl_alltoall_kernel_channels(4, 1, 32, 2) == 8);
+  // Across nodes, base = node distance + local step / 8: 2 nodes of 8 → bases 0, 1 → channels
+  // {0, 1} and {16, 17}; 16 nodes over P = 16 → every channel.
+  CHECK(nccl_alltoall_kernel_channels(8, 2, 32, 2) == 4);
+  CHECK(nccl_alltoall_kernel_channels(8, 16, 16, 2) == 16);
+  CHECK(nccl_alltoall_kernel_channels(16, 2, 32, 1) == 3);  // bases 0, 1, 2 (step 8..15 → +1)
+  CHECK(nccl_alltoall_kernel_channels(1, 1, 1, 1) == 1);
+  CHECK(p2p_split(load_topology(kSrc + "/topologies/dgx-a100.yaml"), 0, 1, kMiB, {8, 1, 0}).p2p_channels == 32);
+}
+
+namespace {
+
+/// One DGX A100: rank 0 runs a 0.1 ms kernel (stream 0) beside point-to-point ops, its peers the
+/// matching ones; SM interference on (108 SMs, the factor 1).
+struct P2pSmCase {
+  Schedule s;
+  int64_t next_match = 1;
+  P2pSmCase() {
+    s.world_size = 8;
+    for (int r = 0; r < 8; ++r) s.programs.push_back(RankProgram{r, 4, {}});
+    Op k;
+    k.type = OpType::Compute;
+    k.duration_s = 1e-4;
+    k.name = "gemm";
+    s.programs[0].ops.push_back(k);
+  }
+  /// A message of `bytes` from `src` to `dst` on `stream`, SMs `num_sm` (−1: NCCL's).
+  void message(int src, int dst, double bytes, int stream, int16_t num_sm = -1) {
+    Op send;
+    send.type = OpType::Send;
+    send.peer = dst;
+    send.bytes = bytes;
+    send.match = next_match++;
+    send.stream = static_cast<int16_t>(stream);
+    send.num_sm = num_sm;
+    send.name = "send";
+    Op recv = send;
+    recv.type = OpType::Recv;
+    recv.peer = src;
+    recv.name = "recv";
+    s.programs[src].ops.push_back(send);
+    s.programs[dst].ops.push_back(recv);
+  }
+  /// The kernel's end, seconds, in `f`; REQUIRES it to end before every message.
+  double kernel_end(Fidelity f) const {
+    const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+    ReplayOptions ro;
+    ro.fidelity = f;
+    ro.link_efficiency = shipped_link_efficiency("a100-sxm4-80gb");
+    ro.collectives = a100_options();
+    ro.sm_count = 108;
+    const ReplayTimes t = replay(s, topo, ro);
+    for (size_t i = 1; i < s.programs[0].ops.size(); ++i) REQUIRE(t.end_s[0][i] > 1.5e-4);
+    return t.end_s[0][0];
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a Send/Recv's kernel holds one SM per p2p channel of its message; one peer's ops share a kernel") {
+  // 64 MiB between two GPUs of a node on a two-rank communicator: 16 channels (nccl_p2p_split),
+  // ~330 us at 16 · 12.85 GB/s, long after the 0.1 ms kernel.
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  REQUIRE(p2p_split(topo, 0, 1, 64 * kMiB, {}).channels == 16);
+  for (Fidelity f : {Fidelity::Flow, Fidelity::Analytic}) {
+    CAPTURE(static_cast<int>(f));
+    SUBCASE("a send: 16 SMs") {
+      P2pSmCase c;
+      c.message(0, 1, 64 * kMiB, 1);
+      CHECK(c.kernel_end(f) == testing::approx(1e-4 * 108 / 92).epsilon(1e-9));
+    }
+    SUBCASE("a receive: 16 SMs") {
+      P2pSmCase c;
+      c.message(1, 0, 64 * kMiB, 1);
+      CHECK(c.kernel_end(f) == testing::approx(1e-4 * 108 / 92).epsilon(1e-9));
+    }
+    SUBCASE("a send and a receive with one peer: one kernel, 16 SMs") {
+      P2pSmCase c;
+      c.message(0, 1, 64 * kMiB, 1);
+      c.message(1, 0, 64 * kMiB, 2);
+      CHECK(c.kernel_end(f) == testing::approx(1e-4 * 108 / 92).epsilon(1e-9));
+    }
+    SUBCASE("sends to two peers: two kernels, 32 SMs") {
+      P2pSmCase c;
+      c.message(0, 1, 64 * kMiB, 1);
+      c.message(0, 2, 64 * kMiB, 2);
+      CHECK(c.kernel_end(f) == testing::approx(1e-4 * 108 / 76).epsilon(1e-9));
+    }
+    SUBCASE("a larger message on more channels: 1 GiB on 32") {
+      REQUIRE(p2p_split(topo, 0, 1, 1024 * kMiB, {}).channels == 32);
+      P2pSmCase c;
+      c.message(0, 1, 1024 * kMiB, 1);
+      CHECK(c.kernel_end(f) == testing::approx(1e-4 * 108 / 76).epsilon(1e-9));
+    }
+    SUBCASE("the op's own num_sm: 1 SM, or a copy engine's none") {
+      P2pSmCase c;
+      c.message(0, 1, 64 * kMiB, 1, 1);
+      CHECK(c.kernel_end(f) == testing::approx(1e-4 * 108 / 107).epsilon(1e-9));
+      P2pSmCase ce;
+      ce.message(0, 1, 64 * kMiB, 1, 0);
+      CHECK(ce.kernel_end(f) == testing::approx(1e-4).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("an AllToAll's kernel holds its channels' SMs: 8 for one-channel pieces, 32 from four") {
+  // 8 A100s: 256 MiB per rank gives 32 MiB pieces on 4 channels each (nccl_p2p_split over the
+  // 8-rank communicator), 32 distinct channels; 512 KiB gives 64 KiB pieces on 1 channel, 8.
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  REQUIRE(p2p_split(topo, 0, 1, 32 * kMiB, {8, 1, 0}).channels == 4);
+  REQUIRE(p2p_split(topo, 0, 1, 64 * kKiB, {8, 1, 0}).channels == 1);
+  for (Fidelity f : {Fidelity::Flow, Fidelity::Analytic})
+    for (const auto& [bytes, sms, kernel_s] : {std::tuple{256 * kMiB, 32, 1e-4}, std::tuple{512 * kKiB, 8, 2e-6}}) {
+      CAPTURE(static_cast<int>(f));
+      CAPTURE(bytes);
+      Schedule s;
+      s.world_size = 8;
+      const int g = s.intern_group(first(8), CommPurpose::TensorParallel);
+      for (int r = 0; r < 8; ++r) {
+        RankProgram p{r, 2, {}};
+        Op k;
+        k.type = OpType::Compute;
+        k.duration_s = kernel_s;
+        k.name = "gemm";
+        p.ops = {k, collective_op(g, 1, bytes, "a2a", CollectiveAlgorithm::Auto, 1, CollectiveKind::AllToAll)};
+        s.programs.push_back(p);
+      }
+      ReplayOptions ro;
+      ro.fidelity = f;
+      ro.link_efficiency = shipped_link_efficiency("a100-sxm4-80gb");
+      ro.collectives = a100_options();
+      ro.sm_count = 108;
+      const ReplayTimes t = replay(s, topo, ro);
+      REQUIRE(t.end_s[0][1] > t.end_s[0][0]);
+      CHECK(t.end_s[0][0] == testing::approx(kernel_s * 108 / (108 - sms)).epsilon(1e-9));
+    }
 }

@@ -132,7 +132,10 @@ std::unique_ptr<Pass> make_workload_partition(WorkloadPartitionOptions opt);
 /// Predicted time of a site as `choice` partitions it, contention-free: the collective (or the
 /// ring's steps, predict_p2p_step_s) and the GEMM chunks (cost model) pipelined —
 /// Chunks: c₁ + g₁ + (k−1)·max(c, g); Ring: g + (steps)·max(g_step, c_step) with one GEMM per step
-/// (two per bidirectional step), the adds of a reduction counted with the GEMM. Keep: c + g.
+/// (two per bidirectional step), the adds of a reduction counted with the GEMM, every GEMM chunk
+/// but the last beside a step's send and receive kernels holding their p2p channels' SMs
+/// (replay.hpp: min(g / (1 − σ), g + σ · c_step), σ = interference · SMs / SM count; none for a
+/// copy-engine choice or without ctx.sm_count). Keep: c + g.
 /// For searches (Centauri) and XLA's decline rule.
 struct SitePrediction {
   double time_s = 0;          ///< from the collective's (or first piece's) start to the site's end

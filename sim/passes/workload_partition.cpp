@@ -14,6 +14,7 @@
 // a receive from a mirror (folding) starts the mirror's flow when the mirror would send it.
 #include "sim/passes/passes.hpp"
 
+#include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
 
 #include <algorithm>
@@ -310,9 +311,10 @@ std::unique_ptr<Pass> make_workload_partition(WorkloadPartitionOptions opt) {
 
 namespace {
 /// Finish time of GEMM chunks of `g` seconds each run in order, chunk i not before ready[i].
-double pipeline(const std::vector<double>& ready, double g) {
+/// Chunk j starts at max(ready[j], the previous chunk's end) and takes g (the last one g_last).
+double pipeline(const std::vector<double>& ready, double g, double g_last) {
   double t = 0;
-  for (double r : ready) t = std::max(t, r) + g;
+  for (size_t j = 0; j < ready.size(); ++j) t = std::max(t, ready[j]) + (j + 1 < ready.size() ? g : g_last);
   return t;
 }
 }  // namespace
@@ -369,7 +371,20 @@ SitePrediction predict_site(const Schedule& s, const RankProgram& p, const Site&
   }
   double per_chunk = gt;
   if (site.kind == SiteKind::GemmReduce) per_chunk += std::max(ctx.cost.memory_bound_time_s(3 * c.bytes / n), lo);
-  r.time_s = pipeline(ready, per_chunk);
+  // Every chunk but the last runs beside a step's NCCL send and receive kernels, one per peer
+  // (the successor and the predecessor; one for a ring of 2), each holding its message's p2p
+  // channels' SMs as the replay does (replay.hpp, SM interference): a chunk of g beside a step
+  // of s seconds takes min(g / (1 − σ), g + σ · s), σ = interference · SMs / SM count.
+  double busy_chunk = per_chunk;
+  if (ctx.sm_count > 0 && choice.comm_num_sm != 0) {
+    const int per_kernel = choice.comm_num_sm > 0 ? choice.comm_num_sm
+                                                  : p2p_split(ctx.topology, grp[0], grp[1], c.bytes / n, {}).channels;
+    const int sms = (n == 2 ? 1 : 2) * per_kernel;
+    const double sigma = std::min(0.999, ctx.sm_interference * sms / ctx.sm_count);
+    const double step = bidir ? predict_p2p_step_s(ctx.topology, ctx, both, c.bytes / n, false) : step1;
+    busy_chunk = std::min(per_chunk / (1 - sigma), per_chunk + sigma * step);
+  }
+  r.time_s = pipeline(ready, busy_chunk, per_chunk);
   r.exposed_comm_s = std::max(0.0, r.time_s - n * gt);
   return r;
 }

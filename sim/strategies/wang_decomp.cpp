@@ -7,7 +7,9 @@
 // partials), or computing one destination's partial, adding the accumulator received and passing
 // it on. Bidirectional (two directions round the ring, n/2 and n/2−1 steps of full shards) where
 // n is divisible by 4, as XLA requires; unidirectional otherwise. The permutes are NCCL
-// send/recv kernels (num_sm −1: NCCL's, one SM each in the replay).
+// send/recv kernels (num_sm −1: NCCL's, one SM per p2p channel of the shard in the replay, 16
+// for a shard of 6 MiB between two GPUs of a DGX A100; a GEMM chunk runs beside a send and a
+// receive kernel, two peers, replay.hpp).
 //
 // XLA's rule declines the loop where it would not pay:
 //     decline when  max(Tcomp, m·Tcomm) + 2·m·Tcomm/n  ≥  Tcomp + Tcomm
