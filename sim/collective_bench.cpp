@@ -192,7 +192,13 @@ BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, Be
   row.time_s = end - begin;
   row.algbw_Bps = row.time_s > 0 ? size / row.time_s : 0;
   row.busbw_Bps = row.algbw_Bps * busbw_factor(op, ranks);
-  row.plan = "p2p";
+  // Point to point: the channels NCCL's kernel runs on (a SendRecv's send and receive share a
+  // base, so its message's; an AllToAll's, every piece's).
+  const int p2p_channels = ranks < 2 ? 1
+                           : op == BenchOp::SendRecv
+                               ? p2p_split(topo, all[0], all[1], size, opt.replay.collectives.p2p_comm).channels
+                               : alltoall_kernel_channels(topo, all, size, opt.replay.collectives.p2p_comm);
+  row.plan = fmt::format("p2p/{}", p2p_channels);
   const Op& c = s.programs[0].ops.front();
   if (op != BenchOp::SendRecv && opt.replay.fidelity == Fidelity::Analytic &&
       find_measured(opt.replay.measured, c, topo, all, opt.replay.collectives)) {

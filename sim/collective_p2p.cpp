@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 namespace overlapsim {
 
@@ -75,6 +76,18 @@ NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, con
   }
   const double chunk = all_nvlink ? kP2pNvlChunkBytes : kP2pOtherChunkBytes;
   return nccl_p2p_split(bytes, comm.ranks, one_node, channels, per_peer, chunk);
+}
+
+int alltoall_kernel_channels(const Topology& topo, const std::vector<int>& ranks, double bytes,
+                             const P2pCommunicator& comm) {
+  const int n = static_cast<int>(ranks.size());
+  if (n <= 1) return 1;
+  std::unordered_map<int, int> per_node;
+  int local = 1;
+  for (int r : ranks) local = std::max(local, ++per_node[topo.node_of(r)]);
+  const NcclP2pSplit split = p2p_split(topo, ranks[0], ranks[1], bytes / n, comm);
+  const int nodes = comm.nodes > 0 ? comm.nodes : node_count(topo, ranks);
+  return nccl_alltoall_kernel_channels(local, nodes, split.p2p_channels, split.channels);
 }
 
 double p2p_rate_cap_Bps(const Topology& topo, int src, int dst, double bytes, bool copy_engine,

@@ -495,6 +495,12 @@ double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes,
 /// 256 MiB; a communicator over 2 or more DGX nodes: 2 channels of 128 KiB chunks.
 /// REQUIRES: src and dst in one node; comm.ranks >= 2.
 NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, const P2pCommunicator& comm);
+/// Channels (thread blocks, one SM each) of one member's NCCL kernel for an AllToAll of `bytes`
+/// per rank over `ranks` on communicator `comm` (its ranks and nodes): nccl_alltoall_kernel_channels
+/// over the group's most ranks on one node, comm's nodes, and p2p_split of a piece (bytes / n)
+/// between the first two ranks. 1 for a group of one. REQUIRES: ranks non-empty; comm as p2p_split.
+int alltoall_kernel_channels(const Topology& topo, const std::vector<int>& ranks, double bytes,
+                             const P2pCommunicator& comm);
 /// The most a point-to-point message of `bytes` from `src` to `dst` moves per second, bytes/s:
 /// inside a node over NVLink, where NCCL's thread blocks copy the data themselves, each of its
 /// channels copies its chunk at opt.p2p_channel_nvlink_Bps (a profile's

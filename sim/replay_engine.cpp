@@ -6,7 +6,6 @@
 
 #include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
-#include "sim/nccl_tuning.hpp"
 #include "sim/replay_engine_state.hpp"
 
 #include <algorithm>
@@ -196,12 +195,7 @@ int Replayer::a2a_sms(int group, double bytes) {
   const auto key = std::make_pair(group, bytes);
   auto it = a2a_sms_.find(key);
   if (it != a2a_sms_.end()) return it->second;
-  const P2pCommunicator comm = a2a_comm(group);
-  std::unordered_map<int, int> per_node;
-  int local = 1;
-  for (int r : g) local = std::max(local, ++per_node[topo_.node_of(r)]);
-  const NcclP2pSplit split = p2p_split(topo_, g[0], g[1], bytes / n, comm);
-  return a2a_sms_[key] = nccl_alltoall_kernel_channels(local, comm.nodes, split.p2p_channels, split.channels);
+  return a2a_sms_[key] = alltoall_kernel_channels(topo_, g, bytes, a2a_comm(group));
 }
 
 void Replayer::p2p_hold(int ri, int oi, int peer, int num_sm) {

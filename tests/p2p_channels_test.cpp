@@ -393,3 +393,25 @@ TEST_CASE("an AllToAll's kernel holds its channels' SMs: 8 for one-channel piece
       CHECK(t.end_s[0][0] == testing::approx(kernel_s * 108 / (108 - sms)).epsilon(1e-9));
     }
 }
+
+TEST_CASE("overlapsim collective names a point-to-point row's kernel channels") {
+  // One DGX H100 (NCCL's 32 p2p channels): a SendRecv's message on 4 channels to 64 MiB, 16 at
+  // 512 MiB; an AllToAll's kernel on 16 channels at 1 MiB (pieces of 128 KiB on 2 each, 8
+  // bases), 32 from 8 MiB.
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}});
+  BenchOptions b;
+  b.replay.link_efficiency = shipped_link_efficiency("h100-sxm5-80gb");
+  b.replay.fidelity = Fidelity::Analytic;
+  const std::vector<double> sizes = {1 * kMiB, 8 * kMiB, 512 * kMiB};
+  const std::vector<BenchRow> sr = run_collective_bench(topo, BenchOp::SendRecv, 8, sizes, b);
+  CHECK(sr[0].plan == "p2p/4");
+  CHECK(sr[1].plan == "p2p/4");
+  CHECK(sr[2].plan == "p2p/16");
+  const std::vector<BenchRow> a2a = run_collective_bench(topo, BenchOp::AllToAll, 8, sizes, b);
+  CHECK(a2a[0].plan == "p2p/16");
+  CHECK(a2a[1].plan == "p2p/32");
+  CHECK(a2a[2].plan == "p2p/32");
+  // Over 2 DGX A100 nodes (16 ranks): 2 channels per peer, bases 0 and 1 (node distance) of 16.
+  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CHECK(run_collective_bench(pod, BenchOp::AllToAll, 16, {64 * kMiB}, b)[0].plan == "p2p/4");
+}
