@@ -44,7 +44,8 @@
 //    the communicator's channels, 24 for a large AllReduce in a DGX A100; for a Send/Recv one per
 //    p2p channel of its message, p2p_split (16 for 64 MiB between two GPUs of a DGX A100, 2
 //    across nodes), the ops of one rank with one peer sharing one kernel that holds the most any
-//    of them asks for (one communicator and stream: a batched send and receive); for an AllToAll
+//    of them asks for, on any stream (their two-rank communicator runs its kernels one at a time;
+//    a batched send and receive is one kernel on one set of channels); for an AllToAll
 //    the channels of its grouped messages, nccl_alltoall_kernel_channels —; 0: copy engine),
 //    slowing that GPU's kernels (ReplayOptions).
 //  - Send: one flow to the peer, started when the send op starts (eager); the op completes when

@@ -185,8 +185,11 @@ class Replayer {
   /// (nccl_alltoall_kernel_channels); cached.
   int a2a_sms(int group, double bytes);
   /// A Send/Recv op oi of rank ri with peer `peer` starts holding `num_sm` SMs: the ops of one
-  /// rank with one peer share a kernel (one communicator, one stream: Megatron-LM's batched
-  /// send and receive with a neighbour), which holds the most any of them asks for.
+  /// rank with one peer share a kernel, which holds the most any of them asks for, whatever
+  /// stream they are issued on — they run on one two-rank communicator (PyTorch's per-pair one,
+  /// CollectiveOptions::p2p_comm), whose kernels run one at a time on its stream (a batched send
+  /// and receive with a neighbour: one kernel, one set of channels, as a send to and a receive
+  /// from one peer share their channels' base, nccl_alltoall_kernel_channels).
   void p2p_hold(int ri, int oi, int peer, int num_sm);
   /// Ends op oi's part in its peer kernel's hold (the SMs go back when its last op completes).
   void p2p_release(int ri, int oi);

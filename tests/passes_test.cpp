@@ -426,6 +426,7 @@ TEST_CASE("predict_site agrees with the replay on a uniform ring (profile link e
   ReplayOptions ro;
   ro.launch_overhead_s = cost.launch_overhead_s();  // a copy-engine send pays it (p2p_extra_latency_s)
   ro.link_efficiency.nvlink = cost.profile().nvlink_efficiency;  // star8's links are NVSwitch ports
+  ro.collectives.read_profile(cost.profile());                   // as simulate.cpp
   const StrategyContext ctx{star, cost};
   for (PartitionMode mode : {PartitionMode::Ring, PartitionMode::BidirectionalRing}) {
     CAPTURE(to_string(mode));
@@ -450,6 +451,7 @@ TEST_CASE("predict_site: a ring's GEMM chunks beside NCCL's send and receive ker
   ReplayOptions ro;
   ro.launch_overhead_s = cost.launch_overhead_s();
   ro.link_efficiency.nvlink = cost.profile().nvlink_efficiency;
+  ro.collectives.read_profile(cost.profile());
   ro.sm_count = 108;
   StrategyContext ctx{star, cost};
   ctx.sm_count = 108;
@@ -466,7 +468,10 @@ TEST_CASE("predict_site: a ring's GEMM chunks beside NCCL's send and receive ker
       const double predicted = predict_site(w, w.programs[0], sites[0], c, ctx).time_s;
       const double replayed = replay(decompose(w, star, cost, mode, -1), star, ro).makespan_s;
       const double without = predict_site(w, w.programs[0], sites[0], c, off).time_s;
-      CHECK(predicted > without);
+      // 64 MB: the steps (at the shard's p2p channels' rate) outlast the slowed GEMM chunks, so the
+      // SMs cost nothing; 4 MB: the GEMM chunks bind and run slower.
+      CHECK(predicted >= without);
+      if (bytes == 4e6) CHECK(predicted > without * (1 + 1e-3));
       // Unidirectional: exact. Bidirectional: 0.5% (4 MB) and 2.2% (64 MB) above the replay, whose
       // two directions' kernels do not start and end together as the prediction has them.
       CHECK(predicted == testing::approx(replayed).epsilon(mode == PartitionMode::Ring ? 1e-6 : 0.03));
@@ -502,9 +507,7 @@ TEST_CASE("predicted substitutions and group splits agree with the replay of a l
   const StrategyContext ctx0{star, cost};
   ReplayOptions ro;
   ro.link_efficiency.nvlink = cost.profile().nvlink_efficiency;
-  ro.collectives.simple_slice_nvlink_s = cost.profile().simple_slice_nvlink_s;  // as simulate.cpp
-  ro.collectives.ll128_step_nvlink_s = cost.profile().ll128_step_nvlink_s;
-  ro.collectives.ll128_busbw_nvlink_Bps = cost.profile().ll128_busbw_nvlink_Bps;
+  ro.collectives.read_profile(cost.profile());  // as simulate.cpp
   ro.launch_overhead_s = cost.launch_overhead_s();
   auto lone = [&](CollectiveKind kind, double bytes) {
     Schedule s;

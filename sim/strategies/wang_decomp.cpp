@@ -9,7 +9,10 @@
 // n is divisible by 4, as XLA requires; unidirectional otherwise. The permutes are NCCL
 // send/recv kernels (num_sm −1: NCCL's, one SM per p2p channel of the shard in the replay, 16
 // for a shard of 6 MiB between two GPUs of a DGX A100; a GEMM chunk runs beside a send and a
-// receive kernel, two peers, replay.hpp).
+// receive kernel, two peers, replay.hpp), on two-rank communicators as PyTorch runs send/recv.
+// XLA's own collective-permute runs on the replica group's communicator (one grouped kernel per
+// permute): for 8 ranks NCCL splits a 6 MiB shard over 4 channels, not 16, so its kernel holds
+// fewer SMs and copies at 4 channels' rate; that communicator is not modelled.
 //
 // XLA's rule declines the loop where it would not pay:
 //     decline when  max(Tcomp, m·Tcomm) + 2·m·Tcomm/n  ≥  Tcomp + Tcomm
