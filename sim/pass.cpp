@@ -356,7 +356,7 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
 }
 
 double predict_p2p_step_s(const Topology& topo, const PassContext& ctx, const std::vector<std::pair<int, int>>& flows,
-                          double bytes, bool copy_engine) {
+                          double bytes, bool copy_engine, const P2pCommunicator& comm) {
   const LinkEfficiency eff = efficiency(ctx);
   CollectiveOptions opts;
   opts.read_profile(ctx.cost.profile());
@@ -381,9 +381,8 @@ double predict_p2p_step_s(const Topology& topo, const PassContext& ctx, const st
       const int users = load[{h.link_id, l.full_duplex ? static_cast<int>(h.forward) : 2}];
       bw = std::min(bw, l.bandwidth_Bps * eff.of(l.kind) / users);
     }
-    // As the replay: no faster than NCCL's p2p channels for the message copy it (a two-rank
-    // communicator, the replay's default; p2p_rate_cap_Bps).
-    bw = std::min(bw, p2p_rate_cap_Bps(topo, flows[f].first, flows[f].second, bytes, copy_engine, P2pCommunicator{}, opts));
+    // As the replay: no faster than NCCL's p2p channels for the message copy it (p2p_rate_cap_Bps).
+    bw = std::min(bw, p2p_rate_cap_Bps(topo, flows[f].first, flows[f].second, bytes, copy_engine, comm, opts));
     worst = std::max(worst, lat + (r.empty() ? 0.0 : bytes / bw));
   }
   return worst;

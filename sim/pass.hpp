@@ -29,6 +29,7 @@
 
 #include "models/cost_model.hpp"
 #include "models/model_config.hpp"
+#include "sim/collective_plan.hpp"
 #include "sim/schedule.hpp"
 #include "sim/strategy.hpp"
 #include "sim/topology.hpp"
@@ -168,11 +169,12 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
 /// route's latency plus bytes over the least bandwidth left to it on its links, a link's bandwidth
 /// (after the profile's efficiency) being shared by the step's flows crossing it in the same
 /// direction, and no faster than NCCL's p2p channels for the message copy it over NVLink
-/// (p2p_rate_cap_Bps on a two-rank communicator, the profile's network.p2p_channel_nvlink_Bps);
+/// (p2p_rate_cap_Bps on communicator `comm`, by default a two-rank one as the replay's; the
+/// profile's network.p2p_channel_nvlink_Bps);
 /// the step ends with its slowest flow. Each message also pays NCCL's per-message
 /// latency (or, `copy_engine`, the launch overhead): sim/collective_plan.hpp p2p_extra_latency_s.
 double predict_p2p_step_s(const Topology& topo, const PassContext& ctx, const std::vector<std::pair<int, int>>& flows,
-                          double bytes, bool copy_engine = false);
+                          double bytes, bool copy_engine = false, const P2pCommunicator& comm = P2pCommunicator{});
 
 // ---- Sites: a communication op and the GEMM it feeds or drains -------------------------------------
 

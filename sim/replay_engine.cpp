@@ -179,13 +179,15 @@ int Replayer::hold_sms(int ri, int num_sm) {
   return num_sm;
 }
 
-int Replayer::p2p_sms(int src, int dst, double bytes) {
-  if (src == dst) return 1;
-  const auto key = std::make_tuple(src, dst, bytes);
+int Replayer::p2p_sms(int src, int dst, double bytes, const P2pCommunicator& comm) {
+  const auto key = std::make_tuple(src, dst, bytes, comm.ranks, comm.nodes);
   auto it = p2p_sms_.find(key);
-  if (it == p2p_sms_.end())
-    it = p2p_sms_.emplace(key, p2p_split(topo_, src, dst, bytes, opt_.collectives.p2p_comm).channels).first;
+  if (it == p2p_sms_.end()) it = p2p_sms_.emplace(key, p2p_split(topo_, src, dst, bytes, comm).channels).first;
   return it->second;
+}
+
+P2pCommunicator Replayer::p2p_comm_of(const Op& op) const {
+  return op.group >= 0 ? a2a_comm(op.group) : opt_.collectives.p2p_comm;
 }
 
 int Replayer::a2a_sms(int group, double bytes) {
@@ -198,9 +200,11 @@ int Replayer::a2a_sms(int group, double bytes) {
   return a2a_sms_[key] = alltoall_kernel_channels(topo_, g, bytes, a2a_comm(group));
 }
 
-void Replayer::p2p_hold(int ri, int oi, int peer, int num_sm) {
+void Replayer::p2p_hold(int ri, int oi, const Op& op, int num_sm) {
   if (opt_.sm_count <= 0) return;
-  const int64_t key = (int64_t{ri} << 32) | static_cast<uint32_t>(peer);
+  // One kernel per communicator: the pair's, or the op's group's.
+  const uint32_t comm = op.group >= 0 ? (uint32_t{1} << 31) | static_cast<uint32_t>(op.group) : static_cast<uint32_t>(op.peer);
+  const int64_t key = (int64_t{ri} << 32) | comm;
   PeerKernel& k = p2p_kernels_[key];
   ++k.ops;
   p2p_holds_[(int64_t{ri} << 32) | oi] = key;
@@ -254,14 +258,14 @@ void Replayer::on_ready(int ri, int oi) {
       coll_ready(ri, oi);
       return;
     case OpType::Send: {
-      p2p_hold(ri, oi, op.peer, op.num_sm >= 0 ? op.num_sm : p2p_sms(s_.programs[ri].rank, op.peer, op.bytes));
+      p2p_hold(ri, oi, op, op.num_sm >= 0 ? op.num_sm : p2p_sms(s_.programs[ri].rank, op.peer, op.bytes, p2p_comm_of(op)));
       p2p_send(ri, oi, op.match, false);
       // The mirror that sends to this rank does so now too (mirror_partners).
       if (!mirror_partner_[ri].empty() && mirror_partner_[ri][oi] >= 0) mirror_send(ri, mirror_partner_[ri][oi]);
       return;
     }
     case OpType::Recv: {
-      p2p_hold(ri, oi, op.peer, op.num_sm >= 0 ? op.num_sm : p2p_sms(op.peer, s_.programs[ri].rank, op.bytes));
+      p2p_hold(ri, oi, op, op.num_sm >= 0 ? op.num_sm : p2p_sms(op.peer, s_.programs[ri].rank, op.bytes, p2p_comm_of(op)));
       P2PState& st = p2p_[op.match];
       st.recv_rank_idx = ri;
       st.recv_op = oi;
@@ -421,7 +425,7 @@ void Replayer::p2p_send(int ri, int oi, int64_t match, bool delayed) {
     }
   }
   start_flow(Task::P2PFlow, src, dst, op.bytes, ri, oi, match, -1, -1,
-             p2p_rate(src, dst, op.bytes, op.num_sm == 0, opt_.collectives.p2p_comm));
+             p2p_rate(src, dst, op.bytes, op.num_sm == 0, p2p_comm_of(op)));
 }
 
 void Replayer::on_activity_done(Task& t) {

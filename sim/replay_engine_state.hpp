@@ -178,19 +178,23 @@ class Replayer {
   void a2a_send(CollState& c, int64_t match, int pos);
   /// Takes num_sm SMs of rank ri's GPU (slowing its kernels); returns how many were taken.
   int hold_sms(int ri, int num_sm);
-  /// SMs NCCL's kernel for a send of `bytes` from src to dst takes: one per p2p channel the
-  /// message runs on (p2p_split over the options' p2p communicator); cached.
-  int p2p_sms(int src, int dst, double bytes);
+  /// SMs NCCL's kernel for a send of `bytes` from src to dst on communicator `comm` takes: one
+  /// per p2p channel the message runs on (p2p_split); cached.
+  int p2p_sms(int src, int dst, double bytes, const P2pCommunicator& comm);
+  /// The communicator a Send/Recv runs on: its group's (Op::group), else the options' p2p one.
+  P2pCommunicator p2p_comm_of(const Op& op) const;
   /// SMs of one member's kernel for an AllToAll of `bytes` per rank over group `group`
   /// (nccl_alltoall_kernel_channels); cached.
   int a2a_sms(int group, double bytes);
-  /// A Send/Recv op oi of rank ri with peer `peer` starts holding `num_sm` SMs: the ops of one
-  /// rank with one peer share a kernel, which holds the most any of them asks for, whatever
-  /// stream they are issued on — they run on one two-rank communicator (PyTorch's per-pair one,
-  /// CollectiveOptions::p2p_comm), whose kernels run one at a time on its stream (a batched send
-  /// and receive with a neighbour: one kernel, one set of channels, as a send to and a receive
-  /// from one peer share their channels' base, nccl_alltoall_kernel_channels).
-  void p2p_hold(int ri, int oi, int peer, int num_sm);
+  /// Send/Recv op oi of rank ri starts holding `num_sm` SMs: the ops of one rank on one
+  /// communicator (with one peer on a two-rank one, PyTorch's per-pair communicator,
+  /// CollectiveOptions::p2p_comm; or on their group's, Op::group) share a kernel, which holds the
+  /// most any of them asks for, whatever stream they are issued on — a communicator runs its
+  /// kernels one at a time (a batched send and receive with a neighbour: one kernel, one set of
+  /// channels, as a send to and a receive from one peer share their channels' base,
+  /// nccl_alltoall_kernel_channels; on a group's communicator a ring step's send to the next
+  /// and receive from the previous rank too).
+  void p2p_hold(int ri, int oi, const Op& op, int num_sm);
   /// Ends op oi's part in its peer kernel's hold (the SMs go back when its last op completes).
   void p2p_release(int ri, int oi);
   void set_gpu_state(int ri);
@@ -233,8 +237,8 @@ class Replayer {
     int sms = 0;  // SMs it holds
   };
   std::unordered_map<int64_t, int64_t> p2p_holds_;  // (rank index << 32 | op) → its peer kernel's key
-  std::unordered_map<int64_t, PeerKernel> p2p_kernels_;  // (rank index << 32 | peer) → kernel
-  std::map<std::tuple<int, int, double>, int> p2p_sms_;  // (src, dst, bytes) → SMs
+  std::unordered_map<int64_t, PeerKernel> p2p_kernels_;  // (rank index << 32 | peer, or 2^31 | group) → kernel
+  std::map<std::tuple<int, int, double, int, int>, int> p2p_sms_;  // (src, dst, bytes, comm ranks, nodes) → SMs
   std::map<std::pair<int, double>, int> a2a_sms_;        // (group, bytes) → SMs
   std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds
   // (src, dst, bytes, copy engine, communicator ranks, nodes, channels) → bytes/s

@@ -108,8 +108,16 @@ void validate(const Schedule& s) {
         OVERLAPSIM_CHECK(std::find(r.begin(), r.end(), p.rank) != r.end(), "rank not in its group: " + op.name);
         OVERLAPSIM_CHECK(op.bytes >= 0, "negative size: " + op.name);
       }
-      if (op.type == OpType::Send || op.type == OpType::Recv)
+      if (op.type == OpType::Send || op.type == OpType::Recv) {
         OVERLAPSIM_CHECK(op.peer >= 0 && op.peer < s.world_size && op.peer != p.rank, "bad peer: " + op.name);
+        if (op.group >= 0) {  // its communicator: a group of both sides
+          OVERLAPSIM_CHECK(op.group < static_cast<int>(s.groups.size()), "bad group: " + op.name);
+          const auto& r = s.groups[op.group].ranks;
+          OVERLAPSIM_CHECK(std::find(r.begin(), r.end(), p.rank) != r.end() &&
+                               std::find(r.begin(), r.end(), op.peer) != r.end(),
+                           "send/recv outside its communicator's group: " + op.name);
+        }
+      }
       if (op.type == OpType::Compute) OVERLAPSIM_CHECK(op.duration_s >= 0, "negative duration: " + op.name);
     }
     std::vector<int> ready;

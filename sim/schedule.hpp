@@ -106,7 +106,10 @@ struct Op {
                               ///< computation (0: it blocks the compute stream); strategies read it
   int32_t layer = -1;        ///< transformer layer (global index), -1 for none
   int32_t micro_batch = -1;  ///< -1 for per-iteration ops
-  int32_t group = -1;        ///< Collective: index into Schedule::groups
+  int32_t group = -1;        ///< Collective: index into Schedule::groups. Send/Recv: the group whose
+                             ///< NCCL communicator the message runs on (XLA's collective-permute
+                             ///< over its replica group), −1: the pair's own two-rank communicator
+                             ///< (PyTorch's; ReplayOptions' collectives.p2p_comm)
   int32_t peer = -1;         ///< Send/Recv: global rank of the other side
   int64_t match = -1;        ///< Collective instance id, or send/recv pair id
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;  ///< Collective only

@@ -283,9 +283,10 @@ struct P2pSmCase {
     s.programs[0].ops.push_back(k);
   }
   /// A message of `bytes` from `src` to `dst` on `stream`, SMs `num_sm` (−1: NCCL's).
-  void message(int src, int dst, double bytes, int stream, int16_t num_sm = -1) {
+  void message(int src, int dst, double bytes, int stream, int16_t num_sm = -1, int group = -1) {
     Op send;
     send.type = OpType::Send;
+    send.group = group;
     send.peer = dst;
     send.bytes = bytes;
     send.match = next_match++;
@@ -349,6 +350,15 @@ TEST_CASE("a Send/Recv's kernel holds one SM per p2p channel of its message; one
       P2pSmCase c;
       c.message(0, 1, 1024 * kMiB, 1);
       CHECK(c.kernel_end(f) == testing::approx(1e-4 * 108 / 76).epsilon(1e-9));
+    }
+    SUBCASE("on the 8-rank group's communicator: 4 channels, and a ring step's send and receive share them") {
+      // nccl_p2p_split over 8 ranks: 64 MiB on 4 channels of 16 MiB (p2p/4 in sendrecv_perf).
+      REQUIRE(p2p_split(topo, 0, 1, 64 * kMiB, {8, 1, 0}).channels == 4);
+      P2pSmCase c;
+      const int g = c.s.intern_group(first(8), CommPurpose::TensorParallel);
+      c.message(0, 1, 64 * kMiB, 1, -1, g);
+      c.message(7, 0, 64 * kMiB, 2, -1, g);
+      CHECK(c.kernel_end(f) == testing::approx(1e-4 * 108 / 104).epsilon(1e-9));
     }
     SUBCASE("the op's own num_sm: 1 SM, or a copy engine's none") {
       P2pSmCase c;

@@ -179,9 +179,13 @@ Schedule gather_gemm(const CostModel& cost, double bytes, int64_t M, int64_t N, 
 }  // namespace
 
 TEST_CASE("wang-decomp: XLA's rule declines the loop where it would not pay") {
-  const CostModel cost = a100_cost();
+  const CostModel shipped = a100_cost();
+  // The same without the p2p channel rate (network.p2p_channel_nvlink_Bps): permutes at the links'.
+  Profile unbound_profile = load_profile(default_profile_path("a100-sxm4-80gb"));
+  unbound_profile.p2p_channel_nvlink_Bps = 0;
+  const CostModel unbound(device_spec("a100-sxm4-80gb"), unbound_profile);
   const Topology star = load_topology(kSrc + "/tests/data/replay/star8.yaml");
-  auto decide = [&](const Schedule& w, int n) {
+  auto decide = [&](const Schedule& w, int n, const CostModel& cost) {
     std::vector<std::string> notes;
     const StrategyContext ctx{star, cost, nullptr, nullptr, &notes};
     const Schedule s = make_strategy("wang-decomp")->apply(w, ctx);
@@ -197,9 +201,11 @@ TEST_CASE("wang-decomp: XLA's rule declines the loop where it would not pay") {
       both.emplace_back(i, (i + 1) % n);
       both.emplace_back((i + 1) % n, i);
     }
-    const double step1 = predict_p2p_step_s(star, ctx, cw, c.bytes / n);
-    const double loop =
-        n % 4 == 0 ? (n / 2 - 1) * predict_p2p_step_s(star, ctx, both, c.bytes / n) + step1 : (n - 1) * step1;
+    // The permutes on the group's communicator (XLA's collective-permute).
+    const P2pCommunicator comm{n, 1, 0};
+    const double step1 = predict_p2p_step_s(star, ctx, cw, c.bytes / n, false, comm);
+    const double loop = n % 4 == 0 ? (n / 2 - 1) * predict_p2p_step_s(star, ctx, both, c.bytes / n, false, comm) + step1
+                                   : (n - 1) * step1;
     const double m = loop / t_comm;
     const bool declined = std::max(t_comp, m * t_comm) + 2 * m * t_comm / n >= t_comp + t_comm;
     const bool decomposed = s.programs[0].ops.size() > 2;
@@ -208,21 +214,34 @@ TEST_CASE("wang-decomp: XLA's rule declines the loop where it would not pay") {
     return std::make_pair(decomposed, s);
   };
   SUBCASE("tiny GEMM, large AllGather: declined") {
-    CHECK_FALSE(decide(gather_gemm(cost, 64e6, 1024, 128, 128, 8), 8).first);
+    CHECK_FALSE(decide(gather_gemm(shipped, 64e6, 1024, 128, 128, 8), 8, shipped).first);
   }
-  SUBCASE("large GEMM: decomposed, bidirectionally since 8 is divisible by 4") {
-    const auto [done, s] = decide(gather_gemm(cost, 16e6, 8192, 8192, 8192, 8), 8);
+  SUBCASE("large GEMM: decomposed, bidirectionally since 8 is divisible by 4, on the group's communicator") {
+    const Schedule w = gather_gemm(shipped, 16e6, 8192, 8192, 8192, 8);
+    const auto [done, s] = decide(w, 8, shipped);
     CHECK(done);
-    int ccw = 0;
-    for (const auto& op : s.programs[0].ops) ccw += op.name.find("/ccw-") != std::string::npos ? 1 : 0;
+    int ccw = 0, p2p = 0;
+    for (const auto& op : s.programs[0].ops) {
+      ccw += op.name.find("/ccw-") != std::string::npos ? 1 : 0;
+      if (op.type == OpType::Send || op.type == OpType::Recv) {
+        ++p2p;
+        CHECK(op.group == w.programs[0].ops[0].group);  // XLA's collective-permute: the TP group's
+      }
+    }
     CHECK(ccw == 2 * 3);  // n/2 − 1 sends and receives counter-clockwise
+    CHECK(p2p == 2 * 7);
   }
-  SUBCASE("a group of 6: unidirectional") {
-    const auto [done, s] = decide(gather_gemm(cost, 12e6, 6144, 8192, 8192, 6), 6);
+  SUBCASE("a group of 6: unidirectional where the permutes run at the links' rate") {
+    const auto [done, s] = decide(gather_gemm(unbound, 12e6, 6144, 8192, 8192, 6), 6, unbound);
     CHECK(done);
     int sends = 0;
     for (const auto& op : s.programs[0].ops) sends += op.type == OpType::Send ? 1 : 0;
     CHECK(sends == 5);
+  }
+  SUBCASE("a group of 6 at NCCL's p2p channel rate: declined") {
+    // Over a 6-rank communicator NCCL gives a 2 MB shard one channel (nccl_p2p_split: nMin 8
+    // halved to 1 against 6 ranks over 8 p2p channels), 12.85 GB/s: m ~ 5, 2 m / n > 1.
+    CHECK_FALSE(decide(gather_gemm(shipped, 12e6, 6144, 8192, 8192, 6), 6, shipped).first);
   }
 }
 

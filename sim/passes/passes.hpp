@@ -103,6 +103,9 @@ struct PartitionChoice {
   int chunks = 1;            ///< Chunks: k
   int16_t comm_num_sm = -1;  ///< SMs of the communication kernels (−1 NCCL's, 0 copy engine)
   int16_t channels = 0;      ///< Chunks: NCCL channels of the collective chunks (0: NCCL's choice)
+  /// Ring: the sends and receives run on the collective's group communicator (Op::group; XLA's
+  /// collective-permute), else on two-rank communicators (PyTorch's send/recv).
+  bool on_group_comm = false;
 };
 
 struct WorkloadPartitionOptions {

@@ -213,6 +213,7 @@ class WorkloadPartition final : public Pass {
       x.bytes = shard;
       x.match = match;
       x.num_sm = a.choice.comm_num_sm;
+      x.group = a.choice.on_group_comm ? c.group : -1;
       x.name = name;
       x.stream = x.overlap_stream = stream;
       return x;
@@ -355,14 +356,17 @@ SitePrediction predict_site(const Schedule& s, const RankProgram& p, const Site&
     both.emplace_back(grp[i], grp[(i + 1) % n]);
     both.emplace_back(grp[(i + 1) % n], grp[i]);
   }
-  const double step1 = predict_p2p_step_s(ctx.topology, ctx, cw, c.bytes / n, choice.comm_num_sm == 0);
+  // The permutes' communicator: the group's (XLA) or two-rank ones (PyTorch).
+  const P2pCommunicator comm =
+      choice.on_group_comm ? P2pCommunicator{n, node_count(ctx.topology, grp), 0} : P2pCommunicator{};
+  const double step1 = predict_p2p_step_s(ctx.topology, ctx, cw, c.bytes / n, choice.comm_num_sm == 0, comm);
   // Arrival of the shard each GEMM chunk waits for (the reduction ring is the same loop run
   // backwards: its adds are counted with the GEMM chunks).
   std::vector<double> ready{0.0};
   if (!bidir) {
     for (int j = 1; j < n; ++j) ready.push_back(j * step1);
   } else {
-    const double step2 = predict_p2p_step_s(ctx.topology, ctx, both, c.bytes / n, choice.comm_num_sm == 0);
+    const double step2 = predict_p2p_step_s(ctx.topology, ctx, both, c.bytes / n, choice.comm_num_sm == 0, comm);
     for (int j = 1; j < n / 2; ++j) {
       ready.push_back(j * step2);
       ready.push_back(j * step2);
@@ -371,17 +375,18 @@ SitePrediction predict_site(const Schedule& s, const RankProgram& p, const Site&
   }
   double per_chunk = gt;
   if (site.kind == SiteKind::GemmReduce) per_chunk += std::max(ctx.cost.memory_bound_time_s(3 * c.bytes / n), lo);
-  // Every chunk but the last runs beside a step's NCCL send and receive kernels, one per peer
-  // (the successor and the predecessor; one for a ring of 2), each holding its message's p2p
-  // channels' SMs as the replay does (replay.hpp, SM interference): a chunk of g beside a step
-  // of s seconds takes min(g / (1 − σ), g + σ · s), σ = interference · SMs / SM count.
+  // Every chunk but the last runs beside a step's NCCL send and receive kernels, one per
+  // communicator (two-rank ones: the successor's and the predecessor's, one for a ring of 2; the
+  // group's: one), each holding its message's p2p channels' SMs as the replay does (replay.hpp,
+  // SM interference): a chunk of g beside a step of s seconds takes min(g / (1 − σ), g + σ · s),
+  // σ = interference · SMs / SM count.
   double busy_chunk = per_chunk;
   if (ctx.sm_count > 0 && choice.comm_num_sm != 0) {
     const int per_kernel = choice.comm_num_sm > 0 ? choice.comm_num_sm
-                                                  : p2p_split(ctx.topology, grp[0], grp[1], c.bytes / n, {}).channels;
-    const int sms = (n == 2 ? 1 : 2) * per_kernel;
+                                                  : p2p_split(ctx.topology, grp[0], grp[1], c.bytes / n, comm).channels;
+    const int sms = (n == 2 || choice.on_group_comm ? 1 : 2) * per_kernel;
     const double sigma = std::min(0.999, ctx.sm_interference * sms / ctx.sm_count);
-    const double step = bidir ? predict_p2p_step_s(ctx.topology, ctx, both, c.bytes / n, false) : step1;
+    const double step = bidir ? predict_p2p_step_s(ctx.topology, ctx, both, c.bytes / n, false, comm) : step1;
     busy_chunk = std::min(per_chunk / (1 - sigma), per_chunk + sigma * step);
   }
   r.time_s = pipeline(ready, busy_chunk, per_chunk);

@@ -7,12 +7,14 @@
 // partials), or computing one destination's partial, adding the accumulator received and passing
 // it on. Bidirectional (two directions round the ring, n/2 and n/2−1 steps of full shards) where
 // n is divisible by 4, as XLA requires; unidirectional otherwise. The permutes are NCCL
-// send/recv kernels (num_sm −1: NCCL's, one SM per p2p channel of the shard in the replay, 16
-// for a shard of 6 MiB between two GPUs of a DGX A100; a GEMM chunk runs beside a send and a
-// receive kernel, two peers, replay.hpp), on two-rank communicators as PyTorch runs send/recv.
-// XLA's own collective-permute runs on the replica group's communicator (one grouped kernel per
-// permute): for 8 ranks NCCL splits a 6 MiB shard over 4 channels, not 16, so its kernel holds
-// fewer SMs and copies at 4 channels' rate; that communicator is not modelled.
+// send/recv kernels (num_sm −1: NCCL's, one SM per p2p channel of the shard in the replay; a
+// GEMM chunk runs beside a step's send and
+// receive kernel, replay.hpp) on the tensor-parallel group's communicator, as XLA's
+// collective-permute runs (PartitionChoice::on_group_comm, Op::group): one kernel for a step's
+// send and receive, and NCCL's p2p split over the group's ranks (p2p_split: a 6 MiB shard over 8
+// ranks on 4 channels, so 4 SMs, copying at 4 channels' rate, network.p2p_channel_nvlink_Bps;
+// PyTorch's two-rank communicators would give 16), which the decline rule's permute times
+// (predict_p2p_step_s) use too.
 //
 // XLA's rule declines the loop where it would not pay:
 //     decline when  max(Tcomp, m·Tcomm) + 2·m·Tcomm/n  ≥  Tcomp + Tcomm
@@ -112,10 +114,13 @@ class WangDecomp final : public Strategy {
       both.emplace_back(grp[i], grp[(i + 1) % n]);
       both.emplace_back(grp[(i + 1) % n], grp[i]);
     }
-    const double step1 = predict_p2p_step_s(ctx.topology, ctx, cw, c.bytes / n);
+    // The permutes run on the group's communicator, as XLA's collective-permute does.
+    const P2pCommunicator comm{n, node_count(ctx.topology, grp), 0};
+    const double step1 = predict_p2p_step_s(ctx.topology, ctx, cw, c.bytes / n, false, comm);
     // Bidirectional: n/2 − 1 steps both ways, the last clockwise step alone.
     const double t_loop_comm =
-        bidir ? (n / 2 - 1) * predict_p2p_step_s(ctx.topology, ctx, both, c.bytes / n) + step1 : (n - 1) * step1;
+        bidir ? (n / 2 - 1) * predict_p2p_step_s(ctx.topology, ctx, both, c.bytes / n, false, comm) + step1
+              : (n - 1) * step1;
     const double t_comm = predict_collective_s(s, c, ctx);
     const double t_comp = std::max(g.duration_s, ctx.cost.launch_overhead_s());
     const double m = t_comm > 0 ? t_loop_comm / t_comm : 1.0;
@@ -124,6 +129,7 @@ class WangDecomp final : public Strategy {
     if (std::max(t_comp, m * t_comm) + 2 * m * t_comm / n >= t_comp + t_comm) return {ch, Reason::Declined};
     ch.mode = bidir ? PartitionMode::BidirectionalRing : PartitionMode::Ring;
     ch.comm_num_sm = -1;
+    ch.on_group_comm = true;
     return {ch, Reason::Decomposed};
   }
 };
