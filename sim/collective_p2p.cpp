@@ -78,6 +78,28 @@ NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, con
   return nccl_p2p_split(bytes, comm.ranks, one_node, channels, per_peer, chunk);
 }
 
+int nccl_p2p_base(const Topology& topo, const std::vector<int>& ranks, int self, int peer, bool send) {
+  std::vector<int> nodes;                  // in order of first appearance
+  std::unordered_map<int, int> per_node;   // node → ranks so far
+  int self_idx = -1, peer_idx = -1, self_node = -1, peer_node = -1, local = 1;
+  for (int r : ranks) {
+    const int node = topo.node_of(r);
+    auto it = std::find(nodes.begin(), nodes.end(), node);
+    const int ni = static_cast<int>(it - nodes.begin());
+    if (it == nodes.end()) nodes.push_back(node);
+    const int li = per_node[node]++;
+    local = std::max(local, per_node[node]);
+    if (r == self) self_idx = li, self_node = ni;
+    if (r == peer) peer_idx = li, peer_node = ni;
+  }
+  OVERLAPSIM_CHECK(self_idx >= 0 && peer_idx >= 0, "nccl_p2p_base: self and peer in the communicator");
+  const int n_nodes = static_cast<int>(nodes.size());
+  const int step = send ? (local + peer_idx - self_idx) % local : (local + self_idx - peer_idx) % local;
+  const int delta = send ? (n_nodes + peer_node - self_node) % n_nodes : (n_nodes + self_node - peer_node) % n_nodes;
+  constexpr int kP2pGroupSize = 8;  // NCCL_MAX_WORK_ELEMENTS_P2P / 2
+  return n_nodes > 1 ? delta + step / kP2pGroupSize : step;
+}
+
 int alltoall_kernel_channels(const Topology& topo, const std::vector<int>& ranks, double bytes,
                              const P2pCommunicator& comm) {
   const int n = static_cast<int>(ranks.size());

@@ -495,6 +495,14 @@ double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes,
 /// 256 MiB; a communicator over 2 or more DGX nodes: 2 channels of 128 KiB chunks.
 /// REQUIRES: src and dst in one node; comm.ranks >= 2.
 NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, const P2pCommunicator& comm);
+/// NCCL 2.18.5's channel base of a message between `self` and `peer` on a communicator of
+/// `ranks` (src/include/channel.h ncclChannelComputeBase): with s = the peer's local index minus
+/// self's (a send; self's minus the peer's for a receive), mod the most ranks on one node, and d
+/// the node distance likewise (nodes in their order of first appearance in `ranks`), base = s on
+/// one node, d + s / 8 across nodes; its parts run on channels (mirror(base mod P) + c) mod P
+/// (nccl_alltoall_kernel_channels). A send to the next rank and a receive from the previous
+/// share a base; a send to the previous has another. REQUIRES: self and peer in ranks.
+int nccl_p2p_base(const Topology& topo, const std::vector<int>& ranks, int self, int peer, bool send);
 /// Channels (thread blocks, one SM each) of one member's NCCL kernel for an AllToAll of `bytes`
 /// per rank over `ranks` on communicator `comm` (its ranks and nodes): nccl_alltoall_kernel_channels
 /// over the group's most ranks on one node, comm's nodes, and p2p_split of a piece (bytes / n)

@@ -175,6 +175,13 @@ std::string structure_error(const Schedule& s) {
       if ((op.type == OpType::Send || op.type == OpType::Recv) &&
           (op.peer < 0 || op.peer >= s.world_size || op.peer == p.rank))
         return fmt::format("rank {} op {} ({}): bad peer", p.rank, i, op.name);
+      if ((op.type == OpType::Send || op.type == OpType::Recv) && op.group >= 0) {
+        if (op.group >= static_cast<int>(s.groups.size()))
+          return fmt::format("rank {} op {} ({}): bad group", p.rank, i, op.name);
+        const auto& r = s.groups[op.group].ranks;
+        if (std::find(r.begin(), r.end(), p.rank) == r.end() || std::find(r.begin(), r.end(), op.peer) == r.end())
+          return fmt::format("rank {} op {} ({}): send/recv outside its communicator's group", p.rank, i, op.name);
+      }
       if (op.type == OpType::Compute && op.duration_s < 0)
         return fmt::format("rank {} op {} ({}): negative duration", p.rank, i, op.name);
     }
@@ -237,6 +244,9 @@ std::string check_pass_invariants(const Schedule& before, const Schedule& after,
       auto it = recvs.find({op.peer, op.match});
       if (it == recvs.end() || it->second->peer != p.rank || it->second->bytes != op.bytes)
         return fmt::format("rank {}: send {} to rank {} has no matching receive", p.rank, op.name, op.peer);
+      if (it->second->group != op.group)
+        return fmt::format("rank {}: send {} to rank {} and its receive name different communicators (groups {} and {})",
+                           p.rank, op.name, op.peer, op.group, it->second->group);
     }
   return "";
 }

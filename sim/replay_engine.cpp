@@ -202,8 +202,15 @@ int Replayer::a2a_sms(int group, double bytes) {
 
 void Replayer::p2p_hold(int ri, int oi, const Op& op, int num_sm) {
   if (opt_.sm_count <= 0) return;
-  // One kernel per communicator: the pair's, or the op's group's.
-  const uint32_t comm = op.group >= 0 ? (uint32_t{1} << 31) | static_cast<uint32_t>(op.group) : static_cast<uint32_t>(op.peer);
+  // One kernel per communicator: the pair's; on the op's group's one per channel base (a ring
+  // step's send to the next and receive from the previous share one, the other direction's
+  // messages have another: disjoint channels, which the kernel holds together).
+  uint32_t comm = static_cast<uint32_t>(op.peer);
+  if (op.group >= 0) {
+    const int self = s_.programs[ri].rank;
+    const int base = nccl_p2p_base(topo_, s_.groups[op.group].ranks, self, op.peer, op.type == OpType::Send);
+    comm = (uint32_t{1} << 31) | (static_cast<uint32_t>(op.group) << 6) | static_cast<uint32_t>(base % 32);
+  }
   const int64_t key = (int64_t{ri} << 32) | comm;
   PeerKernel& k = p2p_kernels_[key];
   ++k.ops;

@@ -192,8 +192,9 @@ class Replayer {
   /// most any of them asks for, whatever stream they are issued on — a communicator runs its
   /// kernels one at a time (a batched send and receive with a neighbour: one kernel, one set of
   /// channels, as a send to and a receive from one peer share their channels' base,
-  /// nccl_alltoall_kernel_channels; on a group's communicator a ring step's send to the next
-  /// and receive from the previous rank too).
+  /// nccl_alltoall_kernel_channels). On a group's communicator the ops sharing a channel base
+  /// (nccl_p2p_base mod 32: a ring step's send to the next and receive from the previous rank)
+  /// share a kernel, and other bases add their own (disjoint channels of one grouped kernel).
   void p2p_hold(int ri, int oi, const Op& op, int num_sm);
   /// Ends op oi's part in its peer kernel's hold (the SMs go back when its last op completes).
   void p2p_release(int ri, int oi);

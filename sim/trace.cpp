@@ -110,6 +110,7 @@ void TraceWriter::add(const std::string& label, const Schedule& s, const ReplayT
         case OpType::Send:
         case OpType::Recv:
           out += fmt::format(R"(,"peer":{},"bytes":{:.17g},"purpose":"{}")", op.peer, op.bytes, to_string(op.purpose));
+          if (op.group >= 0) out += fmt::format(R"(,"group_size":{})", s.groups.at(op.group).ranks.size());
           if (op.num_sm >= 0) out += fmt::format(R"(,"num_sm":{})", op.num_sm);
           break;
       }

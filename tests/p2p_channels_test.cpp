@@ -264,6 +264,12 @@ TEST_CASE("NCCL's all-to-all kernel: its channels (thread blocks), run by hand")
   CHECK(nccl_alltoall_kernel_channels(16, 2, 32, 1) == 3);  // bases 0, 1, 2 (step 8..15 → +1)
   CHECK(nccl_alltoall_kernel_channels(1, 1, 1, 1) == 1);
   CHECK(p2p_split(load_topology(kSrc + "/topologies/dgx-a100.yaml"), 0, 1, kMiB, {8, 1, 0}).p2p_channels == 32);
+  // A message's base across 2 nodes of 8: node distance + local step / 8.
+  const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CHECK(nccl_p2p_base(pod, first(16), 0, 8, true) == 1);
+  CHECK(nccl_p2p_base(pod, first(16), 0, 9, true) == 1);
+  CHECK(nccl_p2p_base(pod, first(16), 0, 1, true) == 0);
+  CHECK(nccl_p2p_base(pod, first(16), 9, 0, false) == 1);
 }
 
 namespace {
@@ -359,6 +365,18 @@ TEST_CASE("a Send/Recv's kernel holds one SM per p2p channel of its message; one
       c.message(0, 1, 64 * kMiB, 1, -1, g);
       c.message(7, 0, 64 * kMiB, 2, -1, g);
       CHECK(c.kernel_end(f) == testing::approx(1e-4 * 108 / 104).epsilon(1e-9));
+      // Both directions (a bidirectional ring step): bases 1 and 7, 8 channels.
+      CHECK(nccl_p2p_base(topo, first(8), 0, 1, true) == 1);
+      CHECK(nccl_p2p_base(topo, first(8), 0, 7, false) == 1);
+      CHECK(nccl_p2p_base(topo, first(8), 0, 7, true) == 7);
+      CHECK(nccl_p2p_base(topo, first(8), 0, 1, false) == 7);
+      P2pSmCase b;
+      const int gb = b.s.intern_group(first(8), CommPurpose::TensorParallel);
+      b.message(0, 1, 64 * kMiB, 1, -1, gb);
+      b.message(7, 0, 64 * kMiB, 2, -1, gb);
+      b.message(0, 7, 64 * kMiB, 3, -1, gb);
+      b.message(1, 0, 64 * kMiB, 3, -1, gb);
+      CHECK(b.kernel_end(f) == testing::approx(1e-4 * 108 / 100).epsilon(1e-9));
     }
     SUBCASE("the op's own num_sm: 1 SM, or a copy engine's none") {
       P2pSmCase c;

@@ -230,6 +230,25 @@ TEST_CASE("wang-decomp: XLA's rule declines the loop where it would not pay") {
     }
     CHECK(ccw == 2 * 3);  // n/2 − 1 sends and receives counter-clockwise
     CHECK(p2p == 2 * 7);
+    // A receive on another communicator than its send is refused.
+    Schedule pair;
+    pair.world_size = 8;
+    const int g = pair.intern_group({0, 1}, CommPurpose::TensorParallel);
+    Op send;
+    send.type = OpType::Send;
+    send.peer = 1;
+    send.bytes = 1e6;
+    send.match = -7;
+    send.group = g;
+    send.name = "send";
+    Op recv = send;
+    recv.type = OpType::Recv;
+    recv.peer = 0;
+    recv.name = "recv";
+    pair.programs = {RankProgram{0, 1, {send}}, RankProgram{1, 1, {recv}}};
+    CHECK(check_pass_invariants(pair, pair) == "");
+    pair.programs[1].ops[0].group = -1;
+    CHECK(check_pass_invariants(pair, pair).find("different communicators") != std::string::npos);
   }
   SUBCASE("a group of 6: unidirectional where the permutes run at the links' rate") {
     const auto [done, s] = decide(gather_gemm(unbound, 12e6, 6144, 8192, 8192, 6), 6, unbound);

@@ -98,10 +98,18 @@ class LayerSchedule final : public Pass {
         case OpType::Send:
         case OpType::Recv: {
           const int src = op.type == OpType::Send ? p.rank : op.peer, dst = op.type == OpType::Send ? op.peer : p.rank;
-          const auto key = std::make_tuple(src, dst, op.bytes, op.num_sm == 0);
+          const auto key = std::make_tuple(src, dst, op.bytes, op.num_sm == 0, op.group);
           auto it = p2p_.find(key);
-          if (it == p2p_.end())
-            it = p2p_.emplace(key, predict_p2p_step_s(ctx_.topology, ctx_, {{src, dst}}, op.bytes, op.num_sm == 0)).first;
+          if (it == p2p_.end()) {
+            // Its communicator: its group's (Op::group), else a two-rank one.
+            P2pCommunicator comm;
+            if (op.group >= 0) {
+              const auto& g = s_.groups.at(op.group).ranks;
+              comm = {static_cast<int>(g.size()), node_count(ctx_.topology, g), 0};
+            }
+            it = p2p_.emplace(key, predict_p2p_step_s(ctx_.topology, ctx_, {{src, dst}}, op.bytes, op.num_sm == 0, comm))
+                     .first;
+          }
           return it->second;
         }
       }
@@ -112,7 +120,7 @@ class LayerSchedule final : public Pass {
     const Schedule& s_;
     const PassContext& ctx_;
     std::map<std::tuple<int, int, double, int, int>, double> coll_;
-    std::map<std::tuple<int, int, double, bool>, double> p2p_;
+    std::map<std::tuple<int, int, double, bool, int>, double> p2p_;
   };
 
   /// Reorders every segment of `p`; returns how many kernels changed position.

@@ -375,16 +375,18 @@ SitePrediction predict_site(const Schedule& s, const RankProgram& p, const Site&
   }
   double per_chunk = gt;
   if (site.kind == SiteKind::GemmReduce) per_chunk += std::max(ctx.cost.memory_bound_time_s(3 * c.bytes / n), lo);
-  // Every chunk but the last runs beside a step's NCCL send and receive kernels, one per
-  // communicator (two-rank ones: the successor's and the predecessor's, one for a ring of 2; the
-  // group's: one), each holding its message's p2p channels' SMs as the replay does (replay.hpp,
+  // Every chunk but the last runs beside a step's NCCL send and receive kernels, each holding
+  // its message's p2p channels' SMs as the replay does (replay.hpp,
   // SM interference): a chunk of g beside a step of s seconds takes min(g / (1 − σ), g + σ · s),
   // σ = interference · SMs / SM count.
   double busy_chunk = per_chunk;
   if (ctx.sm_count > 0 && choice.comm_num_sm != 0) {
     const int per_kernel = choice.comm_num_sm > 0 ? choice.comm_num_sm
                                                   : p2p_split(ctx.topology, grp[0], grp[1], c.bytes / n, comm).channels;
-    const int sms = (n == 2 || choice.on_group_comm ? 1 : 2) * per_kernel;
+    // Kernels: two-rank communicators, one per neighbour (one for a ring of 2); the group's, one
+    // per direction (a direction's send and receive share a channel base, nccl_p2p_base).
+    const int kernels = choice.on_group_comm ? (bidir ? 2 : 1) : (n == 2 ? 1 : 2);
+    const int sms = kernels * per_kernel;
     const double sigma = std::min(0.999, ctx.sm_interference * sms / ctx.sm_count);
     const double step = bidir ? predict_p2p_step_s(ctx.topology, ctx, both, c.bytes / n, false, comm) : step1;
     busy_chunk = std::min(per_chunk / (1 - sigma), per_chunk + sigma * step);
