@@ -200,15 +200,18 @@ int Replayer::a2a_sms(int group, double bytes) {
   return a2a_sms_[key] = alltoall_kernel_channels(topo_, g, bytes, a2a_comm(group));
 }
 
-void Replayer::p2p_hold(int ri, int oi, const Op& op, int num_sm) {
+void Replayer::p2p_hold(int ri, int oi, const Op& op) {
   if (opt_.sm_count <= 0) return;
+  const int self = s_.programs[ri].rank;
+  const bool send = op.type == OpType::Send;
+  const int num_sm = op.num_sm >= 0 ? op.num_sm
+                                    : p2p_sms(send ? self : op.peer, send ? op.peer : self, op.bytes, p2p_comm_of(op));
   // One kernel per communicator: the pair's; on the op's group's one per channel base (a ring
   // step's send to the next and receive from the previous share one, the other direction's
   // messages have another: disjoint channels, which the kernel holds together).
   uint32_t comm = static_cast<uint32_t>(op.peer);
   if (op.group >= 0) {
-    const int self = s_.programs[ri].rank;
-    const int base = nccl_p2p_base(topo_, s_.groups[op.group].ranks, self, op.peer, op.type == OpType::Send);
+    const int base = nccl_p2p_base(topo_, s_.groups[op.group].ranks, self, op.peer, send);
     comm = (uint32_t{1} << 31) | (static_cast<uint32_t>(op.group) << 6) | static_cast<uint32_t>(base % 32);
   }
   const int64_t key = (int64_t{ri} << 32) | comm;
@@ -265,14 +268,14 @@ void Replayer::on_ready(int ri, int oi) {
       coll_ready(ri, oi);
       return;
     case OpType::Send: {
-      p2p_hold(ri, oi, op, op.num_sm >= 0 ? op.num_sm : p2p_sms(s_.programs[ri].rank, op.peer, op.bytes, p2p_comm_of(op)));
+      p2p_hold(ri, oi, op);
       p2p_send(ri, oi, op.match, false);
       // The mirror that sends to this rank does so now too (mirror_partners).
       if (!mirror_partner_[ri].empty() && mirror_partner_[ri][oi] >= 0) mirror_send(ri, mirror_partner_[ri][oi]);
       return;
     }
     case OpType::Recv: {
-      p2p_hold(ri, oi, op, op.num_sm >= 0 ? op.num_sm : p2p_sms(op.peer, s_.programs[ri].rank, op.bytes, p2p_comm_of(op)));
+      p2p_hold(ri, oi, op);
       P2PState& st = p2p_[op.match];
       st.recv_rank_idx = ri;
       st.recv_op = oi;

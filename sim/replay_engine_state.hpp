@@ -186,7 +186,7 @@ class Replayer {
   /// SMs of one member's kernel for an AllToAll of `bytes` per rank over group `group`
   /// (nccl_alltoall_kernel_channels); cached.
   int a2a_sms(int group, double bytes);
-  /// Send/Recv op oi of rank ri starts holding `num_sm` SMs: the ops of one rank on one
+  /// Send/Recv op oi of rank ri starts holding its SMs (its num_sm, else p2p_sms): the ops of one rank on one
   /// communicator (with one peer on a two-rank one, PyTorch's per-pair communicator,
   /// CollectiveOptions::p2p_comm; or on their group's, Op::group) share a kernel, which holds the
   /// most any of them asks for, whatever stream they are issued on — a communicator runs its
@@ -195,7 +195,7 @@ class Replayer {
   /// nccl_alltoall_kernel_channels). On a group's communicator the ops sharing a channel base
   /// (nccl_p2p_base mod 32: a ring step's send to the next and receive from the previous rank)
   /// share a kernel, and other bases add their own (disjoint channels of one grouped kernel).
-  void p2p_hold(int ri, int oi, const Op& op, int num_sm);
+  void p2p_hold(int ri, int oi, const Op& op);
   /// Ends op oi's part in its peer kernel's hold (the SMs go back when its last op completes).
   void p2p_release(int ri, int oi);
   void set_gpu_state(int ri);

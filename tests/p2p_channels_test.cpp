@@ -43,6 +43,17 @@ CollectiveOptions a100_options() {
   return o;
 }
 
+/// The replay on A100s as `overlapsim run` sets it: the shipped profile's links and collectives,
+/// SM interference on (108 SMs, the factor 1).
+ReplayOptions a100_replay_with_sms(Fidelity f) {
+  ReplayOptions ro;
+  ro.fidelity = f;
+  ro.link_efficiency = shipped_link_efficiency("a100-sxm4-80gb");
+  ro.collectives = a100_options();
+  ro.sm_count = 108;
+  return ro;
+}
+
 BenchOptions a100_bench(Fidelity f) {
   BenchOptions b;
   b.replay.link_efficiency = shipped_link_efficiency("a100-sxm4-80gb");
@@ -309,12 +320,7 @@ struct P2pSmCase {
   /// The kernel's end, seconds, in `f`; REQUIRES it to end before every message.
   double kernel_end(Fidelity f) const {
     const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
-    ReplayOptions ro;
-    ro.fidelity = f;
-    ro.link_efficiency = shipped_link_efficiency("a100-sxm4-80gb");
-    ro.collectives = a100_options();
-    ro.sm_count = 108;
-    const ReplayTimes t = replay(s, topo, ro);
+    const ReplayTimes t = replay(s, topo, a100_replay_with_sms(f));
     for (size_t i = 1; i < s.programs[0].ops.size(); ++i) REQUIRE(t.end_s[0][i] > 1.5e-4);
     return t.end_s[0][0];
   }
@@ -411,12 +417,7 @@ TEST_CASE("an AllToAll's kernel holds its channels' SMs: 8 for one-channel piece
         p.ops = {k, collective_op(g, 1, bytes, "a2a", CollectiveAlgorithm::Auto, 1, CollectiveKind::AllToAll)};
         s.programs.push_back(p);
       }
-      ReplayOptions ro;
-      ro.fidelity = f;
-      ro.link_efficiency = shipped_link_efficiency("a100-sxm4-80gb");
-      ro.collectives = a100_options();
-      ro.sm_count = 108;
-      const ReplayTimes t = replay(s, topo, ro);
+      const ReplayTimes t = replay(s, topo, a100_replay_with_sms(f));
       REQUIRE(t.end_s[0][1] > t.end_s[0][0]);
       CHECK(t.end_s[0][0] == testing::approx(kernel_s * 108 / (108 - sms)).epsilon(1e-9));
     }
