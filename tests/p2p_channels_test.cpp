@@ -299,21 +299,15 @@ struct P2pSmCase {
     k.name = "gemm";
     s.programs[0].ops.push_back(k);
   }
-  /// A message of `bytes` from `src` to `dst` on `stream`, SMs `num_sm` (−1: NCCL's).
+  /// A message of `bytes` from `src` to `dst` on `stream`, SMs `num_sm` (−1: NCCL's), on group
+  /// `group`'s communicator (−1: the pair's).
   void message(int src, int dst, double bytes, int stream, int16_t num_sm = -1, int group = -1) {
-    Op send;
-    send.type = OpType::Send;
-    send.group = group;
-    send.peer = dst;
-    send.bytes = bytes;
-    send.match = next_match++;
-    send.stream = static_cast<int16_t>(stream);
-    send.num_sm = num_sm;
-    send.name = "send";
-    Op recv = send;
-    recv.type = OpType::Recv;
-    recv.peer = src;
-    recv.name = "recv";
+    auto [send, recv] = send_recv_ops(src, dst, bytes, next_match++);
+    for (Op* op : {&send, &recv}) {
+      op->group = group;
+      op->stream = static_cast<int16_t>(stream);
+      op->num_sm = num_sm;
+    }
     s.programs[src].ops.push_back(send);
     s.programs[dst].ops.push_back(recv);
   }

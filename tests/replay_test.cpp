@@ -145,16 +145,8 @@ TEST_CASE("a send pays NCCL's per-message latency; a copy-engine send the launch
     Schedule s;
     s.world_size = 8;
     RankProgram a{0, 1, {}}, b{1, 1, {}};
-    Op send;
-    send.type = OpType::Send;
-    send.peer = 1;
-    send.bytes = bytes;
-    send.match = -5;
-    send.num_sm = num_sm;
-    send.name = "send";
-    Op recv = send;
-    recv.type = OpType::Recv;
-    recv.peer = 0;
+    auto [send, recv] = testing::send_recv_ops(0, 1, bytes, -5);
+    send.num_sm = recv.num_sm = num_sm;
     a.ops = {send};
     b.ops = {recv};
     s.programs = {a, b};

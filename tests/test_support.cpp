@@ -43,6 +43,20 @@ Op collective_op(int group, int64_t match, double bytes, const char* name, Colle
   return op;
 }
 
+std::pair<Op, Op> send_recv_ops(int src, int dst, double bytes, int64_t match) {
+  Op send;
+  send.type = OpType::Send;
+  send.peer = dst;
+  send.bytes = bytes;
+  send.match = match;
+  send.name = "send";
+  Op recv = send;
+  recv.type = OpType::Recv;
+  recv.peer = src;
+  recv.name = "recv";
+  return {send, recv};
+}
+
 LinkEfficiency shipped_link_efficiency(const std::string& gpu_model) {
   return LinkEfficiency::of_profile(load_profile(default_profile_path(gpu_model)));
 }

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace overlapsim::testing {
@@ -30,6 +31,11 @@ std::vector<int> first(int n);
 Op collective_op(int group, int64_t match, double bytes, const char* name,
                  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto, int stream = 0,
                  CollectiveKind kind = CollectiveKind::AllReduce);
+
+/// A message of `bytes` from global rank `src` to `dst`, pair id `match`: its Send (on src) and
+/// Recv (on dst), named "send" and "recv", on stream 0, NCCL's SMs (num_sm −1), on the pair's
+/// communicator (group −1).
+std::pair<Op, Op> send_recv_ops(int src, int dst, double bytes, int64_t match);
 
 /// The link efficiencies of the shipped profile for `gpu_model` (e.g. "a100-sxm4-80gb").
 LinkEfficiency shipped_link_efficiency(const std::string& gpu_model);
