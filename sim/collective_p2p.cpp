@@ -78,6 +78,10 @@ NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, con
   return nccl_p2p_split(bytes, comm.ranks, one_node, channels, per_peer, chunk);
 }
 
+P2pCommunicator group_communicator(const Topology& topo, const std::vector<int>& ranks, int channels) {
+  return {std::max(2, static_cast<int>(ranks.size())), node_count(topo, ranks), channels};
+}
+
 int nccl_p2p_base(const Topology& topo, const std::vector<int>& ranks, int self, int peer, bool send) {
   std::vector<int> nodes;                  // in order of first appearance
   std::unordered_map<int, int> per_node;   // node → ranks so far
@@ -96,8 +100,7 @@ int nccl_p2p_base(const Topology& topo, const std::vector<int>& ranks, int self,
   const int n_nodes = static_cast<int>(nodes.size());
   const int step = send ? (local + peer_idx - self_idx) % local : (local + self_idx - peer_idx) % local;
   const int delta = send ? (n_nodes + peer_node - self_node) % n_nodes : (n_nodes + self_node - peer_node) % n_nodes;
-  constexpr int kP2pGroupSize = 8;  // NCCL_MAX_WORK_ELEMENTS_P2P / 2
-  return n_nodes > 1 ? delta + step / kP2pGroupSize : step;
+  return n_nodes > 1 ? delta + step / nccl::kP2pGroupSize : step;
 }
 
 int alltoall_kernel_channels(const Topology& topo, const std::vector<int>& ranks, double bytes,

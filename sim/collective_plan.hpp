@@ -412,6 +412,10 @@ struct P2pCommunicator {
   int channels = 0;  ///< comm->nChannels (NCCL_MIN/MAX_NCHANNELS); 0: the topology's (p2p_split)
 };
 
+/// The communicator of a group of `ranks` (their count, at least 2, and their nodes) with
+/// `channels` (0: the topology's).
+P2pCommunicator group_communicator(const Topology& topo, const std::vector<int>& ranks, int channels = 0);
+
 struct CollectiveOptions {
   int channels = 8;  ///< the communicator's channel count (NCCL on DGX A100/H100 opens 8 or more
                      ///< rings for large collectives: one per NIC); an op that does not set its

@@ -13,6 +13,11 @@ namespace overlapsim::nccl {
 /// NCCL's log2i: floor(log2(x)) for x >= 1, 0 below (src/include/utils.h).
 inline int log2i(double x) { return x >= 2 ? static_cast<int>(std::floor(std::log2(x))) : 0; }
 
+/// Point-to-point messages to peers up to this many local steps apart share a channel base
+/// across nodes: NCCL_MAX_WORK_ELEMENTS_P2P / 2 (2.18.5 src/include/devcomm.h 16;
+/// src/include/channel.h ncclChannelComputeBase).
+inline constexpr int kP2pGroupSize = 8;
+
 /// Payload fraction on the wire (src/include/device.h: LL lines are 8 B data + 8 B flags,
 /// LL128 lines 120 B data + 8 B flags, Simple all data).
 inline constexpr double kWireFraction[3] = {0.5, 120.0 / 128.0, 1.0};

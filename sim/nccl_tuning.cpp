@@ -118,7 +118,7 @@ int nccl_alltoall_kernel_channels(int local_ranks, int nodes, int p2p_channels, 
       if (x & (1 << b)) r |= 1 << (bits - 1 - b);
     return r;
   };
-  constexpr int kP2pGroupSize = 8;  // NCCL_MAX_WORK_ELEMENTS_P2P / 2, src/include/devcomm.h
+  using nccl::kP2pGroupSize;
   uint32_t mask = 0;
   // Bases repeat mod P, so at most P distinct ones matter.
   const int max_base = nodes > 1 ? (nodes - 1) + (local_ranks - 1) / kP2pGroupSize : local_ranks - 1;

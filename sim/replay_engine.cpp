@@ -191,13 +191,10 @@ P2pCommunicator Replayer::p2p_comm_of(const Op& op) const {
 }
 
 int Replayer::a2a_sms(int group, double bytes) {
-  const auto& g = s_.groups[group].ranks;
-  const int n = static_cast<int>(g.size());
-  if (n <= 1) return 1;
   const auto key = std::make_pair(group, bytes);
   auto it = a2a_sms_.find(key);
   if (it != a2a_sms_.end()) return it->second;
-  return a2a_sms_[key] = alltoall_kernel_channels(topo_, g, bytes, a2a_comm(group));
+  return a2a_sms_[key] = alltoall_kernel_channels(topo_, s_.groups[group].ranks, bytes, a2a_comm(group));
 }
 
 void Replayer::p2p_hold(int ri, int oi, const Op& op) {
@@ -211,7 +208,11 @@ void Replayer::p2p_hold(int ri, int oi, const Op& op) {
   // messages have another: disjoint channels, which the kernel holds together).
   uint32_t comm = static_cast<uint32_t>(op.peer);
   if (op.group >= 0) {
-    const int base = nccl_p2p_base(topo_, s_.groups[op.group].ranks, self, op.peer, send);
+    const auto bkey = std::make_tuple(op.group, self, op.peer, send);
+    auto b = p2p_base_.find(bkey);
+    if (b == p2p_base_.end())
+      b = p2p_base_.emplace(bkey, nccl_p2p_base(topo_, s_.groups[op.group].ranks, self, op.peer, send)).first;
+    const int base = b->second;
     comm = (uint32_t{1} << 31) | (static_cast<uint32_t>(op.group) << 6) | static_cast<uint32_t>(base % 32);
   }
   const int64_t key = (int64_t{ri} << 32) | comm;
@@ -354,11 +355,7 @@ double Replayer::p2p_rate(int src, int dst, double bytes, bool copy_engine, cons
 }
 
 P2pCommunicator Replayer::a2a_comm(int group) const {
-  const auto& g = s_.groups[group].ranks;
-  P2pCommunicator comm = opt_.collectives.p2p_comm;
-  comm.ranks = std::max(2, static_cast<int>(g.size()));
-  comm.nodes = node_count(topo_, g);
-  return comm;
+  return group_communicator(topo_, s_.groups[group].ranks, opt_.collectives.p2p_comm.channels);
 }
 
 double Replayer::route_latency(int src, int dst) {

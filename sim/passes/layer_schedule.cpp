@@ -102,11 +102,8 @@ class LayerSchedule final : public Pass {
           auto it = p2p_.find(key);
           if (it == p2p_.end()) {
             // Its communicator: its group's (Op::group), else a two-rank one.
-            P2pCommunicator comm;
-            if (op.group >= 0) {
-              const auto& g = s_.groups.at(op.group).ranks;
-              comm = {static_cast<int>(g.size()), node_count(ctx_.topology, g), 0};
-            }
+            const P2pCommunicator comm =
+                op.group >= 0 ? group_communicator(ctx_.topology, s_.groups.at(op.group).ranks) : P2pCommunicator{};
             it = p2p_.emplace(key, predict_p2p_step_s(ctx_.topology, ctx_, {{src, dst}}, op.bytes, op.num_sm == 0, comm))
                      .first;
           }

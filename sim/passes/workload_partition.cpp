@@ -358,7 +358,7 @@ SitePrediction predict_site(const Schedule& s, const RankProgram& p, const Site&
   }
   // The permutes' communicator: the group's (XLA) or two-rank ones (PyTorch).
   const P2pCommunicator comm =
-      choice.on_group_comm ? P2pCommunicator{n, node_count(ctx.topology, grp), 0} : P2pCommunicator{};
+      choice.on_group_comm ? group_communicator(ctx.topology, grp) : P2pCommunicator{};
   const double step1 = predict_p2p_step_s(ctx.topology, ctx, cw, c.bytes / n, choice.comm_num_sm == 0, comm);
   // Arrival of the shard each GEMM chunk waits for (the reduction ring is the same loop run
   // backwards: its adds are counted with the GEMM chunks).

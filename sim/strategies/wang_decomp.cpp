@@ -115,7 +115,7 @@ class WangDecomp final : public Strategy {
       both.emplace_back(grp[(i + 1) % n], grp[i]);
     }
     // The permutes run on the group's communicator, as XLA's collective-permute does.
-    const P2pCommunicator comm{n, node_count(ctx.topology, grp), 0};
+    const P2pCommunicator comm = group_communicator(ctx.topology, grp);
     const double step1 = predict_p2p_step_s(ctx.topology, ctx, cw, c.bytes / n, false, comm);
     // Bidirectional: n/2 − 1 steps both ways, the last clockwise step alone.
     const double t_loop_comm =
