@@ -74,6 +74,27 @@ RankProgram ProgramRewriter::finish() {
   return p;
 }
 
+// ---- OpBudget ----------------------------------------------------------------------------------
+
+OpBudget::OpBudget(const Schedule& s, const PassContext& ctx, std::string pass)
+    : limit_(ctx.max_ops), programs_(static_cast<int>(s.programs.size())), pass_(std::move(pass)) {
+  for (const RankProgram& p : s.programs) old_total_ += static_cast<long long>(p.ops.size());
+}
+
+void OpBudget::rewritten(size_t old_ops, size_t new_ops) {
+  old_seen_ += static_cast<long long>(old_ops);
+  new_seen_ += static_cast<long long>(new_ops);
+  ++seen_;
+  if (limit_ <= 0 || old_seen_ == 0) return;
+  const double growth = static_cast<double>(new_seen_) / static_cast<double>(old_seen_);
+  const double projected = static_cast<double>(new_seen_) + growth * static_cast<double>(old_total_ - old_seen_);
+  if (projected <= static_cast<double>(limit_)) return;
+  throw OpBudgetExceeded(fmt::format(
+      "{} would turn the iteration into about {:.0f} ops on {} simulated rank(s) (projected from the first {}, "
+      "{:.2f}x their ops); the limit is {} (--max-ops)",
+      pass_, projected, programs_, seen_, growth, limit_));
+}
+
 // ---- Ids, streams ------------------------------------------------------------------------------
 
 namespace {

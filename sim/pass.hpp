@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,6 +90,31 @@ class ProgramRewriter {
   std::vector<std::vector<int>> old_deps_;  // per new op: old indices still to resolve
   std::vector<int> last_;                   // per old op
   std::vector<std::vector<int>> terminals_; // per old op, when overridden
+};
+
+/// Thrown by OpBudget: a pass would grow the schedule past the context's max_ops. what(): why,
+/// without the strategy's name (the caller adds it: sim/simulate.cpp).
+class OpBudgetExceeded : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The memory guard of a pass that rewrites the programs of a schedule one after the other: after
+/// each program, the ops the new schedule will hold are projected (those built, plus the programs
+/// not yet rewritten grown by the ratio seen so far) and the pass stops, before it builds the rest,
+/// when that exceeds ctx.max_ops (0: never). A 1024-rank schedule cut by wang-decomp into 36 M ops
+/// was built in full (6 GB, 27 s) before the count after the strategy refused it.
+class OpBudget {
+ public:
+  /// `s`: the schedule the pass reads; `pass`: its name, for the message.
+  OpBudget(const Schedule& s, const PassContext& ctx, std::string pass);
+  /// After a program of `old_ops` ops was rewritten into `new_ops`. Throws OpBudgetExceeded.
+  void rewritten(size_t old_ops, size_t new_ops);
+
+ private:
+  long long limit_, old_total_ = 0, old_seen_ = 0, new_seen_ = 0;
+  int programs_ = 0, seen_ = 0;
+  std::string pass_;
 };
 
 // ---- Ids, streams ---------------------------------------------------------------------------

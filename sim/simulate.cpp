@@ -5,6 +5,7 @@
 #include "models/memory_model.hpp"
 #include "sim/error.hpp"
 #include "sim/micro_batch_extrapolation.hpp"
+#include "sim/pass.hpp"
 #include "sim/strategy.hpp"
 
 #include <fmt/format.h>
@@ -184,9 +185,16 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     ReplaySample out;
     auto strategy = make_strategy(name);
     StrategyContext ctx{topo, cost, &sc.model, &p, &out.notes, &out.plan, ro.sm_count, ro.sm_interference};
+    ctx.max_ops = opt.max_ops;  // a pass that would grow past it stops early (sim/pass.hpp OpBudget)
     // The last strategy takes the workload itself (copying 10^5–10^6 ops took a seventh of the
     // default scenario's analytic run).
-    const Schedule sched = strategy->apply(take ? std::move(workload) : Schedule(workload), ctx);
+    Schedule sched;
+    try {
+      sched = strategy->apply(take ? std::move(workload) : Schedule(workload), ctx);
+    } catch (const OpBudgetExceeded& e) {
+      throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
+                       fmt::format("'{}': {}: use fewer chunks or a smaller global_batch", name, e.what()));
+    }
     for (const auto& prog : sched.programs) out.ops += static_cast<long long>(prog.ops.size());
     // The workload was checked against --max-ops before it was built; a strategy's pieces count too.
     if (out.ops > opt.max_ops)

@@ -60,6 +60,9 @@ struct StrategyContext {
   /// 0 SMs: no interference predicted.
   int sm_count = 0;
   double sm_interference = 1.0;
+  /// Most ops the transformed schedule may hold over all simulated ranks (`--max-ops`, a memory
+  /// guard); 0: no limit. Passes that rewrite programs stop early through OpBudget (sim/pass.hpp).
+  long long max_ops = 0;
   void note(const std::string& line) const {
     if (notes != nullptr) notes->push_back(line);
   }

@@ -12,6 +12,7 @@
 #include "tests/test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
@@ -379,6 +380,40 @@ Schedule decompose(const Schedule& w, const Topology& topo, const CostModel& cos
 }
 
 }  // namespace
+
+TEST_CASE("a pass stops before it grows the schedule past --max-ops, projected from the programs it rewrote") {
+  const CostModel cost = a100_cost();
+  const Topology star = load_topology(kSrc + "/tests/data/replay/star8.yaml");
+  const Schedule w = one_site(cost, true, 64e6, 4096, 1024, 1024, 8);  // 8 programs of 2 ops
+  const Schedule whole = decompose(w, star, cost, PartitionMode::Ring);
+  long long total = 0;
+  for (const RankProgram& p : whole.programs) total += static_cast<long long>(p.ops.size());
+  const long long per_program = static_cast<long long>(whole.programs[0].ops.size());
+  REQUIRE(per_program > 2);
+  REQUIRE(total == 8 * per_program);
+  WorkloadPartitionOptions o;
+  o.choose = [](const Schedule&, const RankProgram&, const Site&) {
+    PartitionChoice c;
+    c.mode = PartitionMode::Ring;
+    return c;
+  };
+  const auto pass = make_workload_partition(o);
+  StrategyContext ctx{star, cost};
+  ctx.max_ops = total;  // exactly what it builds: it builds it, as without a limit
+  const Schedule at_limit = pass->run(w, ctx);
+  REQUIRE(at_limit.programs.size() == whole.programs.size());
+  for (size_t r = 0; r < whole.programs.size(); ++r) CHECK(at_limit.programs[r].ops.size() == whole.programs[r].ops.size());
+  ctx.max_ops = total - 1;  // one op short: refused after the first program, its growth projected
+  try {
+    (void)pass->run(w, ctx);
+    FAIL("no OpBudgetExceeded");
+  } catch (const OpBudgetExceeded& e) {
+    const std::string m = e.what();
+    CHECK(m.find(fmt::format("workload-partition would turn the iteration into about {} ops on 8 simulated rank(s) "
+                             "(projected from the first 1, {:.2f}x their ops); the limit is {} (--max-ops)",
+                             total, per_program / 2.0, total - 1)) == 0);
+  }
+}
 
 TEST_CASE("collective matmul at k = n on a uniform ring matches its closed form") {
   // star8: B = 100 GB/s and alpha = 1 us per route; n = 8; no launch overhead, no SM interference.

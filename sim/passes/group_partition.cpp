@@ -104,6 +104,7 @@ class GroupPartition final : public Pass {
     out.reserve(s.programs.size());
     std::map<int, std::vector<std::vector<int>>> islands;  // by group
     long long done = 0;
+    OpBudget budget(s, ctx, name());
     for (const RankProgram& p : s.programs) {
       ProgramRewriter rw(p);
       for (int i = 0; i < static_cast<int>(p.ops.size()); ++i) {
@@ -111,6 +112,7 @@ class GroupPartition final : public Pass {
         else rw.keep(i);
       }
       out.push_back(rw.finish());
+      budget.rewritten(p.ops.size(), out.back().ops.size());
     }
     s.programs = std::move(out);
     if (done == 0)  // say so: a silent no-op reads as "the split does not pay"

@@ -25,6 +25,7 @@ class OptimizerGatherOverlap final : public Pass {
   Schedule run(Schedule s, const PassContext& ctx) const override {
     const int16_t dp_stream = intern_stream(s, "dp-comm");
     std::vector<RankProgram> out;
+    OpBudget budget(s, ctx, name());
     for (const RankProgram& p : s.programs) {
       // Sites: an optimizer step, and the AllGather that waits for it and nothing else.
       std::vector<int> gather_of(p.ops.size(), -1);
@@ -68,6 +69,7 @@ class OptimizerGatherOverlap final : public Pass {
         }
       }
       out.push_back(rw.finish());
+      budget.rewritten(p.ops.size(), out.back().ops.size());
     }
     s.programs = std::move(out);
     return s;

@@ -63,6 +63,7 @@ class PrimitiveSubstitution final : public Pass {
     std::vector<RankProgram> out;
     out.reserve(s.programs.size());
     long long asked = 0, done = 0;
+    OpBudget budget(s, ctx, name());
     for (const RankProgram& p : s.programs) {
       ProgramRewriter rw(p);
       for (int i = 0; i < static_cast<int>(p.ops.size()); ++i) {
@@ -98,6 +99,7 @@ class PrimitiveSubstitution final : public Pass {
         if (sub != Substitution::Keep && rw.size() > size_before + 1) ++done;
       }
       out.push_back(rw.finish());
+      budget.rewritten(p.ops.size(), out.back().ops.size());
     }
     s.programs = std::move(out);
     if (asked > 0 && done == 0)  // say so: a silent no-op reads as "the substitution does not pay"

@@ -85,7 +85,11 @@ class WorkloadPartition final : public Pass {
     std::vector<RankProgram> out;
     out.reserve(s.programs.size());
     int sites = 0, kept = 0;
-    for (const RankProgram& p : s.programs) out.push_back(rewrite(s, p, st, ctx, sites, kept));
+    OpBudget budget(s, ctx, name());
+    for (const RankProgram& p : s.programs) {
+      out.push_back(rewrite(s, p, st, ctx, sites, kept));
+      budget.rewritten(p.ops.size(), out.back().ops.size());
+    }
     s.programs = std::move(out);
     // Say so when a choice could not be applied (regression: workload-partition:4096 left every
     // site as it was without a word).
