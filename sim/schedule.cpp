@@ -88,18 +88,18 @@ void validate(const Schedule& s) {
   for (const auto& p : s.programs) {
     const int n = static_cast<int>(p.ops.size());
     OVERLAPSIM_CHECK(p.rank >= 0 && p.rank < s.world_size, "rank out of range");
-    // Kahn's algorithm over deps + stream order.
-    std::vector<int> indegree(n, 0), last_in_stream(p.num_streams, -1);
-    std::vector<std::vector<int>> succ(n);
+    // Kahn's algorithm over deps + stream order; successors in one flat array (CSR: a vector per
+    // op cost a tenth of an analytic run).
+    std::vector<int> indegree(n, 0), last_in_stream(p.num_streams, -1), pred_stream(n, -1), first(n + 1, 0);
     for (int i = 0; i < n; ++i) {
       const Op& op = p.ops[i];
       OVERLAPSIM_CHECK(op.stream >= 0 && op.stream < p.num_streams, "stream out of range: " + op.name);
       int& prev = last_in_stream[op.stream];
-      if (prev >= 0) { succ[prev].push_back(i); ++indegree[i]; }
+      if (prev >= 0) { pred_stream[i] = prev; ++first[prev + 1]; ++indegree[i]; }
       prev = i;
       for (int d : op.deps) {
         OVERLAPSIM_CHECK(d >= 0 && d < n && d != i, "dependency out of range: " + op.name);
-        succ[d].push_back(i);
+        ++first[d + 1];
         ++indegree[i];
       }
       if (op.type == OpType::Collective) {
@@ -120,6 +120,12 @@ void validate(const Schedule& s) {
       }
       if (op.type == OpType::Compute) OVERLAPSIM_CHECK(op.duration_s >= 0, "negative duration: " + op.name);
     }
+    for (int i = 0; i < n; ++i) first[i + 1] += first[i];
+    std::vector<int> succ(first[n]), fill(first.begin(), first.end() - 1);
+    for (int i = 0; i < n; ++i) {
+      if (pred_stream[i] >= 0) succ[fill[pred_stream[i]]++] = i;
+      for (int d : p.ops[i].deps) succ[fill[d]++] = i;
+    }
     std::vector<int> ready;
     for (int i = 0; i < n; ++i)
       if (indegree[i] == 0) ready.push_back(i);
@@ -128,8 +134,8 @@ void validate(const Schedule& s) {
       int i = ready.back();
       ready.pop_back();
       ++seen;
-      for (int j : succ[i])
-        if (--indegree[j] == 0) ready.push_back(j);
+      for (int k = first[i]; k < first[i + 1]; ++k)
+        if (--indegree[succ[k]] == 0) ready.push_back(succ[k]);
     }
     OVERLAPSIM_CHECK(seen == n, "cycle in the schedule of rank " + std::to_string(p.rank));
   }
