@@ -10,9 +10,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <csignal>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace overlapsim;
 using namespace overlapsim::testing;
@@ -110,6 +114,57 @@ TEST_CASE("two collectives sharing the GPUs' links slow each other down") {
   const ReplayTimes t = replay(s, topo, opt);
   CHECK(t.makespan_s > 1.9 * alone);
   CHECK(t.makespan_s == testing::approx(shared).epsilon(1e-9));
+}
+
+namespace {
+/// Runs validate(s) in a child process; returns its stderr, and whether it aborted.
+std::pair<bool, std::string> validate_in_child(const Schedule& s) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::dup2(fds[1], 2);
+    validate(s);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string err;
+  char buf[512];
+  for (ssize_t k; (k = ::read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(k));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, err};
+}
+}  // namespace
+
+TEST_CASE("validate: a dependency forward on another stream is fine; a cycle through stream order is refused") {
+  Schedule s;
+  s.world_size = 8;
+  RankProgram p{3, 2, {}};
+  Op a, b, c;
+  a.name = "a";
+  b.name = "b";
+  c.name = "c";
+  b.stream = 1;
+  a.deps = {1};  // a waits for b on stream 1; c follows a on stream 0
+  c.deps = {1};
+  p.ops = {a, b, c};
+  s.programs.push_back(p);
+  const auto ok = validate_in_child(s);
+  CHECK_FALSE(ok.first);
+  CHECK(ok.second.empty());
+  s.programs[0].ops[1].stream = 0;  // b now follows a on stream 0, while a waits for b
+  const auto bad = validate_in_child(s);
+  CHECK(bad.first);
+  CHECK(bad.second.find("cycle in the schedule of rank 3") != std::string::npos);
+  s.programs[0].ops[1].stream = 1;
+  s.programs[0].ops[1].deps = {2};  // b waits for c, c for b: a cycle of dependencies alone
+  const auto dep_cycle = validate_in_child(s);
+  CHECK(dep_cycle.first);
+  CHECK(dep_cycle.second.find("cycle in the schedule of rank 3") != std::string::npos);
 }
 
 TEST_CASE("compute kernels on two streams share the GPU; on one stream they queue") {
