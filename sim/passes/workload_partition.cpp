@@ -317,9 +317,31 @@ std::unique_ptr<Pass> make_workload_partition(WorkloadPartitionOptions opt) {
 namespace {
 /// Finish time of GEMM chunks of `g` seconds each run in order, chunk i not before ready[i].
 /// Chunk j starts at max(ready[j], the previous chunk's end) and takes g (the last one g_last).
-double pipeline(const std::vector<double>& ready, double g, double g_last) {
+/// `slow`: while communication kernels hold SMs, computation runs at 1 − σ: (until, σ) pairs in
+/// increasing `until` (seconds from the site's start), full speed after the last. A chunk's work
+/// is spread over them: g seconds of work started at t ends at t + g / (1 − σ) if the slow span
+/// lasts that long, else at its end plus the work left (replay.hpp, SM interference).
+double pipeline(const std::vector<double>& ready, double g, double g_last,
+                const std::vector<std::pair<double, double>>& slow = {}) {
   double t = 0;
-  for (size_t j = 0; j < ready.size(); ++j) t = std::max(t, ready[j]) + (j + 1 < ready.size() ? g : g_last);
+  for (size_t j = 0; j < ready.size(); ++j) {
+    t = std::max(t, ready[j]);
+    double work = j + 1 < ready.size() ? g : g_last;
+    for (const auto& [until, sigma] : slow) {
+      if (work <= 0) break;
+      if (until <= t) continue;
+      const double rate = 1 - sigma;
+      const double span = (until - t) * rate;  // work the slow span can do
+      if (work <= span) {
+        t += work / rate;
+        work = 0;
+      } else {
+        work -= span;
+        t = until;
+      }
+    }
+    t += work;
+  }
   return t;
 }
 }  // namespace
@@ -379,23 +401,30 @@ SitePrediction predict_site(const Schedule& s, const RankProgram& p, const Site&
   }
   double per_chunk = gt;
   if (site.kind == SiteKind::GemmReduce) per_chunk += std::max(ctx.cost.memory_bound_time_s(3 * c.bytes / n), lo);
-  // Every chunk but the last runs beside a step's NCCL send and receive kernels, each holding
-  // its message's p2p channels' SMs as the replay does (replay.hpp,
-  // SM interference): a chunk of g beside a step of s seconds takes min(g / (1 − σ), g + σ · s),
-  // σ = interference · SMs / SM count.
-  double busy_chunk = per_chunk;
+  // The ring's steps run back to back until the last shard arrives, NCCL's send and receive
+  // kernels holding their message's p2p channels' SMs throughout, as the replay holds them
+  // (replay.hpp, SM interference): computation beside them runs at 1 − σ, σ = interference · SMs
+  // / SM count, and a step's time is shared by the chunks that run beside it (two per step on a
+  // bidirectional ring), not charged to each.
+  std::vector<std::pair<double, double>> slow;
   if (ctx.sm_count > 0 && choice.comm_num_sm != 0) {
     const int per_kernel = choice.comm_num_sm > 0 ? choice.comm_num_sm
                                                   : p2p_split(ctx.topology, grp[0], grp[1], c.bytes / n, comm).channels;
     // Kernels: two-rank communicators, one per neighbour (one for a ring of 2); the group's, one
     // per direction (a direction's send and receive share a channel base, nccl_p2p_base).
-    const int kernels = choice.on_group_comm ? (bidir ? 2 : 1) : (n == 2 ? 1 : 2);
-    const int sms = kernels * per_kernel;
-    const double sigma = std::min(0.999, ctx.sm_interference * sms / ctx.sm_count);
-    const double step = bidir ? predict_p2p_step_s(ctx.topology, ctx, both, c.bytes / n, false, comm) : step1;
-    busy_chunk = std::min(per_chunk / (1 - sigma), per_chunk + sigma * step);
+    const auto sigma = [&](int kernels) {
+      return std::min(0.999, ctx.sm_interference * kernels * per_kernel / ctx.sm_count);
+    };
+    const int pair_kernels = n == 2 ? 1 : 2;
+    if (!bidir) {
+      slow.emplace_back(ready.back(), sigma(choice.on_group_comm ? 1 : pair_kernels));
+    } else {
+      // Both directions' steps, then the last clockwise step alone.
+      slow.emplace_back(ready[ready.size() - 2], sigma(choice.on_group_comm ? 2 : pair_kernels));
+      slow.emplace_back(ready.back(), sigma(choice.on_group_comm ? 1 : pair_kernels));
+    }
   }
-  r.time_s = pipeline(ready, busy_chunk, per_chunk);
+  r.time_s = pipeline(ready, per_chunk, per_chunk, slow);
   r.exposed_comm_s = std::max(0.0, r.time_s - n * gt);
   return r;
 }
