@@ -1,6 +1,6 @@
-// The simulated nccl-tests (sim/collective_bench.hpp) against PUBLISHED nccl-tests results
-// (issue 3, item 6). Each dataset is a CSV under tests/data/nccl-tests-published/ whose '#' header
-// names its source (repository, path, commit), the setup and the column taken; the rows are
+// The simulated nccl-tests (sim/collective_bench.hpp) against PUBLISHED nccl-tests results.
+// Each dataset is a CSV under tests/data/nccl-tests-published/ whose '#' header names its source
+// (repository, path, commit), the setup and the column taken; the rows are
 // `size_bytes,busbw_GBps` for every size >= 1 MiB of the source.
 //
 // Every dataset is simulated as `overlapsim collective` does it: the shipped topology (node.count
