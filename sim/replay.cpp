@@ -61,6 +61,15 @@ T get(const std::string& buf, size_t& at) {
   return v;
 }
 
+/// Fills `v` (already sized) from buf at `at`, and moves `at` past it. An empty `v` copies nothing
+/// (its data() may be null, which memcpy may not be given even for 0 bytes).
+template <typename T>
+void copy_out(std::vector<T>& v, const std::string& buf, size_t& at) {
+  const size_t bytes = v.size() * sizeof(T);
+  if (bytes > 0) std::memcpy(static_cast<void*>(v.data()), buf.data() + at, bytes);
+  at += bytes;
+}
+
 }  // namespace
 
 ReplayTimes replay_in_process(const Schedule& schedule, const Topology& topo, const ReplayOptions& options) {
@@ -144,15 +153,13 @@ ReplayTimes replay(const Schedule& schedule, const Topology& topo, const ReplayO
     if (at + 2 * n * sizeof(double) > buf.size()) throw std::runtime_error("replay: truncated result");
     t.start_s[i].resize(n);
     t.end_s[i].resize(n);
-    std::memcpy(t.start_s[i].data(), buf.data() + at, n * sizeof(double));
-    at += n * sizeof(double);
-    std::memcpy(t.end_s[i].data(), buf.data() + at, n * sizeof(double));
-    at += n * sizeof(double);
+    copy_out(t.start_s[i], buf, at);
+    copy_out(t.end_s[i], buf, at);
   }
   const auto nf = get<uint64_t>(buf, at);
   if (at + nf * sizeof(FlowRecord) > buf.size()) throw std::runtime_error("replay: truncated result");
   t.flows.resize(nf);
-  std::memcpy(static_cast<void*>(t.flows.data()), buf.data() + at, nf * sizeof(FlowRecord));
+  copy_out(t.flows, buf, at);
   return t;
 }
 
