@@ -41,8 +41,15 @@ double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes,
   if (textbook || src == dst) return 0;
   if (copy_engine) return copy_engine_s;
   const Hop2 h = plan_detail::measure_hop(topo, LinkEfficiency{}, {src, dst}, 0, 1);
+  return p2p_extra_latency_s(h.kind, h.route_latency_s, bytes, false, copy_engine_s, false);
+}
+
+double p2p_extra_latency_s(HopKind kind, double route_latency_s, double bytes, bool copy_engine, double copy_engine_s,
+                           bool textbook) {
+  if (textbook) return 0;
+  if (copy_engine) return copy_engine_s;
   const int p = bytes <= kP2PLLThresholdBytes ? static_cast<int>(Protocol::LL) : static_cast<int>(Protocol::Simple);
-  return kBaseLatRing[p] + std::max(0.0, kHwLatRing[static_cast<int>(h.kind)][p] - h.route_latency_s);
+  return kBaseLatRing[p] + std::max(0.0, kHwLatRing[static_cast<int>(kind)][p] - route_latency_s);
 }
 
 NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, const P2pCommunicator& comm) {

@@ -487,6 +487,11 @@ inline constexpr double kP2PLLThresholdBytes = 16384;
 /// textbook model (CollectiveOptions::textbook) or src == dst.
 double p2p_extra_latency_s(const Topology& topo, int src, int dst, double bytes, bool copy_engine,
                            double copy_engine_s, bool textbook = false);
+/// The same from the route's kind (collective_plan.hpp measure_hop: Network if it crosses a
+/// network link, else Pcie if a PCIe/UPI one, else NvLink) and the sum of its link latencies
+/// (seconds), for a src ≠ dst.
+double p2p_extra_latency_s(HopKind kind, double route_latency_s, double bytes, bool copy_engine,
+                           double copy_engine_s, bool textbook);
 
 /// How NCCL splits a point-to-point message of `bytes` from GPU `src` to GPU `dst` of one node
 /// over NVLink on communicator `comm` (nccl_p2p_split). With L = the pair's NVLinks (its path's

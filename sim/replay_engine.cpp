@@ -379,6 +379,45 @@ bool Replayer::wait_for_floor(const Task& t, Task::Kind floor_kind) {
   return true;
 }
 
+const Replayer::AllToAllRoutes& Replayer::all_to_all_routes(int group) {
+  auto it = all_to_all_routes_.find(group);
+  if (it != all_to_all_routes_.end()) return it->second;
+  const auto& g = s_.groups[group].ranks;
+  const int n = static_cast<int>(g.size());
+  AllToAllRoutes r;
+  r.route_s.assign(n, 0.0);
+  r.extra_ll_s.assign(n, 0.0);
+  r.extra_simple_s.assign(n, 0.0);
+  std::vector<int> count(2 * static_cast<size_t>(topo_.num_links()), 0);  // directed link → pieces
+  const double lo = opt_.launch_overhead_s;
+  const bool textbook = opt_.collectives.textbook;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      double route_lat = 0;
+      bool net = false, pcie = false, nvlink_only = true;
+      for (const Hop& h : topo_.route(g[i], g[j])) {
+        const Link& l = topo_.link(h.link_id);
+        ++count[2 * static_cast<size_t>(h.link_id) + ((h.forward || !l.full_duplex) ? 0 : 1)];
+        route_lat += l.latency_s;
+        net |= l.kind == LinkKind::Network;
+        pcie |= l.kind == LinkKind::Pcie || l.kind == LinkKind::Upi;
+      }
+      // The route's kind as measure_hop reads it.
+      const HopKind kind = net ? HopKind::Network : pcie ? HopKind::Pcie : HopKind::NvLink;
+      nvlink_only = kind == HopKind::NvLink;
+      r.route_s[i] = std::max(r.route_s[i], route_lat);
+      r.extra_ll_s[i] = std::max(r.extra_ll_s[i], p2p_extra_latency_s(kind, route_lat, 0, false, lo, textbook));
+      r.extra_simple_s[i] =
+          std::max(r.extra_simple_s[i], p2p_extra_latency_s(kind, route_lat, 2 * kP2PLLThresholdBytes, false, lo, textbook));
+      if (nvlink_only && topo_.node_of(g[i]) == topo_.node_of(g[j])) r.capped.emplace_back(g[i], g[j]);
+    }
+  }
+  for (size_t k = 0; k < count.size(); ++k)
+    if (count[k] > 0) r.pieces.emplace_back(static_cast<int>(k), count[k]);
+  return all_to_all_routes_.emplace(group, std::move(r)).first->second;
+}
+
 double Replayer::all_to_all_s(const Op& op) {
   const bool copy_engine = op.num_sm == 0;
   const auto key = std::make_tuple(op.group, op.bytes, copy_engine);
@@ -387,33 +426,25 @@ double Replayer::all_to_all_s(const Op& op) {
   const auto& g = s_.groups[op.group].ranks;
   const int n = static_cast<int>(g.size());
   const double piece = op.bytes / n;
-  std::unordered_map<int, double> load;  // directed link (2·id + backward) → bytes
   // As the flows run it: member i's kernel pays its slowest piece's extra latency once, then its
   // pieces leave at once, each over its route: the last lands at max_i (max_j extra(i, j) +
   // max_j route(i, j)) (regression: max over pairs of extra + route, 9.30 µs against flow's 9.56
   // at 8 B over 4 DGX A100 nodes).
-  double lat = 0, capped = 0;
-  const P2pCommunicator comm = a2a_comm(op.group);
+  const AllToAllRoutes& r = all_to_all_routes(op.group);
+  const bool ll = piece <= kP2PLLThresholdBytes;
+  const bool textbook = opt_.collectives.textbook;
+  double lat = 0;
   for (int i = 0; i < n; ++i) {
-    double extra = 0, route = 0;
-    for (int j = 0; j < n; ++j) {
-      if (i == j) continue;
-      double route_lat = 0;
-      for (const Hop& h : topo_.route(g[i], g[j])) {
-        const Link& l = topo_.link(h.link_id);
-        load[2 * h.link_id + ((h.forward || !l.full_duplex) ? 0 : 1)] += piece;
-        route_lat += l.latency_s;
-      }
-      extra = std::max(extra, p2p_latency(g[i], g[j], piece, copy_engine));
-      route = std::max(route, route_lat);
-      capped = std::max(capped, piece / p2p_rate(g[i], g[j], piece, copy_engine, comm));
-    }
-    lat = std::max(lat, extra + route);
+    const double extra = textbook ? 0.0 : copy_engine ? opt_.launch_overhead_s : ll ? r.extra_ll_s[i] : r.extra_simple_s[i];
+    if (n > 1) lat = std::max(lat, extra + r.route_s[i]);
   }
+  double capped = 0;
+  const P2pCommunicator comm = a2a_comm(op.group);
+  for (const auto& [src, dst] : r.capped) capped = std::max(capped, piece / p2p_rate(src, dst, piece, copy_engine, comm));
   double busiest = 0;
-  for (const auto& [key2, bytes] : load) {
+  for (const auto& [key2, pieces] : r.pieces) {
     const Link& l = topo_.link(key2 / 2);
-    busiest = std::max(busiest, bytes / (l.bandwidth_Bps * opt_.link_efficiency.of(l.kind)));
+    busiest = std::max(busiest, pieces * piece / (l.bandwidth_Bps * opt_.link_efficiency.of(l.kind)));
   }
   return all_to_all_s_[key] = lat + std::max(busiest, capped);
 }

@@ -162,6 +162,18 @@ class Replayer {
   /// whose flows all start together ends with its last byte), or, where longer, its slowest
   /// piece at its rate cap (p2p_rate). Cached per (group, bytes).
   double all_to_all_s(const Op& op);
+  /// What all_to_all_s needs of a group's routes, whatever the size: every member sending a piece
+  /// to every other at once.
+  struct AllToAllRoutes {
+    std::vector<std::pair<int, int>> pieces;  ///< (directed link, pieces crossing it)
+    std::vector<double> route_s;              ///< per member: its farthest route's latency, seconds
+    std::vector<double> extra_ll_s, extra_simple_s;  ///< per member: its slowest piece's extra
+                                                     ///< latency (p2p_extra_latency_s) under LL, Simple
+    std::vector<std::pair<int, int>> capped;  ///< (src, dst) pairs a p2p rate cap may bind (one node, NVLink)
+  };
+  /// Built once per group: its n·(n−1) routes walked once, not once per size (an AllToAll over
+  /// 1000 H100s took 2.8 s a size, flow 0.09 s).
+  const AllToAllRoutes& all_to_all_routes(int group);
   /// Latency a message from src to dst pays before its flow (collective_plan.hpp p2p_extra_latency_s).
   double p2p_latency(int src, int dst, double bytes, bool copy_engine);
   /// The most a message from src to dst on communicator `comm` moves per second
@@ -243,6 +255,7 @@ class Replayer {
   std::map<std::pair<int, double>, int> a2a_sms_;        // (group, bytes) → SMs
   std::map<std::tuple<int, int, int, bool>, int> p2p_base_;  // (group, self, peer, send) → channel base
   std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds
+  std::unordered_map<int, AllToAllRoutes> all_to_all_routes_;  // by group
   // (src, dst, bytes, copy engine, communicator ranks, nodes, channels) → bytes/s
   std::map<std::tuple<int, int, double, bool, int, int, int>, double> p2p_rate_;
   std::unordered_map<int64_t, double> route_latency_;                    // src·W + dst → seconds
