@@ -90,7 +90,7 @@ void OpBudget::rewritten(size_t old_ops, size_t new_ops) {
   const double projected = static_cast<double>(new_seen_) + growth * static_cast<double>(old_total_ - old_seen_);
   if (projected <= static_cast<double>(limit_)) return;
   throw OpBudgetExceeded(fmt::format(
-      "{} would turn the iteration into about {:.0f} ops on {} simulated rank(s) (projected from the first {}, "
+      "its pass '{}' would turn the iteration into about {:.0f} ops on {} simulated rank(s) (projected from the first {}, "
       "{:.2f}x their ops); the limit is {} (--max-ops)",
       pass_, projected, programs_, seen_, growth, limit_));
 }

@@ -108,14 +108,14 @@ std::vector<std::string> parse_strategies(const YamlFile& f, const YAML::Node& n
   std::vector<std::string> out;
   if (n.IsScalar() && n.as<std::string>() == "all") return strategy_names();
   if (!n.IsSequence() || n.size() == 0) fail(f, n, "strategies", "expected a list of strategy names, or 'all'");
-  const auto known = strategy_names();
   for (const auto& item : n) {
     const std::string name = as_string(f, item, "strategies");
     if (std::find(out.begin(), out.end(), name) != out.end()) fail(f, item, "strategies", "'" + name + "' is listed twice");
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      fail(f, item, "strategies", "unknown strategy '" + name + "'; known: " + list);
+    // Whatever --strategy takes: a registered name or a composition (BASE+PASS[:ARG]+...).
+    try {
+      (void)make_strategy(name);
+    } catch (const InputError& e) {
+      fail(f, item, "strategies", e.message());
     }
     out.push_back(name);
   }

@@ -11,7 +11,7 @@
 //                 overlap_grad_reduce: true, async_tp_reduce: true, flash_attention: true}
 //                 (the last three: Megatron-LM training-loop flags, models/model_config.hpp)
 //   calibration: ../calibrate/profiles/a100-sxm4-80gb.json   # optional: default per GPU model
-//   strategies: [serial, megatron]    # or: all
+//   strategies: [serial, megatron]    # or: all; entries as --strategy takes them (megatron+workload-partition:4)
 //   fidelity: flow                    # flow | analytic
 //   published: {tflops_per_gpu: 148, source: "Narayanan et al. SC'21, Table 1"}   # optional
 //   notes: "free text printed with the result"

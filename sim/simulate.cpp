@@ -47,8 +47,8 @@ void check_op_estimate(const Scenario& sc, const Parallelism& par, Folding foldi
   if (est > max_ops)
     throw InputError(SourceLocation{sc.path, 0, 0}, "parallelism",
                      fmt::format("the iteration would have about {} ops on {} simulated rank(s) ({} micro-batches "
-                                 "of {} layers each); the limit is {} (--max-ops): lower global_batch or raise "
-                                 "micro_batch",
+                                 "of {} layers each); the limit is {} (--max-ops): raise it, lower "
+                                 "global_batch or raise micro_batch",
                                  est, ranks, m, sc.model.layers / par.pp, max_ops));
 }
 
@@ -193,14 +193,14 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       sched = strategy->apply(take ? std::move(workload) : Schedule(workload), ctx);
     } catch (const OpBudgetExceeded& e) {
       throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
-                       fmt::format("'{}': {}: use fewer chunks or a smaller global_batch", name, e.what()));
+                       fmt::format("'{}': {}: raise it, or lower global_batch", name, e.what()));
     }
     for (const auto& prog : sched.programs) out.ops += static_cast<long long>(prog.ops.size());
     // The workload was checked against --max-ops before it was built; a strategy's pieces count too.
     if (out.ops > opt.max_ops)
       throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
                        fmt::format("'{}' turns the iteration into {} ops on {} simulated rank(s); the limit is {} "
-                                   "(--max-ops): use fewer chunks or a smaller global_batch",
+                                   "(--max-ops): raise it, or lower global_batch",
                                    name, out.ops, sched.programs.size(), opt.max_ops));
     const ReplayTimes t = replay(sched, topo, ro);
     if (opt.on_replayed) opt.on_replayed(name, sched, t, topo);

@@ -147,6 +147,7 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
       {"bad-strategy.yaml", ":5:", "magatron"},
       {"missing-topology.yaml", "nowhere.yaml", ""},
       {"duplicate-strategy.yaml", ":5:", "listed twice"},
+      {"bad-composed-strategy.yaml", ":5:", "strategies: pass 'workload-partition:1'"},
       // Cross-field checks name the scenario file (regression: they used to say "<input>").
       {"micro-batch-too-large.yaml", "micro-batch-too-large.yaml", "parallelism.micro_batch"},
       // A schedule too large to hold is refused before it is built (regression: it ran out of
@@ -162,6 +163,13 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
       CHECK(r.output.find(c.expect_key) != std::string::npos);
     }
   }
+}
+
+TEST_CASE("a scenario's strategies may be compositions, as --strategy takes them") {
+  const Run r = run_cli("run -q " + kSrc + "/tests/data/scenarios/composed-strategies.yaml");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("\nmegatron ") != std::string::npos);
+  CHECK(r.output.find("\nmegatron+workload-partition:4 ") != std::string::npos);
 }
 
 TEST_CASE("bad command-line values name the flag") {
@@ -342,7 +350,7 @@ TEST_CASE("pass arguments, no-op passes and the op guard after a strategy") {
   r = run_cli("run -q " + scenario + " --fidelity analytic -s megatron+workload-partition:64 --max-ops 20000");
   CHECK(r.status == 2);
   // Refused by the pass after its first rank's program, not after building all of it.
-  CHECK(r.output.find("--strategy: 'megatron+workload-partition:64': workload-partition would turn the iteration "
+  CHECK(r.output.find("--strategy: 'megatron+workload-partition:64': its pass 'workload-partition' would turn the iteration "
                       "into about ") != std::string::npos);
   CHECK(r.output.find("(projected from the first 1, ") != std::string::npos);
 }
@@ -353,7 +361,24 @@ TEST_CASE("command line: an unknown command and out-of-range options are one cle
   CHECK(unknown.output.find("overlapsim: unknown command 'frobnicate'; expected run, topo, collective or calibrate") != std::string::npos);
   const Run max_ops = run_cli("run -q " + kSrc + "/tests/data/scenarios/small.yaml --max-ops 0");
   CHECK(max_ops.status == 2);
-  CHECK(max_ops.output.find("overlapsim: --max-ops: Value 0 not in range 1 to") != std::string::npos);
+  CHECK(max_ops.output.find("overlapsim: --max-ops: expected a whole number of ops from 1 to 1099511627776 (2^40), "
+                            "e.g. 20000000 or 2e7; found '0'") != std::string::npos);
+  for (const char* bad : {"abc", "2.5", "1e13", "-3"}) {  // not a count, not an integer, over 2^40, negative
+    CAPTURE(bad);
+    const Run r = run_cli("run -q " + kSrc + "/tests/data/scenarios/small.yaml --max-ops " + bad);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(std::string("expected a whole number of ops from 1 to 1099511627776 (2^40), e.g. 20000000 "
+                                    "or 2e7; found '") + bad + "'") != std::string::npos);
+  }
+  // 2e4 is 20000 ops: the chunked schedule of the small scenario is refused at that limit.
+  const Run sci = run_cli("run -q " + kSrc + "/tests/data/scenarios/small.yaml --fidelity analytic "
+                          "-s megatron+workload-partition:64 --max-ops 2e4");
+  CHECK(sci.status == 2);
+  CHECK(sci.output.find("the limit is 20000 (--max-ops)") != std::string::npos);
+  // A strategy named twice on the command line is refused, as in a scenario's list.
+  const Run twice = run_cli("run -q " + kSrc + "/tests/data/scenarios/small.yaml -s megatron -s serial -s megatron");
+  CHECK(twice.status == 2);
+  CHECK(twice.output.find("--strategy: 'megatron' is given twice") != std::string::npos);
   const Run channels = run_cli("collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --channels 65");
   CHECK(channels.status == 2);
   CHECK(channels.output.find("overlapsim: --channels") != std::string::npos);
@@ -447,6 +472,14 @@ TEST_CASE("collective --compare: a sweep's log of several runs, one picked by --
   CHECK(none.status == 2);
   CHECK(none.output.find("expected --op to pick one of the log's 2 runs: all_reduce (rows from line 20), sendrecv "
                          "(rows from line 51)") != std::string::npos);
+  // An empty file (as all_reduce_perf_empty.log, so that its name names a collective) has no run to pick.
+  const std::string empty = temp_path("all_reduce_perf_empty.log");
+  { std::ofstream(empty).flush(); }
+  const Run nothing = run_cli("collective" + h100 + " --compare " + empty);
+  std::remove(empty.c_str());
+  CHECK(nothing.status == 2);
+  CHECK(nothing.output.find(": no nccl-tests results in it: expected the output of a nccl-tests binary") !=
+        std::string::npos);
   const Run other = run_cli("collective" + h100 + " --compare " + log + " --op alltoall");
   CHECK(other.status == 2);
   CHECK(other.output.find("expected --op to name one of the log's runs") != std::string::npos);

@@ -412,7 +412,7 @@ TEST_CASE("a pass stops before it grows the schedule past --max-ops, projected f
     FAIL("no OpBudgetExceeded");
   } catch (const OpBudgetExceeded& e) {
     const std::string m = e.what();
-    CHECK(m.find(fmt::format("workload-partition would turn the iteration into about {} ops on 8 simulated rank(s) "
+    CHECK(m.find(fmt::format("its pass 'workload-partition' would turn the iteration into about {} ops on 8 simulated rank(s) "
                              "(projected from the first 1, {:.2f}x their ops); the limit is {} (--max-ops)",
                              total, per_program / 2.0, total - 1)) == 0);
   }

@@ -10,6 +10,7 @@
 #include "sim/strategy.hpp"
 #include "sim/trace.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -41,8 +42,25 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                "replay every micro-batch instead of extending the steady state of a few "
                "(the default when it is exact: the figures of three replays are collinear)");
   run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
+  // A whole number of ops from 1 to 2^40, written out or as 2e7 (rewritten for CLI11's integer
+  // conversion); anything else is named as such, not as out of range.
   run->add_option("--max-ops", a.max_ops, "refuse schedules estimated above this many ops (memory guard)")
-      ->check(CLI::Range(1LL, 1LL << 40));
+      ->transform(CLI::Validator(
+          [](std::string& text) -> std::string {
+            const std::string bad = "expected a whole number of ops from 1 to 1099511627776 (2^40), e.g. 20000000 "
+                                    "or 2e7; found '" + text + "'";
+            size_t used = 0;
+            double v = 0;
+            try {
+              v = std::stod(text, &used);
+            } catch (const std::exception&) {
+              return bad;
+            }
+            if (used != text.size() || !(v >= 1 && v <= 1099511627776.0) || v != std::floor(v)) return bad;
+            text = std::to_string(static_cast<long long>(v));
+            return {};
+          },
+          "OPS"));
 }
 
 int run_command(const RunArgs& a) {
@@ -55,6 +73,11 @@ int run_command(const RunArgs& a) {
   }
   SimulateOptions opt;
   // Validate every flag before any work.
+  for (size_t i = 0; i < a.strategies.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (a.strategies[i] == a.strategies[j])
+        throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
+                         "'" + a.strategies[i] + "' is given twice; expected each strategy once");
   for (const auto& s : a.strategies) {
     try {
       make_strategy(s);
