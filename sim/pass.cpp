@@ -92,7 +92,7 @@ void OpBudget::rewritten(size_t old_ops, size_t new_ops) {
   throw OpBudgetExceeded(fmt::format(
       "its pass '{}' would turn the iteration into about {:.0f} ops on {} simulated rank(s) (projected from the first {}, "
       "{:.2f}x their ops); the limit is {} (--max-ops)",
-      pass_, projected, programs_, seen_, growth, limit_));
+      pass_, std::ceil(projected - 1e-6), programs_, seen_, growth, limit_));
 }
 
 // ---- Ids, streams ------------------------------------------------------------------------------
