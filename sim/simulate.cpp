@@ -31,8 +31,9 @@ std::string describe_layout(const Parallelism& p) {
 }
 
 /// Refuses (InputError) a schedule of `m` micro-batches estimated above `max_ops` ops; `sample`:
-/// the schedule is the steady state's largest sample of a run of `of` micro-batches.
-void check_op_estimate(const Scenario& sc, const Parallelism& par, Folding folding, int m, long long max_ops,
+/// the schedule is the steady state's largest sample of a run of `of` micro-batches. Returns the
+/// estimate (ops over the simulated ranks).
+long long check_op_estimate(const Scenario& sc, const Parallelism& par, Folding folding, int m, long long max_ops,
                        bool sample = false, int of = 0) {
   // Ops per layer and micro-batch: about 20 forward, 30 backward, 20 recomputed (unfused
   // attention, SP); the estimate is within a factor 1.5 of the built schedule.
@@ -50,6 +51,13 @@ void check_op_estimate(const Scenario& sc, const Parallelism& par, Folding foldi
                                  "of {} layers each); the limit is {} (--max-ops): raise it, lower "
                                  "global_batch or raise micro_batch",
                                  est, ranks, m, sc.model.layers / par.pp, max_ops));
+  return est;
+}
+
+/// " (about N ops on R simulated rank(s))" for a progress line: what a long replay will hold.
+std::string ops_hint(long long est, int ranks) {
+  return est >= 1'000'000 ? fmt::format(" (about {:.1f} M ops on {} simulated rank(s))", est / 1e6, ranks)
+                          : fmt::format(" (about {} k ops on {} simulated rank(s))", (est + 999) / 1000, ranks);
 }
 
 /// Whether the steady-state extrapolation (sim/micro_batch_extrapolation.hpp) is tried: no caller
@@ -220,6 +228,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   // replayed in full below.
   std::vector<std::optional<ReplaySample>> extrapolated(names.size());
   const int m = par.num_micro_batches();
+  const int sim_ranks = folding == Folding::Representatives ? par.pp : par.world();  // as check_op_estimate counts
   const int m0 = std::max(4, par.pp);
   const bool tried = steady_state_applies(opt, m, m0) && !oom;
   using Samples = std::array<std::vector<ReplaySample>, 3>;
@@ -255,10 +264,10 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   Samples first;
   std::vector<bool> periodic(names.size(), true);
   if (tried) {
-    check_op_estimate(sc, par, folding, m0 + 2, opt.max_ops, true, m);
+    const long long est = check_op_estimate(sc, par, folding, m0 + 2, opt.max_ops, true, m);
     if (opt.progress)
-      opt.progress(fmt::format("simulating {} ({} fidelity): {}, {} and {} of the {} micro-batches, for the steady state",
-                               join(names), rr.fidelity, m0, m0 + 1, m0 + 2, m));
+      opt.progress(fmt::format("simulating {} ({} fidelity): {}, {} and {} of the {} micro-batches, for the steady state{}",
+                               join(names), rr.fidelity, m0, m0 + 1, m0 + 2, m, ops_hint(est, sim_ranks)));
     first = sample_round(m0, 1, periodic, none);
     for (size_t i = 0; i < names.size(); ++i)
       if (periodic[i]) extrapolated[i] = extrapolate_micro_batches({first[0][i], first[1][i], first[2][i]}, m0, m);
@@ -274,11 +283,11 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   for (size_t i = 0; i < names.size(); ++i) again[i] = tried && !extrapolated[i];
   if (tried && period > 1 && m >= 2 * (3 * m1 + 3 * period) &&
       std::find(again.begin(), again.end(), true) != again.end()) {
-    check_op_estimate(sc, par, folding, m1 + 2 * period, opt.max_ops, true, m);
+    const long long est = check_op_estimate(sc, par, folding, m1 + 2 * period, opt.max_ops, true, m);
     if (opt.progress)
       opt.progress(fmt::format("simulating the rest ({} fidelity): {}, {} and {} of the {} micro-batches, a pipeline "
-                               "period apart, for the steady state",
-                               rr.fidelity, m1, m1 + period, m1 + 2 * period, m));
+                               "period apart, for the steady state{}",
+                               rr.fidelity, m1, m1 + period, m1 + 2 * period, m, ops_hint(est, sim_ranks)));
     const auto reuse = [&](size_t i, int j) -> const ReplaySample* {
       const int k = m1 + j * period - m0;
       return k == 2 || (k >= 0 && k < 2 && periodic[i]) ? &first[k][i] : nullptr;
@@ -292,8 +301,9 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   }
   const bool any_full = std::any_of(extrapolated.begin(), extrapolated.end(), [](const auto& e) { return !e; });
   Schedule workload;
+  long long full_est = 0;
   if (any_full && !oom) {
-    check_op_estimate(sc, par, folding, m, opt.max_ops);
+    full_est = check_op_estimate(sc, par, folding, m, opt.max_ops);
     workload = build_iteration(sc.model, par, cost, folding);
     rr.simulated_ranks = static_cast<int>(workload.programs.size());
   }
@@ -316,7 +326,8 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       (by_period[i] ? extended_by_period : extended).push_back(name);
     } else {
       if (tried) refused.push_back(name);
-      if (opt.progress) opt.progress(fmt::format("simulating {} ({} fidelity)", name, rr.fidelity));
+      if (opt.progress)
+        opt.progress(fmt::format("simulating {} ({} fidelity){}", name, rr.fidelity, ops_hint(full_est, sim_ranks)));
       s = replay_strategy(name, workload, i == last_full, par, nullptr);
     }
     r.iteration_s = s.iteration_s;

@@ -165,6 +165,15 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
   }
 }
 
+TEST_CASE("progress lines say how many ops a replay will hold") {
+  // small.yaml: 4 micro-batches, too few for the steady state: each strategy replays them all.
+  const Run r = run_cli("run " + kSrc + "/tests/data/scenarios/small.yaml --fidelity analytic");
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("overlapsim: simulating serial (analytic fidelity) (about 2 k ops on 2 simulated rank(s))") !=
+        std::string::npos);
+  CHECK(r.output.find("overlapsim: simulating megatron (analytic fidelity) (about ") != std::string::npos);
+}
+
 TEST_CASE("a scenario's strategies may be compositions, as --strategy takes them") {
   const Run r = run_cli("run -q " + kSrc + "/tests/data/scenarios/composed-strategies.yaml");
   CHECK(r.status == 0);
