@@ -187,7 +187,11 @@ std::vector<Hop> Topology::search_route(int src_rank, int dst_rank) const {
   db[dst] = 0;
   fwd_seen_.push_back(src);
   bwd_seen_.push_back(dst);
-  std::vector<VertexId> front_f{src}, front_b{dst}, next;
+  std::vector<VertexId>& front_f = front_f_;
+  std::vector<VertexId>& front_b = front_b_;
+  std::vector<VertexId>& next = next_;
+  front_f.assign(1, src);
+  front_b.assign(1, dst);
   int kf = 0, kb = 0;
   bool met = false;
   while (!met) {
@@ -249,7 +253,7 @@ std::vector<Hop> Topology::search_route(int src_rank, int dst_rank) const {
       mix64((static_cast<std::uint64_t>(src_rank) << 32) ^ static_cast<std::uint64_t>(dst_rank));
   std::vector<Hop> path;
   path.reserve(static_cast<std::size_t>(total));
-  std::vector<EdgeId> candidates;
+  std::vector<EdgeId>& candidates = candidates_;
   VertexId v = src;
   for (int step = 0; v != dst; ++step) {
     candidates.clear();
