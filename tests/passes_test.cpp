@@ -382,6 +382,21 @@ Schedule decompose(const Schedule& w, const Topology& topo, const CostModel& cos
   return make_workload_partition(o)->run(w, StrategyContext{topo, cost});
 }
 
+/// The one site of `w` under `mode` (NCCL's SMs: num_sm −1): predict_site's time and the replay's
+/// makespan of its decomposition, seconds.
+struct SiteTimes {
+  double predicted, replayed;
+};
+SiteTimes site_times(const Schedule& w, const Topology& topo, const CostModel& cost, const StrategyContext& ctx,
+                     const ReplayOptions& ro, PartitionMode mode) {
+  const auto sites = find_sites(w, w.programs[0], ctx);
+  REQUIRE(sites.size() == 1);
+  PartitionChoice c;
+  c.mode = mode;
+  return {predict_site(w, w.programs[0], sites[0], c, ctx).time_s,
+          replay(decompose(w, topo, cost, mode, -1), topo, ro).makespan_s};
+}
+
 }  // namespace
 
 TEST_CASE("a pass stops before it grows the schedule past --max-ops, projected from the programs it rewrote") {
@@ -499,12 +514,10 @@ TEST_CASE("predict_site: a ring's GEMM chunks beside NCCL's send and receive ker
       CAPTURE(to_string(mode));
       CAPTURE(bytes);
       const Schedule w = one_site(cost, true, bytes, 8192, 4096, 4096, 1);
+      const auto [predicted, replayed] = site_times(w, star, cost, ctx, ro, mode);
       const auto sites = find_sites(w, w.programs[0], ctx);
-      REQUIRE(sites.size() == 1);
       PartitionChoice c;
       c.mode = mode;
-      const double predicted = predict_site(w, w.programs[0], sites[0], c, ctx).time_s;
-      const double replayed = replay(decompose(w, star, cost, mode, -1), star, ro).makespan_s;
       const double without = predict_site(w, w.programs[0], sites[0], c, off).time_s;
       // 64 MB: the steps (at the shard's p2p channels' rate) outlast the slowed GEMM chunks, so the
       // SMs cost nothing; 4 MB: the GEMM chunks bind and run slower.
@@ -607,13 +620,8 @@ TEST_CASE("predict_site with SM holds on DGX A100: one node as the replay; acros
           CAPTURE(to_string(mode));
           CAPTURE(gather);
           CAPTURE(bytes);
-          const Schedule w = one_site(cost, gather, bytes, 8192, 4096, 4096, n, n);
-          const auto sites = find_sites(w, w.programs[0], ctx);
-          REQUIRE(sites.size() == 1);
-          PartitionChoice c;
-          c.mode = mode;
-          const double predicted = predict_site(w, w.programs[0], sites[0], c, ctx).time_s;
-          const double replayed = replay(decompose(w, topo, cost, mode, -1), topo, ro).makespan_s;
+          const auto [predicted, replayed] =
+              site_times(one_site(cost, gather, bytes, 8192, 4096, 4096, n, n), topo, cost, ctx, ro, mode);
           CHECK(predicted >= replayed * (1 - 1e-9));
           if (nodes == 1 && gather) CHECK(predicted == testing::approx(replayed).epsilon(1e-6));
           // ReduceScatter: its adds' placement, as without SMs (+0.2..+1.3%).
