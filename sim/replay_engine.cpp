@@ -395,7 +395,7 @@ const Replayer::AllToAllRoutes& Replayer::all_to_all_routes(int group) {
     for (int j = 0; j < n; ++j) {
       if (i == j) continue;
       double route_lat = 0;
-      bool net = false, pcie = false, nvlink_only = true;
+      bool net = false, pcie = false;
       for (const Hop& h : topo_.route(g[i], g[j])) {
         const Link& l = topo_.link(h.link_id);
         ++count[2 * static_cast<size_t>(h.link_id) + ((h.forward || !l.full_duplex) ? 0 : 1)];
@@ -405,12 +405,11 @@ const Replayer::AllToAllRoutes& Replayer::all_to_all_routes(int group) {
       }
       // The route's kind as measure_hop reads it.
       const HopKind kind = net ? HopKind::Network : pcie ? HopKind::Pcie : HopKind::NvLink;
-      nvlink_only = kind == HopKind::NvLink;
       r.route_s[i] = std::max(r.route_s[i], route_lat);
       r.extra_ll_s[i] = std::max(r.extra_ll_s[i], p2p_extra_latency_s(kind, route_lat, 0, false, lo, textbook));
       r.extra_simple_s[i] =
           std::max(r.extra_simple_s[i], p2p_extra_latency_s(kind, route_lat, 2 * kP2PLLThresholdBytes, false, lo, textbook));
-      if (nvlink_only && topo_.node_of(g[i]) == topo_.node_of(g[j])) r.capped.emplace_back(g[i], g[j]);
+      if (kind == HopKind::NvLink && topo_.node_of(g[i]) == topo_.node_of(g[j])) r.capped.emplace_back(g[i], g[j]);
     }
   }
   for (size_t k = 0; k < count.size(); ++k)
