@@ -391,6 +391,7 @@ const Replayer::AllToAllRoutes& Replayer::all_to_all_routes(int group) {
   std::vector<int> count(2 * static_cast<size_t>(topo_.num_links()), 0);  // directed link → pieces
   const double lo = opt_.launch_overhead_s;
   const bool textbook = opt_.collectives.textbook;
+  for (int j = 0; j < n; ++j) topo_.find_routes_to(g[j], g);  // one search per destination, not per pair
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
       if (i == j) continue;

@@ -244,10 +244,23 @@ std::vector<Hop> Topology::search_route(int src_rank, int dst_rank) const {
     }
   }
 
-  // 3. Walk from src. At step s the candidates are the neighbours on a shortest path at
-  //    distance s+1 from src, in out-edge order (a leaf's spine planes in plane order); the
-  //    destination's port picks one (destination-mod-k), or a hash of (src, dst, s). (This is
-  //    the same choice a full BFS from dst would offer: the neighbours one hop closer to dst.)
+  // 3. Walk from src along the vertices on a shortest path (Topology::walk).
+  std::vector<Hop> path = walk(src_rank, dst_rank, total, [&](VertexId w, int step) {
+    return db[w] >= 0 ? db[w] == total - step - 1 : (df[w] == step + 1 && on_path_[w]);
+  });
+  reset();
+  return path;
+}
+
+template <typename OnPath>
+std::vector<Hop> Topology::walk(int src_rank, int dst_rank, int total, OnPath on_path) const {
+  // At step s the candidates are the neighbours on a shortest path at distance s+1 from src, in
+  // out-edge order (a leaf's spine planes in plane order); the destination's port picks one
+  // (destination-mod-k), or a hash of (src, dst, s). (This is the same choice a full BFS from dst
+  // would offer: the neighbours one hop closer to dst; find_routes_to walks on that.)
+  const VertexId src = gpus[static_cast<std::size_t>(src_rank)];
+  const VertexId dst = gpus[static_cast<std::size_t>(dst_rank)];
+  auto usable = [&](VertexId w) { return w == src || w == dst || graph[w].kind != DeviceKind::Gpu; };
   const int dst_port = dmodk_port.empty() ? -1 : dmodk_port[static_cast<std::size_t>(dst_rank)];
   const std::uint64_t pair_hash =
       mix64((static_cast<std::uint64_t>(src_rank) << 32) ^ static_cast<std::uint64_t>(dst_rank));
@@ -259,9 +272,7 @@ std::vector<Hop> Topology::search_route(int src_rank, int dst_rank) const {
     candidates.clear();
     for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) {
       const VertexId w = boost::target(*e, graph);
-      if (!usable(w)) continue;
-      const bool ok = db[w] >= 0 ? db[w] == total - step - 1 : (df[w] == step + 1 && on_path_[w]);
-      if (ok) candidates.push_back(*e);
+      if (usable(w) && on_path(w, step)) candidates.push_back(*e);
     }
     OVERLAPSIM_CHECK(!candidates.empty(), "route(): search labels are inconsistent");
     const std::size_t pick = candidates.size() == 1 ? 0
@@ -274,8 +285,54 @@ std::vector<Hop> Topology::search_route(int src_rank, int dst_rank) const {
     v = boost::target(e, graph);
   }
   OVERLAPSIM_CHECK(static_cast<int>(path.size()) == total, "route(): walk length differs from the distance");
-  reset();
   return path;
+}
+
+void Topology::find_routes_to(int dst_rank, const std::vector<int>& src_ranks) const {
+  OVERLAPSIM_CHECK(dst_rank >= 0 && dst_rank < num_gpus(), "find_routes_to(): rank out of range");
+  OVERLAPSIM_CHECK(fwd_hops_.size() == boost::num_vertices(graph), "route(): call finalize() after building the graph");
+  const VertexId dst = gpus[static_cast<std::size_t>(dst_rank)];
+  std::vector<int>& db = bwd_hops_;
+  // Breadth-first from dst over the whole graph; GPUs other than dst are reached, not crossed.
+  db[dst] = 0;
+  bwd_seen_.push_back(dst);
+  std::vector<VertexId>& front = front_b_;
+  std::vector<VertexId>& next = next_;
+  front.assign(1, dst);
+  for (int depth = 1; !front.empty(); ++depth) {
+    next.clear();
+    for (VertexId v : front) {
+      if (v != dst && graph[v].kind == DeviceKind::Gpu) continue;
+      for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) {
+        const VertexId w = boost::target(*e, graph);
+        if (db[w] >= 0) continue;
+        db[w] = depth;
+        bwd_seen_.push_back(w);
+        next.push_back(w);
+      }
+    }
+    front.swap(next);
+  }
+  auto reset = [&] {
+    for (VertexId v : bwd_seen_) db[v] = -1;
+    bwd_seen_.clear();
+  };
+  for (int src_rank : src_ranks) {
+    OVERLAPSIM_CHECK(src_rank >= 0 && src_rank < num_gpus(), "find_routes_to(): rank out of range");
+    if (src_rank == dst_rank) continue;
+    const int64_t key = int64_t{src_rank} * num_gpus() + dst_rank;
+    if (routes_.count(key) != 0) continue;
+    const VertexId src = gpus[static_cast<std::size_t>(src_rank)];
+    const int total = db[src];
+    if (total < 0) {
+      reset();
+      throw InputError(SourceLocation{source_file, 0, 0}, "links",
+                       "no route from GPU '" + graph[src].name + "' to GPU '" + graph[dst].name + "'");
+    }
+    routes_.emplace(key, walk(src_rank, dst_rank, total,
+                              [&](VertexId w, int step) { return db[w] == total - step - 1; }));
+  }
+  reset();
 }
 
 std::pair<int, int> Topology::unroutable_pair() const {

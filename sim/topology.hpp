@@ -125,6 +125,11 @@ class Topology {
   /// so that the replays of one run search each pair once): one Topology per thread. The
   /// reference stays valid for the Topology's lifetime (until finalize() is called again).
   const std::vector<Hop>& route(int src_rank, int dst_rank) const;
+  /// Finds and remembers the routes from every rank of `src_ranks` (dst_rank itself skipped) to
+  /// dst_rank with one breadth-first search from dst_rank: the routes route() would find (its
+  /// walk takes the same candidates at each step), for a caller about to ask for all of them
+  /// (an AllToAll's n·(n−1) routes: n searches instead of n·(n−1)). Throws as route() does.
+  void find_routes_to(int dst_rank, const std::vector<int>& src_ranks) const;
 
   /// How `ranks` sit on nodes: {nodes touched, ranks on each}, or {0, 0} when the nodes hold
   /// different numbers of them. Two groups with the same shape are placed alike.
@@ -163,6 +168,10 @@ class Topology {
   mutable std::unordered_map<int64_t, std::vector<Hop>> routes_;
   /// The search itself.
   std::vector<Hop> search_route(int src_rank, int dst_rank) const;
+  /// A search's last step: the walk from src along vertices `on_path(w, step)` accepts (on a
+  /// shortest path, at distance step + 1 from src), `total` hops.
+  template <typename OnPath>
+  std::vector<Hop> walk(int src_rank, int dst_rank, int total, OnPath on_path) const;
 };
 
 /// Overrides from a scenario or the command line, e.g. {"node.count", "192"}.

@@ -443,3 +443,39 @@ TEST_CASE("topology: input errors name the file, the line and the key") {
     CHECK(std::string(e.what()).find("no-such-file.yaml") != std::string::npos);
   }
 }
+
+TEST_CASE("find_routes_to finds, from one search per destination, the routes route() finds") {
+  // Destination-mod-k and hashed ECMP fat trees, rail-optimised or not, and NVLink pairs beside
+  // PCIe: every pair's hops equal route()'s own search.
+  const std::vector<std::pair<std::string, TopologyOverrides>> cases = {
+      {"topologies/dgx-a100-superpod.yaml", {{"node.count", "4"}}},
+      {"topologies/dgx-h100-superpod.yaml", {{"node.count", "3"}}},
+      {"topologies/a6000-8gpu-nvlink-pairs.yaml", {}},
+      {"tests/data/topology/superpod-ecmp.yaml", {}},
+      {"tests/data/topology/nonrail-fat-tree.yaml", {}},
+  };
+  for (const auto& [file, overrides] : cases) {
+    CAPTURE(file);
+    const std::string path = std::string(OVERLAPSIM_SOURCE_DIR) + "/" + file;
+    const Topology searched = load_topology(path, overrides);
+    const Topology batched = load_topology(path, overrides);
+    const int n = searched.num_gpus();
+    std::vector<int> all(n);
+    for (int r = 0; r < n; ++r) all[r] = r;
+    for (int d = 0; d < n; ++d) batched.find_routes_to(d, all);
+    long long pairs = 0;
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d) {
+        if (s == d) continue;
+        const auto& a = searched.route(s, d);
+        const auto& b = batched.route(s, d);
+        REQUIRE(a.size() == b.size());
+        for (size_t h = 0; h < a.size(); ++h) {
+          CHECK(a[h].link_id == b[h].link_id);
+          CHECK(a[h].forward == b[h].forward);
+        }
+        ++pairs;
+      }
+    CHECK(pairs == static_cast<long long>(n) * (n - 1));
+  }
+}
