@@ -164,6 +164,24 @@ const std::vector<Hop>& Topology::route(int src_rank, int dst_rank) const {
   return routes_.emplace(key, search_route(src_rank, dst_rank)).first->second;
 }
 
+template <typename OnNew>
+void Topology::expand_level(std::vector<VertexId>& front, std::vector<VertexId>& next, std::vector<int>& hops,
+                            std::vector<VertexId>& seen, VertexId start, int depth, OnNew on_new) const {
+  next.clear();
+  for (VertexId v : front) {
+    if (v != start && graph[v].kind == DeviceKind::Gpu) continue;  // GPUs do not forward
+    for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) {
+      const VertexId w = boost::target(*e, graph);
+      if (hops[w] >= 0) continue;
+      hops[w] = depth;
+      seen.push_back(w);
+      next.push_back(w);
+      on_new(w);
+    }
+  }
+  front.swap(next);
+}
+
 std::vector<Hop> Topology::search_route(int src_rank, int dst_rank) const {
   OVERLAPSIM_CHECK(num_links() == static_cast<int>(boost::num_edges(graph)) &&
                        fwd_hops_.size() == boost::num_vertices(graph),
@@ -207,19 +225,9 @@ std::vector<Hop> Topology::search_route(int src_rank, int dst_rank) const {
     std::vector<VertexId>& seen = forward ? fwd_seen_ : bwd_seen_;
     const VertexId start = forward ? src : dst;
     const int depth = (forward ? kf : kb) + 1;
-    next.clear();
-    for (VertexId v : front) {
-      if (v != start && graph[v].kind == DeviceKind::Gpu) continue;  // GPUs do not forward
-      for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) {
-        const VertexId w = boost::target(*e, graph);
-        if (mine[w] >= 0) continue;
-        mine[w] = depth;
-        seen.push_back(w);
-        next.push_back(w);
-        if (theirs[w] >= 0 && usable(w)) met = true;
-      }
-    }
-    front.swap(next);
+    expand_level(front, next, mine, seen, start, depth, [&](VertexId w) {
+      if (theirs[w] >= 0 && usable(w)) met = true;
+    });
     (forward ? kf : kb) = depth;
   }
   const int total = kf + kb;
@@ -299,20 +307,7 @@ void Topology::find_routes_to(int dst_rank, const std::vector<int>& src_ranks) c
   std::vector<VertexId>& front = front_b_;
   std::vector<VertexId>& next = next_;
   front.assign(1, dst);
-  for (int depth = 1; !front.empty(); ++depth) {
-    next.clear();
-    for (VertexId v : front) {
-      if (v != dst && graph[v].kind == DeviceKind::Gpu) continue;
-      for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) {
-        const VertexId w = boost::target(*e, graph);
-        if (db[w] >= 0) continue;
-        db[w] = depth;
-        bwd_seen_.push_back(w);
-        next.push_back(w);
-      }
-    }
-    front.swap(next);
-  }
+  for (int depth = 1; !front.empty(); ++depth) expand_level(front, next, db, bwd_seen_, dst, depth, [](VertexId) {});
   auto reset = [&] {
     for (VertexId v : bwd_seen_) db[v] = -1;
     bwd_seen_.clear();

@@ -168,6 +168,12 @@ class Topology {
   mutable std::unordered_map<int64_t, std::vector<Hop>> routes_;
   /// The search itself.
   std::vector<Hop> search_route(int src_rank, int dst_rank) const;
+  /// One level of a breadth-first search from `start`: every unlabelled neighbour of `front`
+  /// (GPUs other than start are reached, not crossed) gets `depth` in `hops`, joins `seen` and the
+  /// next front (swapped into `front`), and is passed to on_new.
+  template <typename OnNew>
+  void expand_level(std::vector<VertexId>& front, std::vector<VertexId>& next, std::vector<int>& hops,
+                    std::vector<VertexId>& seen, VertexId start, int depth, OnNew on_new) const;
   /// A search's last step: the walk from src along vertices `on_path(w, step)` accepts (on a
   /// shortest path, at distance step + 1 from src), `total` hops.
   template <typename OnPath>
