@@ -101,18 +101,25 @@ Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vec
   h.src_pos = a;
   h.dst_pos = b;
   h.bandwidth_Bps = std::numeric_limits<double>::infinity();
-  bool net = false, pcie = false;
-  for (const Hop& hop : topo.route(ranks[a], ranks[b])) {
+  const std::vector<Hop>& route = topo.route(ranks[a], ranks[b]);
+  for (const Hop& hop : route) {
     const Link& l = topo.link(hop.link_id);
-    // A half-duplex link is one resource for both directions.
-    h.links.push_back(2 * hop.link_id + ((hop.forward || !l.full_duplex) ? 0 : 1));
+    h.links.push_back(directed_link(hop, l));
     h.bandwidth_Bps = std::min(h.bandwidth_Bps, l.bandwidth_Bps * eff.of(l.kind));
     h.route_latency_s += l.latency_s;
-    net |= l.kind == LinkKind::Network;
-    pcie |= l.kind == LinkKind::Pcie || l.kind == LinkKind::Upi;
   }
-  h.kind = net ? HopKind::Network : pcie ? HopKind::Pcie : HopKind::NvLink;
+  h.kind = route_kind(topo, route);
   return h;
+}
+
+HopKind route_kind(const Topology& topo, const std::vector<Hop>& route) {
+  bool net = false, pcie = false;
+  for (const Hop& hop : route) {
+    const LinkKind k = topo.link(hop.link_id).kind;
+    net |= k == LinkKind::Network;
+    pcie |= k == LinkKind::Pcie || k == LinkKind::Upi;
+  }
+  return net ? HopKind::Network : pcie ? HopKind::Pcie : HopKind::NvLink;
 }
 
 /// Each hop's share of its links while every hop in `hops` sends at once.
@@ -125,7 +132,7 @@ void set_shares(const Topology& topo, const LinkEfficiency& eff, const std::vect
     h->share_Bps = std::numeric_limits<double>::infinity();
     for (const Hop& hop : topo.route(ranks[h->src_pos], ranks[h->dst_pos])) {
       const Link& l = topo.link(hop.link_id);
-      const int key = 2 * hop.link_id + ((hop.forward || !l.full_duplex) ? 0 : 1);
+      const int key = directed_link(hop, l);
       h->share_Bps = std::min(h->share_Bps, l.bandwidth_Bps * eff.of(l.kind) / users[key]);
     }
   }

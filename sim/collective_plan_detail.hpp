@@ -16,6 +16,13 @@ int compute_capability_index(const Topology& topo);
 /// The channels of NCCL's communicator over `nodes` nodes (Topology::nccl_channels), or
 /// `fallback` (the plan's own) where the topology does not state them.
 int communicator_channels(const Topology& topo, int nodes, int fallback);
+/// The key of the directed link a route's hop crosses: 2·id, + 1 against the link's stored
+/// direction (a half-duplex link is one resource for both directions: always 2·id).
+inline int directed_link(const Hop& hop, const Link& l) {
+  return 2 * hop.link_id + ((hop.forward || !l.full_duplex) ? 0 : 1);
+}
+/// A route's kind: Network if it crosses a network link, else Pcie if a PCIe or UPI one, else NvLink.
+HopKind route_kind(const Topology& topo, const std::vector<Hop>& route);
 /// The hop from group position a to b: its route's links, bottleneck bandwidth (after link
 /// efficiency), latency and kind; share and step latency unset.
 Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, int a, int b);

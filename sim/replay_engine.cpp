@@ -5,6 +5,7 @@
 #include "sim/replay_engine.hpp"
 
 #include "sim/collective_plan.hpp"
+#include "sim/collective_plan_detail.hpp"
 #include "sim/error.hpp"
 #include "sim/replay_engine_state.hpp"
 
@@ -396,16 +397,13 @@ const Replayer::AllToAllRoutes& Replayer::all_to_all_routes(int group) {
     for (int j = 0; j < n; ++j) {
       if (i == j) continue;
       double route_lat = 0;
-      bool net = false, pcie = false;
-      for (const Hop& h : topo_.route(g[i], g[j])) {
+      const std::vector<Hop>& route = topo_.route(g[i], g[j]);
+      for (const Hop& h : route) {
         const Link& l = topo_.link(h.link_id);
-        ++count[2 * static_cast<size_t>(h.link_id) + ((h.forward || !l.full_duplex) ? 0 : 1)];
+        ++count[static_cast<size_t>(plan_detail::directed_link(h, l))];
         route_lat += l.latency_s;
-        net |= l.kind == LinkKind::Network;
-        pcie |= l.kind == LinkKind::Pcie || l.kind == LinkKind::Upi;
       }
-      // The route's kind as measure_hop reads it.
-      const HopKind kind = net ? HopKind::Network : pcie ? HopKind::Pcie : HopKind::NvLink;
+      const HopKind kind = plan_detail::route_kind(topo_, route);  // as measure_hop reads it
       r.route_s[i] = std::max(r.route_s[i], route_lat);
       r.extra_ll_s[i] = std::max(r.extra_ll_s[i], p2p_extra_latency_s(kind, route_lat, 0, false, lo, textbook));
       r.extra_simple_s[i] =
