@@ -30,6 +30,11 @@ std::string describe_layout(const Parallelism& p) {
   return s;
 }
 
+/// Ranks a schedule simulates: one representative per pipeline stage when folded, else all.
+int simulated_ranks(const Parallelism& par, Folding folding) {
+  return folding == Folding::Representatives ? par.pp : par.world();
+}
+
 /// Refuses (InputError) a schedule of `m` micro-batches estimated above `max_ops` ops; `sample`:
 /// the schedule is the steady state's largest sample of a run of `of` micro-batches. Returns the
 /// estimate (ops over the simulated ranks).
@@ -37,7 +42,7 @@ long long check_op_estimate(const Scenario& sc, const Parallelism& par, Folding 
                        bool sample = false, int of = 0) {
   // Ops per layer and micro-batch: about 20 forward, 30 backward, 20 recomputed (unfused
   // attention, SP); the estimate is within a factor 1.5 of the built schedule.
-  const long long ranks = folding == Folding::Representatives ? par.pp : par.world();
+  const long long ranks = simulated_ranks(par, folding);
   const long long per_layer = par.recompute == Recompute::Full ? 70 : 50;
   const long long est = ranks * m * (sc.model.layers / par.pp) * per_layer;
   if (est > max_ops && sample)
@@ -228,7 +233,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   // replayed in full below.
   std::vector<std::optional<ReplaySample>> extrapolated(names.size());
   const int m = par.num_micro_batches();
-  const int sim_ranks = folding == Folding::Representatives ? par.pp : par.world();  // as check_op_estimate counts
+  const int sim_ranks = simulated_ranks(par, folding);
   const int m0 = std::max(4, par.pp);
   const bool tried = steady_state_applies(opt, m, m0) && !oom;
   using Samples = std::array<std::vector<ReplaySample>, 3>;
