@@ -9,7 +9,7 @@
 //    (no contention), a timer takes its time. Deterministic: ties break by start order.
 #pragma once
 
-#include "sim/platform.hpp"
+#include "sim/link_efficiency.hpp"
 #include "sim/topology.hpp"
 
 #include <functional>

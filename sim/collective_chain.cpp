@@ -2,7 +2,7 @@
 // channel's own pipeline over them.
 #include "sim/collective_plan.hpp"
 
-#include "sim/platform.hpp"
+#include "sim/link_efficiency.hpp"
 
 #include <algorithm>
 #include <limits>

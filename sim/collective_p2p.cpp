@@ -6,7 +6,7 @@
 #include "sim/nccl_constants.hpp"
 #include "sim/nccl_tuning.hpp"
 #include "sim/error.hpp"
-#include "sim/platform.hpp"
+#include "sim/link_efficiency.hpp"
 
 #include <algorithm>
 #include <cmath>

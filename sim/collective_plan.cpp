@@ -5,7 +5,7 @@
 #include "models/device_catalog.hpp"
 #include "sim/error.hpp"
 #include "sim/nccl_constants.hpp"
-#include "sim/platform.hpp"
+#include "sim/link_efficiency.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 
 #include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
-#include "sim/platform.hpp"
+#include "sim/link_efficiency.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,5 @@
 #include "sim/platform.hpp"
 
-#include "calibrate/profile.hpp"
 #include "sim/error.hpp"
 
 #include <simgrid/s4u.hpp>
@@ -11,25 +10,6 @@
 namespace sg4 = simgrid::s4u;
 
 namespace overlapsim {
-
-LinkEfficiency LinkEfficiency::of_profile(const Profile& profile) {
-  LinkEfficiency e;
-  e.nvlink = profile.nvlink_efficiency;
-  e.network = profile.network_efficiency;
-  e.pcie = profile.pcie_efficiency;
-  return e;
-}
-
-double LinkEfficiency::of(LinkKind k) const {
-  switch (k) {
-    case LinkKind::NvLink:
-    case LinkKind::NvSwitch: return nvlink;
-    case LinkKind::Network: return network;
-    case LinkKind::Pcie:
-    case LinkKind::Upi: return pcie;
-  }
-  return 1.0;
-}
 
 void configure_ideal_network() {
   sg4::Engine* e = sg4::Engine::get_instance();

@@ -8,9 +8,11 @@
 // cross-traffic and TCP-gamma off (ideal max-min sharing; design §7): a flow of S bytes on a
 // route of bottleneck bandwidth B and total latency L alone takes exactly L + S/B.
 //
-// REQUIRES: a simgrid::s4u::Engine exists and no platform has been created yet.
+// Part of the flow module (liboverlapsim_flow.so, sim/flow_replay.cpp), the only code that links
+// SimGrid. REQUIRES: a simgrid::s4u::Engine exists and no platform has been created yet.
 #pragma once
 
+#include "sim/link_efficiency.hpp"
 #include "sim/topology.hpp"
 
 #include <map>
@@ -22,19 +24,6 @@ class Host;
 }
 
 namespace overlapsim {
-
-struct Profile;
-
-/// Fraction of each link kind's bandwidth that flows reach (NCCL's achieved busbw over the
-/// link's peak; from the calibration profile). 1.0 means the ideal link.
-struct LinkEfficiency {
-  double nvlink = 1.0;   ///< NvLink and NvSwitch links
-  double network = 1.0;  ///< NIC and fabric links
-  double pcie = 1.0;     ///< PCIe (and UPI) links
-  double of(LinkKind k) const;
-  /// A calibration profile's (its nvlink_efficiency, network_efficiency, pcie_efficiency).
-  static LinkEfficiency of_profile(const Profile& profile);
-};
 
 struct Platform {
   std::map<int, simgrid::s4u::Host*> gpu_hosts;  ///< global rank → host

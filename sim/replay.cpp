@@ -4,9 +4,10 @@
 
 #include "sim/replay_engine.hpp"
 
-#include <simgrid/s4u.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -15,11 +16,10 @@
 #include <unordered_map>
 
 #include <csignal>
+#include <dlfcn.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-namespace sg4 = simgrid::s4u;
 
 namespace overlapsim {
 
@@ -70,18 +70,62 @@ void copy_out(std::vector<T>& v, const std::string& buf, size_t& at) {
   at += bytes;
 }
 
+// ---- the flow module (sim/flow_replay.cpp) -------------------------------------------------
+
+using FlowReplayFn = void (*)(const Schedule&, const Topology&, const ReplayOptions&, ReplayTimes&);
+
+/// Where the flow module is looked for: the file the environment variable OVERLAPSIM_FLOW_MODULE
+/// names, when set (and only there); else beside the running binary (the build folder holds
+/// overlapsim, overlapsim_tests and liboverlapsim_flow.so), then where this build put it.
+std::vector<std::string> flow_module_candidates() {
+  std::vector<std::string> out;
+  if (const char* env = std::getenv("OVERLAPSIM_FLOW_MODULE"); env != nullptr && *env != '\0') return {env};
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<size_t>(n));
+    dir.resize(dir.rfind('/') + 1);
+    out.push_back(dir + "liboverlapsim_flow.so");
+  }
+  out.push_back(OVERLAPSIM_FLOW_MODULE);
+  return out;
+}
+
+/// The module's entry, loaded once per process (before any fork, so that replays' children
+/// inherit it). Throws std::runtime_error naming every path tried and the loader's reason.
+FlowReplayFn flow_replay_entry() {
+  static FlowReplayFn fn = nullptr;
+  if (fn != nullptr) return fn;
+  std::string tried;
+  for (const std::string& path : flow_module_candidates()) {
+    if (::access(path.c_str(), F_OK) != 0) {
+      tried += fmt::format("\n  {}: not found", path);
+      continue;
+    }
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      tried += fmt::format("\n  {}: {}", path, ::dlerror());
+      continue;
+    }
+    void* sym = ::dlsym(handle, "overlapsim_flow_replay");
+    if (sym == nullptr) {
+      tried += fmt::format("\n  {}: no overlapsim_flow_replay in it", path);
+      continue;
+    }
+    fn = reinterpret_cast<FlowReplayFn>(sym);
+    return fn;
+  }
+  throw std::runtime_error("the flow fidelity's module (liboverlapsim_flow.so, built beside overlapsim) could not "
+                           "be loaded:" + tried);
+}
+
 }  // namespace
 
 ReplayTimes replay_in_process(const Schedule& schedule, const Topology& topo, const ReplayOptions& options) {
   validate(schedule);
-  int argc = 2;
-  char arg0[] = "overlapsim";
-  char arg1[] = "--log=root.thres:critical";
-  char* argv[] = {arg0, arg1, nullptr};
-  sg4::Engine engine(&argc, argv);
-  configure_ideal_network();
-  auto backend = make_simgrid_backend();
-  return run_replay_engine(schedule, topo, options, *backend);
+  ReplayTimes t;
+  flow_replay_entry()(schedule, topo, options, t);
+  return t;
 }
 
 ReplayTimes replay(const Schedule& schedule, const Topology& topo, const ReplayOptions& options) {
@@ -91,6 +135,7 @@ ReplayTimes replay(const Schedule& schedule, const Topology& topo, const ReplayO
     auto backend = make_queue_backend();
     return run_replay_engine(schedule, topo, options, *backend);
   }
+  (void)flow_replay_entry();  // loaded here, before the fork: every replay's child inherits it
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error("replay: cannot create a pipe");
   std::fflush(nullptr);

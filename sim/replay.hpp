@@ -56,7 +56,7 @@
 
 #include "calibrate/profile_tables.hpp"
 #include "sim/collective_plan.hpp"
-#include "sim/platform.hpp"
+#include "sim/link_efficiency.hpp"
 #include "sim/schedule.hpp"
 #include "sim/topology.hpp"
 
@@ -114,7 +114,10 @@ struct ReplayTimes {
 ReplayTimes replay(const Schedule& schedule, const Topology& topo, const ReplayOptions& options);
 
 /// The same, in the calling process (the process must not have created a SimGrid Engine
-/// before, and cannot create one after). replay() calls this in a child process.
+/// before, and cannot create one after). replay() calls this in a child process. Flow fidelity
+/// runs in the flow module (liboverlapsim_flow.so, sim/flow_replay.cpp), loaded on first use
+/// from beside the running binary or the build folder; throws std::runtime_error naming the
+/// paths tried when it cannot be loaded.
 ReplayTimes replay_in_process(const Schedule& schedule, const Topology& topo, const ReplayOptions& options);
 
 }  // namespace overlapsim

@@ -4,6 +4,7 @@
 #include "sim/activity_backend.hpp"
 
 #include "sim/error.hpp"
+#include "sim/platform.hpp"
 
 #include <simgrid/s4u.hpp>
 

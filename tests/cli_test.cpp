@@ -606,3 +606,30 @@ TEST_CASE("collective: a forced algorithm that cannot run says what ran; sizes b
   REQUIRE(a2a.status == 0);
   CHECK(a2a.output.find("# note: --algo ring leaves AllToAll alone") != std::string::npos);
 }
+
+TEST_CASE("the flow fidelity's SimGrid module is loaded only by a flow replay, and a missing one is named") {
+  // OVERLAPSIM_FLOW_MODULE names the only file tried (sim/replay.cpp); run_cli's shell inherits it.
+  const std::string scenario = kSrc + "/tests/data/scenarios/small.yaml";
+  const std::string json = temp_path(".json");
+  REQUIRE(::setenv("OVERLAPSIM_FLOW_MODULE", "/nonexistent/liboverlapsim_flow.so", 1) == 0);
+  SUBCASE("analytic never loads it") {
+    const Run r = run_cli("run -q " + scenario + " --fidelity analytic --json " + json);
+    CHECK(r.status == 0);
+    CHECK(slurp(json).find("\"iteration_s\"") != std::string::npos);
+  }
+  SUBCASE("flow says which file it could not load, and writes nothing") {
+    const Run r = run_cli("run -q " + scenario + " --fidelity flow --json " + json);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("the flow fidelity's module (liboverlapsim_flow.so, built beside overlapsim) could not be "
+                        "loaded:\n  /nonexistent/liboverlapsim_flow.so: not found") != std::string::npos);
+    CHECK(slurp(json).empty());
+  }
+  SUBCASE("a file that is not the module is refused with the loader's reason") {
+    REQUIRE(::setenv("OVERLAPSIM_FLOW_MODULE", scenario.c_str(), 1) == 0);
+    const Run r = run_cli("run -q " + scenario + " --fidelity flow");
+    CHECK(r.status == 1);
+    CHECK(r.output.find(scenario + ": ") != std::string::npos);
+  }
+  ::unsetenv("OVERLAPSIM_FLOW_MODULE");
+  std::remove(json.c_str());
+}

@@ -6,7 +6,7 @@
 #include "models/device_catalog.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/collective_plan.hpp"
-#include "sim/platform.hpp"
+#include "sim/link_efficiency.hpp"
 #include "sim/topology.hpp"
 
 #include "tests/test_support.hpp"

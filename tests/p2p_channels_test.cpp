@@ -9,7 +9,7 @@
 #include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
 #include "sim/nccl_tuning.hpp"
-#include "sim/platform.hpp"
+#include "sim/link_efficiency.hpp"
 #include "sim/replay.hpp"
 #include "sim/schedule.hpp"
 #include "sim/topology.hpp"

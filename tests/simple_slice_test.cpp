@@ -7,7 +7,7 @@
 #include "models/device_catalog.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/collective_plan.hpp"
-#include "sim/platform.hpp"
+#include "sim/link_efficiency.hpp"
 #include "sim/replay.hpp"
 #include "sim/schedule.hpp"
 #include "sim/topology.hpp"

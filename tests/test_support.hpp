@@ -2,7 +2,7 @@
 #pragma once
 
 #include "sim/collective_bench.hpp"
-#include "sim/platform.hpp"
+#include "sim/link_efficiency.hpp"
 #include "sim/schedule.hpp"
 
 #include <doctest/doctest.h>
