@@ -183,9 +183,18 @@ class Topology {
 /// Overrides from a scenario or the command line, e.g. {"node.count", "192"}.
 using TopologyOverrides = std::map<std::string, std::string>;
 
+/// Most GPUs a machine may have: design §9's largest machine, 16,384 GPUs (2,048 DGX H100 nodes,
+/// scenarios/bench/gpt-405b-class-16384gpu.yaml), and so the most ranks of one collective
+/// (`overlapsim collective`: a tree's mirrors and the platform's routes grow with the group,
+/// measured 3.3 GB at 16,384 ranks, 13 GB at 32,768). load_topology refuses more before it
+/// builds anything (regression: node.count=100000 expanded 800,000 GPUs, 10 s and 1 GB, before
+/// `overlapsim collective` refused them).
+inline constexpr int kMaxTopologyGpus = 16384;
+
 /// Loads a topology YAML file (explicit or template form, design §3). Throws InputError naming
 /// file:line:column and the key on any problem: unknown keys, a unit typo ("300GB"), an unknown
-/// device model, a link to an undeclared device, a GPU no link reaches.
+/// device model, a link to an undeclared device, a GPU no link reaches, more than
+/// kMaxTopologyGpus GPUs (a template's node.count × node.gpus.count, checked before expanding it).
 Topology load_topology(const std::string& path, const TopologyOverrides& overrides = {});
 
 }  // namespace overlapsim

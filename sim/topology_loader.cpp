@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <unordered_map>
 
 namespace overlapsim {
@@ -31,6 +32,13 @@ constexpr const char* kDefaultPcieBandwidth = "32GB/s";
 /// 200Gb/s InfiniBand Smart Switches" datasheet, QM8700/QM8790,
 /// https://www.nvidia.com/en-us/networking/infiniband/qm8700/).
 constexpr const char* kDefaultSwitchLatency = "130ns";
+
+/// The message of a machine of more than kMaxTopologyGpus GPUs; `found`: how many it would have.
+std::string too_many_gpus(const std::string& found) {
+  return "expected at most " + std::to_string(kMaxTopologyGpus) +
+         " GPUs in the machine (the largest simulated: 2048 nodes of 8, "
+         "scenarios/bench/gpt-405b-class-16384gpu.yaml), found " + found;
+}
 
 std::string idx(const std::string& key, std::size_t i) { return key + "[" + std::to_string(i) + "]"; }
 
@@ -220,6 +228,10 @@ void load_explicit(const YamlFile& f, Builder& bld) {
     } else if (d["model"].IsDefined()) {
       fail(f, d["model"], key + ".model", "a model is given only for devices of kind gpu");
     }
+    if (kind == DeviceKind::Gpu && bld.t.gpus.size() + names.size() > static_cast<std::size_t>(kMaxTopologyGpus))
+      fail(f, name_node, key + ".name",
+           too_many_gpus(std::to_string(bld.t.gpus.size() + names.size()) + " with this entry's " +
+                         std::to_string(names.size())));
     int local = 0;
     for (const std::string& n : names) {
       Device dev;
@@ -311,8 +323,23 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   const YAML::Node model_node = require(f, gpus, "model");
   const std::string model = as_string(f, model_node, "node.gpus.model");
   check_gpu_model(f, model_node, "node.gpus.model", model);
-  if (num_nodes * per_node > static_cast<long long>(kMaxRangeExpansion))
-    fail(f, node, "node.count", "the machine would have more than " + std::to_string(kMaxRangeExpansion) + " GPUs");
+  // Before anything is expanded (kMaxTopologyGpus, sim/topology.hpp). Named at the count that is
+  // too large alone, else at node.count; the product is not formed where it would overflow.
+  if (num_nodes > kMaxTopologyGpus / per_node) {
+    const bool per_node_alone = per_node > kMaxTopologyGpus;
+    const std::string key = per_node_alone ? "node.gpus.count" : "node.count";
+    const auto overridden = overrides.find(key);
+    const std::string found =
+        per_node_alone ? std::to_string(per_node) + " GPUs per node"
+                       : std::to_string(num_nodes) + " nodes of " + std::to_string(per_node) + " GPUs = " +
+                             (num_nodes > std::numeric_limits<long long>::max() / per_node
+                                  ? std::string("more than 2^63")
+                                  : std::to_string(num_nodes * per_node));
+    fail(f, per_node_alone ? gpus["count"] : node["count"], key,
+         too_many_gpus(found + (overridden != overrides.end()
+                                    ? " (from the topology override " + key + "=" + overridden->second + ")"
+                                    : "")));
+  }
 
   const YAML::Node intra = require(f, node, "intra");
   check_keys(f, intra, {"kind", "bandwidth", "latency"});

@@ -303,11 +303,33 @@ TEST_CASE("bad command-line values name the flag") {
                           "/topologies/dgx-a100-superpod.yaml --override node.count=256 --unfold --sizes 1MiB:1MiB");
     CHECK(r.status == 2);
     CHECK(r.output.find("--unfold") != std::string::npos);
-    // Above design §9's 16,384 GPUs one collective grows past any memory: refused up front.
+    // Above design §9's 16,384 GPUs one collective grows past any memory: the machine is refused
+    // before it is built, whatever --ranks takes (regression: node.count=100000 built 800,000 GPUs,
+    // 10 s and 1 GB, before a check after the load refused them).
     const Run big = run_cli("collective --op allreduce -t " + kSrc +
                             "/topologies/dgx-a100-superpod.yaml --override node.count=2049 --sizes 8B:8B");
     CHECK(big.status == 2);
-    CHECK(big.output.find("at most 16384 ranks") != std::string::npos);
+    CHECK(big.output.find("dgx-a100-superpod.yaml:24:10: node.count: expected at most 16384 GPUs in the machine") !=
+          std::string::npos);
+    CHECK(big.output.find("found 2049 nodes of 8 GPUs = 16392 (from the topology override node.count=2049)") !=
+          std::string::npos);
+  }
+  SUBCASE("collective, topo and run: a machine past 16,384 GPUs is refused before it is built, whatever --ranks") {
+    const std::string h100 = kSrc + "/topologies/dgx-h100-superpod.yaml";
+    const std::string expected = "dgx-h100-superpod.yaml:27:10: node.count: expected at most 16384 GPUs in the machine "
+                                 "(the largest simulated: 2048 nodes of 8, scenarios/bench/gpt-405b-class-16384gpu.yaml), "
+                                 "found 100000 nodes of 8 GPUs = 800000 (from the topology override node.count=100000)";
+    const Run absurd =
+        run_cli("collective --op allreduce -t " + h100 + " --override node.count=100000 --ranks 8 --sizes 8B:8B");
+    CHECK(absurd.status == 2);
+    CHECK(absurd.output.find(expected) != std::string::npos);
+    const Run topo = run_cli("topo " + h100 + " --override node.count=100000");
+    CHECK(topo.status == 2);
+    CHECK(topo.output.find(expected) != std::string::npos);
+    const Run run = run_cli("run -q " + kSrc + "/scenarios/bench/gpt-405b-class-16384gpu.yaml --set "
+                            "topology_overrides.node.count=100000");
+    CHECK(run.status == 2);
+    CHECK(run.output.find("node.count: expected at most 16384 GPUs in the machine") != std::string::npos);
   }
   SUBCASE("unwritable json") {
     const Run r = run_cli("run -q " + scenario + " --json /nonexistent-dir/out.json");

@@ -434,6 +434,29 @@ TEST_CASE("topology: input errors name the file, the line and the key") {
     check_error(load_error(bad_file("override-base.yaml"), {{"node.gpus.count", "four"}}), "override-base.yaml", 5,
                 "node.gpus.count");
   }
+  SUBCASE("more GPUs than a machine may have: refused before the template is expanded") {
+    // (regression: node.count=100000 of a DGX H100 SuperPOD built 800,000 GPUs, 10 s and 1 GB,
+    // before `overlapsim collective` refused them)
+    InputError e = load_error(bad_file("override-base.yaml"), {{"node.count", "100000"}});
+    check_error(e, "override-base.yaml", 4, "node.count");
+    CHECK(std::string(e.what()).find("node.count: expected at most 16384 GPUs in the machine (the largest simulated: "
+                                     "2048 nodes of 8, scenarios/bench/gpt-405b-class-16384gpu.yaml), found 100000 "
+                                     "nodes of 4 GPUs = 400000 (from the topology override node.count=100000)") !=
+          std::string::npos);
+    // Counts whose product overflows, and one node too many GPUs by itself (named at its count).
+    e = load_error(bad_file("override-base.yaml"), {{"node.count", "9000000000000000000"}});
+    check_error(e, "override-base.yaml", 4, "node.count");
+    CHECK(std::string(e.what()).find("= more than 2^63") != std::string::npos);
+    e = load_error(bad_file("override-base.yaml"), {{"node.gpus.count", "20000"}});
+    check_error(e, "override-base.yaml", 5, "node.gpus.count");
+    CHECK(std::string(e.what()).find("found 20000 GPUs per node") != std::string::npos);
+    // The largest accepted: 4096 nodes of 4.
+    CHECK(load_topology(bad_file("override-base.yaml"), {{"node.count", "4096"}}).num_gpus() == kMaxTopologyGpus);
+    // An explicit machine, at the entry that passes the limit.
+    e = load_error(bad_file("too-many-gpus.yaml"));
+    check_error(e, "too-many-gpus.yaml", 6, "devices[1].name");
+    CHECK(std::string(e.what()).find("found 16385 with this entry's 16377") != std::string::npos);
+  }
   SUBCASE("override on an explicit topology") {
     check_error(load_error(shipped("a6000-8gpu-nvlink-pairs.yaml"), {{"node.count", "2"}}),
                 "a6000-8gpu-nvlink-pairs.yaml", 0, "node.count");

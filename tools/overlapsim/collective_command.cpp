@@ -21,11 +21,10 @@
 namespace overlapsim::cli {
 
 namespace {
-/// Most ranks `--unfold` simulates (every rank's flows are kept in memory).
+/// Most ranks `--unfold` simulates (every rank's flows are kept in memory). The most ranks of
+/// one collective are the most GPUs of a machine, which load_topology refuses before building
+/// (kMaxTopologyGpus, sim/topology.hpp).
 constexpr int kMaxUnfoldedRanks = 1024;
-/// Most ranks of one collective: design §9's largest machine (16,384 GPUs). A tree's mirrors and
-/// the platform's routes grow with the group (measured: 3.3 GB at 16,384 ranks, 13 GB at 32,768).
-constexpr int kMaxRanks = 16384;
 }  // namespace
 
 void add_collective_command(CLI::App& app, CollectiveArgs& a) {
@@ -188,10 +187,6 @@ int collective_command(const CollectiveArgs& a) {
     throw InputError(comparing ? SourceLocation{a.compare, 0, 0} : cli, "--ranks",
                      fmt::format("expected 2 to {} (the GPUs of {}), found {}{}", topo.num_gpus(), topo.name, ranks, more));
   }
-  if (ranks > kMaxRanks)
-    throw InputError(cli, "--ranks", fmt::format("expected at most {} ranks in one collective, found {} (the "
-                                                 "topology's GPUs unless --ranks says fewer)",
-                                                 kMaxRanks, ranks));
   if (a.unfold && ranks > kMaxUnfoldedRanks)
     throw InputError(cli, "--unfold", fmt::format("simulates every rank; expected at most {} ranks, found {} (drop "
                                                   "--unfold: rank 0 with mirrors times the same collective)",
