@@ -148,6 +148,10 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
       {"missing-topology.yaml", "nowhere.yaml", ""},
       {"duplicate-strategy.yaml", ":5:", "listed twice"},
       {"bad-composed-strategy.yaml", ":5:", "strategies: pass 'workload-partition:1'"},
+      // (regression: chunks of chunks were built)
+      {"repeated-pass.yaml", ":5:",
+       "strategies: composition 'megatron+workload-partition:64+workload-partition:64' names pass "
+       "'workload-partition' twice"},
       // Cross-field checks name the scenario file (regression: they used to say "<input>").
       {"micro-batch-too-large.yaml", "micro-batch-too-large.yaml", "parallelism.micro_batch"},
       // A schedule too large to hold is refused before it is built (regression: it ran out of
@@ -384,6 +388,24 @@ TEST_CASE("pass arguments, no-op passes and the op guard after a strategy") {
   CHECK(r.output.find("--strategy: 'megatron+workload-partition:64': its pass 'workload-partition' would turn the iteration "
                       "into about ") != std::string::npos);
   CHECK(r.output.find("(projected from the first 1, ") != std::string::npos);
+}
+
+TEST_CASE("--strategy: a composition naming a pass twice where the second is meaningless is refused, naming both") {
+  // (regression: megatron+workload-partition:64+workload-partition:64 made chunks of chunks)
+  const std::string scenario = kSrc + "/tests/data/scenarios/small.yaml";
+  Run r = run_cli("run -q " + scenario + " --fidelity analytic -s megatron+workload-partition:64+workload-partition:64");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("<command line>: --strategy: composition 'megatron+workload-partition:64+workload-partition:64' "
+                      "names pass 'workload-partition' twice: the second would cut the first's chunks (or ring steps) "
+                      "into chunks again; expected it once") != std::string::npos);
+  r = run_cli("run -q " + scenario + " --fidelity analytic -s megatron+group-partition+group-partition:node");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("names pass 'group-partition:node' twice (as 'group-partition' and 'group-partition:node'): the "
+                      "second would find nothing left to split") != std::string::npos);
+  // Another argument rewrites other ops: accepted.
+  r = run_cli("run -q " + scenario +
+              " --fidelity analytic -s megatron+primitive-substitution:rs-ag/tp+primitive-substitution:ring/dp");
+  CHECK(r.status == 0);
 }
 
 TEST_CASE("command line: an unknown command and out-of-range options are one clear line, status 2") {

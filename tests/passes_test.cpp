@@ -4,6 +4,7 @@
 // form on a uniform ring.
 #include "calibrate/profile.hpp"
 #include "models/transformer.hpp"
+#include "sim/error.hpp"
 #include "sim/pass.hpp"
 #include "sim/passes/passes.hpp"
 #include "sim/replay.hpp"
@@ -175,6 +176,40 @@ TEST_CASE("passes compose, and composed schedules replay (no deadlock; folded cl
     // representative started when the receive was posted, not with the representative's own
     // send, Replayer::mirror_partners; the check compared with doctest's absolute 10 ms margin.)
     CHECK(t[0] == testing::approx(t[1]).epsilon(0.01));
+  }
+}
+
+TEST_CASE("a composition names a pass twice only where the second rewrites something new") {
+  // (regression: megatron+workload-partition:64+workload-partition:64 made chunks of chunks)
+  auto refusal = [](const std::string& name) {
+    try {
+      (void)make_strategy(name);
+    } catch (const InputError& e) {
+      return e.message();
+    }
+    return std::string();
+  };
+  for (const char* name : {"megatron+workload-partition:64+workload-partition:64",
+                           "megatron+workload-partition:4+layer-schedule+workload-partition:ring",
+                           "megatron+optimizer-gather-overlap+optimizer-gather-overlap:8",
+                           "megatron+layer-schedule+layer-schedule", "megatron+group-partition:nvlink+group-partition:nvlink",
+                           "megatron+group-partition+group-partition:node",
+                           "megatron+primitive-substitution:rs-ag+primitive-substitution:rs-ag/all"}) {
+    CAPTURE(name);
+    const std::string m = refusal(name);
+    CHECK(m.find("composition '" + std::string(name) + "' names pass '") == 0);
+    CHECK(m.find("twice") != std::string::npos);
+  }
+  CHECK(refusal("megatron+workload-partition:4+layer-schedule+workload-partition:ring") ==
+        "composition 'megatron+workload-partition:4+layer-schedule+workload-partition:ring' names pass "
+        "'workload-partition' twice (as 'workload-partition:4' and 'workload-partition:ring'): the second would cut "
+        "the first's chunks (or ring steps) into chunks again; expected it once");
+  // Another argument selects other ops, or cuts at another level.
+  for (const char* name : {"megatron+primitive-substitution:rs-ag+primitive-substitution:ring",
+                           "megatron+primitive-substitution:rs-ag/tp+primitive-substitution:rs-ag/dp",
+                           "megatron+group-partition:node+group-partition:nvlink", "megatron+workload-partition:4"}) {
+    CAPTURE(name);
+    CHECK(refusal(name) == "");
   }
 }
 

@@ -182,5 +182,13 @@ std::unique_ptr<Pass> make_optimizer_gather_overlap(int chunks);
 std::unique_ptr<Pass> make_pass(const std::string& spec);
 /// Registered pass names with a one-line usage each, e.g. "workload-partition[:K]".
 std::vector<std::string> pass_usages();
+/// Throws InputError naming `composition` and the pass when its passes (`specs`, in order, each
+/// as make_pass takes it) name a pass twice where the second application is meaningless:
+/// workload-partition, optimizer-gather-overlap and layer-schedule (and any pass registered
+/// without a rule) at most once, since a second would cut the first's chunks again or reschedule
+/// its schedule; primitive-substitution and group-partition again only with another argument
+/// (defaults filled in: `group-partition` is `group-partition:node`), since the same one finds
+/// nothing left to rewrite.
+void check_pass_repeats(const std::string& composition, const std::vector<std::string>& specs);
 
 }  // namespace overlapsim

@@ -92,7 +92,62 @@ const Entry kPasses[] = {
      }},
 };
 
+/// What one composition may name twice. A pass rewrites the pieces an earlier one made as it
+/// would the workload's ops, so naming it again either rewrites its own pieces (chunks of chunks)
+/// or finds nothing left to do. Passes listed here with `other_arg` may come again with another
+/// argument, which rewrites other ops (primitive-substitution:rs-ag/tp then :ring/dp) or cuts at
+/// another level; a pass not listed comes at most once.
+struct Repeat {
+  const char* name;
+  bool other_arg;
+  /// Why the repeat is refused, after "the second ".
+  const char* why;
+  /// The argument as the pass reads it, defaults filled in (null: as written).
+  std::string (*canonical)(const std::string& arg);
+};
+
+const Repeat kRepeats[] = {
+    {"primitive-substitution", true,
+     "would find nothing left to substitute (the first's pieces are of kinds it does not rewrite, or, "
+     "hierarchical's AllReduce across islands, have one member per island)",
+     [](const std::string& arg) { return arg.find('/') == std::string::npos ? arg + "/all" : arg; }},
+    {"group-partition", true,
+     "would find nothing left to split (the first's pieces lie in one island or have one member per island)",
+     [](const std::string& arg) { return arg.empty() ? std::string("node") : arg; }},
+    {"workload-partition", false, "would cut the first's chunks (or ring steps) into chunks again", nullptr},
+    {"optimizer-gather-overlap", false, "would cut each of the first's chunks into chunks again", nullptr},
+    {"layer-schedule", false, "would list-schedule again the order the first scheduled", nullptr},
+};
+
 }  // namespace
+
+void check_pass_repeats(const std::string& composition, const std::vector<std::string>& specs) {
+  struct Seen {
+    std::string name, arg, spec;
+  };
+  std::vector<Seen> seen;
+  for (const std::string& spec : specs) {
+    const auto colon = spec.find(':');
+    Seen now{spec.substr(0, colon), colon == std::string::npos ? "" : spec.substr(colon + 1), spec};
+    const Repeat* rule = nullptr;
+    for (const Repeat& r : kRepeats)
+      if (now.name == r.name) rule = &r;
+    if (rule != nullptr && rule->canonical != nullptr) now.arg = rule->canonical(now.arg);
+    for (const Seen& before : seen) {
+      if (before.name != now.name) continue;
+      const bool may = rule != nullptr && rule->other_arg && before.arg != now.arg;
+      if (may) continue;
+      const std::string as = before.spec == now.spec ? "" : " (as '" + before.spec + "' and '" + now.spec + "')";
+      throw InputError(SourceLocation{}, "strategy",
+                       "composition '" + composition + "' names pass '" +
+                           (rule != nullptr && rule->other_arg ? now.name + ":" + now.arg : now.name) + "' twice" + as +
+                           ": the second " + (rule != nullptr ? rule->why : "would rewrite what the first made") +
+                           "; expected " +
+                           (rule != nullptr && rule->other_arg ? "each argument of it once" : "it once"));
+    }
+    seen.push_back(std::move(now));
+  }
+}
 
 std::unique_ptr<Pass> make_pass(const std::string& spec) {
   const auto colon = spec.find(':');

@@ -34,6 +34,7 @@ std::unique_ptr<Strategy> make_composed(const std::string& name) {
     passes.push_back(make_pass(parts[i]));
     desc += " " + passes.back()->description() + ";";
   }
+  check_pass_repeats(name, std::vector<std::string>(parts.begin() + 1, parts.end()));
   return make_composed_strategy(name, desc, std::move(passes), std::move(base));
 }
 }  // namespace
