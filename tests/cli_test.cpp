@@ -609,6 +609,24 @@ TEST_CASE("topo says what NCCL's model reads; --protocol on a point-to-point col
   CHECK(a2a.output.find("# note: --protocol ll leaves AllToAll alone") != std::string::npos);
 }
 
+TEST_CASE("collective --sizes: a buffer beyond the memory of all the ranks together is refused") {
+  // (regression: --sizes 16384PiB:16384PiB was simulated)
+  const std::string a100 = " -t " + kSrc + "/topologies/dgx-a100.yaml";
+  const Run absurd = run_cli("collective --op allreduce --sizes 16384PiB:16384PiB" + a100);
+  CHECK(absurd.status == 2);
+  CHECK(absurd.output.find("<command line>: --sizes: expected sizes of at most 687194767360 B, the memory of all 8 "
+                           "ranks together (8 x 80 GiB of a100-sxm4-80gb), found 18446744073709551616 B (in "
+                           "'16384PiB:16384PiB')") != std::string::npos);
+  // The ranks taking part count, not the machine's GPUs; the limit itself is accepted (and noted).
+  const Run two = run_cli("collective --op allgather -n 2 --sizes 1GiB:161GiB" + a100);
+  CHECK(two.status == 2);
+  CHECK(two.output.find("expected sizes of at most 171798691840 B, the memory of all 2 ranks together") !=
+        std::string::npos);
+  const Run edge = run_cli("collective --op allgather -n 2 --fidelity analytic --sizes 160GiB:160GiB" + a100);
+  CHECK(edge.status == 0);
+  CHECK(edge.output.find("do not fit in one a100-sxm4-80gb's") != std::string::npos);
+}
+
 TEST_CASE("collective: a forced algorithm that cannot run says what ran; sizes below one float are refused, above the GPU noted") {
   const std::string h100 = " -t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=1 --sizes 1MiB:4MiB";
   // NVLS needs two or more channels; Tree is AllReduce only.

@@ -191,6 +191,7 @@ int collective_command(const CollectiveArgs& a) {
     throw InputError(cli, "--unfold", fmt::format("simulates every rank; expected at most {} ranks, found {} (drop "
                                                   "--unfold: rank 0 with mirrors times the same collective)",
                                                   kMaxUnfoldedRanks, ranks));
+  const DeviceSpec& dev = device_spec(topo.gpu_model());
   std::vector<double> sizes;
   if (comparing) {
     for (const NcclTestsRow& r : log.rows) sizes.push_back(static_cast<double>(r.size_bytes));
@@ -206,6 +207,16 @@ int collective_command(const CollectiveArgs& a) {
         throw std::invalid_argument("expected whole numbers of bytes >= 4B (one float, the element counted)");
       if (from > to)
         throw std::invalid_argument(fmt::format("expected the first size at most the last, found {} B > {} B", from, to));
+      // Every rank holds a buffer of the size (nccl-tests' size: the per-rank buffer, the gathered
+      // one for AllGather); one larger than the memory of all the ranks together (the device
+      // catalog's HBM) is no machine's, and below it every size and element count is exact in a
+      // double (16,384 ranks of 141 GiB < 2^53 B). Above one GPU's memory is only noted, below.
+      const double all_memory = dev.hbm_bytes * ranks;
+      if (dev.hbm_bytes > 0 && to > all_memory)
+        throw std::invalid_argument(fmt::format(
+            "expected sizes of at most {:.0f} B, the memory of all {} ranks together ({} x {:g} GiB of {}), found "
+            "{:.0f} B",
+            all_memory, ranks, ranks, dev.hbm_bytes / (1024.0 * 1024 * 1024), dev.model, to));
       sizes = size_range(from, to, a.factor == 0 ? 2.0 : a.factor);
       for (double& s : sizes) s = 4 * std::floor(s / 4);
       sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -220,7 +231,6 @@ int collective_command(const CollectiveArgs& a) {
     throw InputError(cli, "--compare-from", e.what());
   }
 
-  const DeviceSpec& dev = device_spec(topo.gpu_model());
   const std::string profile_path = a.calibration.empty() ? default_profile_path(dev.model) : a.calibration;
   const Profile profile = load_profile(profile_path);
   if (profile.device != dev.model)
