@@ -44,6 +44,16 @@ CostModel::CostModel(const DeviceSpec& device, const Profile& profile)
 
 double CostModel::gemm_time_s(int64_t m, int64_t n, int64_t k, DType dtype, int64_t batch) const {
   OVERLAPSIM_CHECK(m >= 1 && n >= 1 && k >= 1 && batch >= 1, "GEMM dimensions must be >= 1");
+  const uint64_t h = (static_cast<uint64_t>(m) * 0x9E3779B97F4A7C15ull) ^ (static_cast<uint64_t>(n) * 0xC2B2AE3D27D4EB4Full) ^
+                     (static_cast<uint64_t>(k) * 0x165667B19E3779F9ull) ^ (static_cast<uint64_t>(batch) << 7) ^
+                     static_cast<uint64_t>(dtype);
+  GemmMemo& e = gemm_memo_[(h ^ (h >> 29)) % gemm_memo_.size()];
+  if (e.m == m && e.n == n && e.k == k && e.batch == batch && e.dtype == dtype) return e.seconds;
+  e = GemmMemo{m, n, k, batch, dtype, compute_gemm_time_s(m, n, k, dtype, batch)};
+  return e.seconds;
+}
+
+double CostModel::compute_gemm_time_s(int64_t m, int64_t n, int64_t k, DType dtype, int64_t batch) const {
   const double flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) *
                        static_cast<double>(n) * static_cast<double>(k);
   const double bytes = (static_cast<double>(m) * k + static_cast<double>(k) * n +

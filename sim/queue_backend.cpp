@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <queue>
 #include <unordered_map>
 
@@ -18,7 +17,12 @@ class QueueBackend final : public ActivityBackend {
   void build(const Topology& topo, const std::vector<int>& ranks, const std::vector<std::pair<int, int>>& pairs,
              const LinkEfficiency& eff, const std::vector<double>& speeds) override {
     speeds_ = speeds;
-    for (int r : ranks) gpu_index_.emplace(r, static_cast<int>(gpus_.size())), gpus_.emplace_back();
+    for (int r : ranks) {
+      OVERLAPSIM_CHECK(r >= 0, "queue backend: negative rank");
+      if (static_cast<size_t>(r) >= gpu_index_.size()) gpu_index_.resize(static_cast<size_t>(r) + 1, -1);
+      gpu_index_[r] = static_cast<int>(gpus_.size());
+      gpus_.emplace_back();
+    }
     for (const auto& [s, d] : pairs) {
       double bw = std::numeric_limits<double>::infinity(), lat = 0;
       for (const Hop& h : topo.route(s, d)) {
@@ -26,7 +30,7 @@ class QueueBackend final : public ActivityBackend {
         bw = std::min(bw, l.bandwidth_Bps * eff.of(l.kind));
         lat += l.latency_s;
       }
-      routes_[{s, d}] = {bw, lat};
+      routes_[pair_key(s, d)] = {bw, lat};
     }
   }
 
@@ -35,19 +39,21 @@ class QueueBackend final : public ActivityBackend {
       push(now_ + work / speeds_[0], tag);
       return;
     }
-    const int g = gpu_index_.at(rank);
+    const int g = gpu_of(rank);
     advance(g);
     gpus_[g].running.push_back(Kernel{work, tag});
     reschedule(g);
   }
 
   void start_flow(int src_rank, int dst_rank, double bytes, void* tag) override {
-    const auto& [bw, lat] = routes_.at({src_rank, dst_rank});
+    const auto it = routes_.find(pair_key(src_rank, dst_rank));
+    OVERLAPSIM_CHECK(it != routes_.end(), "queue backend: a flow between ranks without a route");
+    const auto& [bw, lat] = it->second;
     push(now_ + lat + bytes / bw, tag);
   }
 
   void set_state(int rank, int k) override {
-    const int g = gpu_index_.at(rank);
+    const int g = gpu_of(rank);
     advance(g);
     gpus_[g].state = k;
     reschedule(g);
@@ -65,7 +71,8 @@ class QueueBackend final : public ActivityBackend {
         now_ = e.time;
         advance(e.gpu);
         // Every kernel whose work is (numerically) done finishes now.
-        std::vector<void*> done;
+        std::vector<void*>& done = done_;  // kept between events: no allocation per event
+        done.clear();
         // A kernel is done when a nanosecond of work at full speed is left, or when what is left
         // would end within the clock's resolution (late in a long simulation, on a very slow
         // GPU, now + left / rate == now: the event would never move time on).
@@ -80,7 +87,7 @@ class QueueBackend final : public ActivityBackend {
             ++i;
           }
         reschedule(e.gpu);
-        for (void* t : done) on_done(t);
+        for (void* t : done) on_done(t);  // (which may start kernels, never touching done_)
         continue;
       }
       now_ = e.time;
@@ -89,6 +96,13 @@ class QueueBackend final : public ActivityBackend {
   }
 
  private:
+  static int64_t pair_key(int src, int dst) { return (static_cast<int64_t>(src) << 32) | static_cast<uint32_t>(dst); }
+  int gpu_of(int rank) const {
+    OVERLAPSIM_CHECK(rank >= 0 && static_cast<size_t>(rank) < gpu_index_.size() && gpu_index_[rank] >= 0,
+                     "queue backend: a rank without a GPU");
+    return gpu_index_[rank];
+  }
+
   struct Kernel {
     double remaining;  // work units
     void* tag;
@@ -130,9 +144,10 @@ class QueueBackend final : public ActivityBackend {
   void push(double time, void* tag) { events_.push(Event{time, seq_++, -1, 0, tag}); }
 
   std::vector<double> speeds_;
-  std::unordered_map<int, int> gpu_index_;
+  std::vector<int> gpu_index_;  // global rank → index in gpus_ (-1: none)
   std::vector<Gpu> gpus_;
-  std::map<std::pair<int, int>, std::pair<double, double>> routes_;
+  std::unordered_map<int64_t, std::pair<double, double>> routes_;  // pair_key(src, dst) → (bytes/s, s)
+  std::vector<void*> done_;  // run()'s kernels finished by one event
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   double now_ = 0;
   long long seq_ = 0;

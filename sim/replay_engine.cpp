@@ -14,24 +14,34 @@
 
 namespace overlapsim {
 
+std::shared_ptr<detail::PlanCache> make_plan_cache() { return std::make_shared<detail::PlanCache>(); }
+
 namespace detail {
 
 const PlannedCollective& Replayer::plan_of(const Op& op) {
   const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes, static_cast<int>(op.channels),
                                    static_cast<int>(op.algorithm));
   auto it = plans_.find(key);
-  if (it != plans_.end()) return it->second;
-  CollectiveOptions o = opt_.collectives;
-  if (op.algorithm != CollectiveAlgorithm::Auto) o.algorithm = op.algorithm;
-  PlannedCollective& pc = plans_[key];
-  pc.plan = plan_collective(topo_, opt_.link_efficiency, s_.groups[op.group].ranks, op.collective, op.bytes,
-                            op.channels, o);
-  pc.member_ends = pc.plan.member_ends_s();
-  for (const ChannelPlan& cp : pc.plan.rings) {
-    const bool ring = !pc.plan.chain && pc.plan.steps > 0 && cp.hops.size() > 1;
-    pc.ring_s.push_back(ring ? ring_channel_s(cp, pc.plan.wire_bytes, pc.plan.steps) : 0.0);
-    pc.uniform.push_back(ring && uniform_ring(cp));
+  if (it != plans_.end()) return *it->second;
+  PlanCache& cache = opt_.plan_cache ? *opt_.plan_cache : own_plans_;
+  if (cache.topology == nullptr) cache.topology = &topo_;
+  if (cache.topology != &topo_) throw std::logic_error("replay: a plan cache shared by two topologies");
+  const std::vector<int>& ranks = s_.groups[op.group].ranks;
+  auto [at, fresh] = cache.plans.try_emplace(std::make_tuple(ranks, std::get<1>(key), op.bytes, std::get<3>(key),
+                                                             std::get<4>(key)));
+  PlannedCollective& pc = at->second;
+  if (fresh) {
+    CollectiveOptions o = opt_.collectives;
+    if (op.algorithm != CollectiveAlgorithm::Auto) o.algorithm = op.algorithm;
+    pc.plan = plan_collective(topo_, opt_.link_efficiency, ranks, op.collective, op.bytes, op.channels, o);
+    pc.member_ends = pc.plan.member_ends_s();
+    for (const ChannelPlan& cp : pc.plan.rings) {
+      const bool ring = !pc.plan.chain && pc.plan.steps > 0 && cp.hops.size() > 1;
+      pc.ring_s.push_back(ring ? ring_channel_s(cp, pc.plan.wire_bytes, pc.plan.steps) : 0.0);
+      pc.uniform.push_back(ring && uniform_ring(cp));
+    }
   }
+  plans_.emplace(key, &pc);
   return pc;
 }
 

@@ -94,6 +94,13 @@ struct PlannedCollective {
   std::vector<char> uniform;        ///< per channel: uniform_ring
 };
 
+/// Plans shared across replays (ReplayOptions::plan_cache), by (communicator ranks, kind,
+/// bytes, channels, algorithm); map nodes do not move, so replays hold pointers into it.
+struct PlanCache {
+  const Topology* topology = nullptr;  ///< the one topology its plans are of
+  std::map<std::tuple<std::vector<int>, int, double, int, int>, PlannedCollective> plans;
+};
+
 struct CollState {
   const CollectivePlan* plan = nullptr;        ///< &planned->plan
   const PlannedCollective* planned = nullptr;  ///< owned by Replayer::plans_
@@ -262,7 +269,9 @@ class Replayer {
   std::unordered_map<const Task*, double> flow_floors_;  // rate-bound flows → earliest end, seconds
   std::unordered_map<int64_t, double> p2p_latency_;  // (src·W + dst)·4 + LL·2 + copy engine → seconds
   std::vector<int> held_sms_;                     // per simulated rank: SMs communication holds
-  std::map<std::tuple<int, int, double, int, int>, PlannedCollective> plans_;  // (group, kind, bytes, channels, algorithm)
+  // (group, kind, bytes, channels, algorithm) → the plan, in opt_.plan_cache or own_plans_
+  std::map<std::tuple<int, int, double, int, int>, const PlannedCollective*> plans_;
+  PlanCache own_plans_;  // where opt_.plan_cache is null
   FlowRecorder flows_;  // used only when opt_.record_flows (the trace's link tracks)
   ReplayTimes times_;
   long long completed_ = 0, total_ops_ = 0;

@@ -174,6 +174,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.sm_count = dev.sm_count;
   if (profile.sm_interference > 0) ro.sm_interference = profile.sm_interference;
   ro.record_flows = opt.record_flows;
+  ro.plan_cache = make_plan_cache();  // every replay below: one topology, these options
 
   const std::vector<std::string> names = opt.strategies.empty() ? sc.strategies : opt.strategies;
   const auto join = [](const std::vector<std::string>& v) {

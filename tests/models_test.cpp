@@ -212,6 +212,21 @@ TEST_CASE("cost model: unsupported dtype is an input error") {
   CHECK_THROWS_AS(cm.gemm_time_s(1024, 1024, 1024, DType::FP8), InputError);
 }
 
+TEST_CASE("cost model: remembered GEMM times are those computed afresh, whatever the order of shapes") {
+  // The memo holds 64 shapes: 300 shapes asked in turns collide and evict each other; every answer
+  // must still be the one a fresh model (no memory) gives, bit for bit, and a throw stores nothing.
+  const DeviceSpec& d = device_spec("a100-sxm4-80gb");
+  const Profile p = test_profile(d.model);
+  CostModel remembered(d, p);
+  for (int round = 0; round < 3; ++round)
+    for (int64_t i = 1; i <= 300; ++i) {
+      const int64_t m = 64 * i, n = 4096 + 8 * (i % 7), k = 1024 * (1 + i % 3), batch = 1 + (i % 2);
+      const DType t = i % 2 ? DType::FP16 : DType::BF16;
+      CHECK(remembered.gemm_time_s(m, n, k, t, batch) == CostModel(d, p).gemm_time_s(m, n, k, t, batch));
+      CHECK_THROWS_AS(remembered.gemm_time_s(m, n, k, DType::FP8, batch), InputError);
+    }
+}
+
 TEST_CASE("memory model: ZeRO-1 divides optimizer state by dp exactly") {
   const ModelConfig& m = model_preset("megatron-18.4b");
   Parallelism p;

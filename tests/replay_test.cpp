@@ -95,6 +95,47 @@ TEST_CASE("analytic fidelity equals flow fidelity without contention") {
   CHECK(b.makespan_s == testing::approx(a.makespan_s).epsilon(1e-9));
 }
 
+TEST_CASE("replays sharing a plan cache time as replays planning their own; one cache is of one topology") {
+  // Two schedules of AllReduce, AllGather and ReduceScatter over 4 and 8 ranks, with sizes in
+  // common: the second replay takes the first's plans from the cache (simulate() shares one so).
+  const Topology topo = load_topology(kStar8);
+  const auto mixed = [](double scale) {
+    Schedule s;
+    s.world_size = 8;
+    const int g8 = s.intern_group(first(8), CommPurpose::TensorParallel);
+    const int g4 = s.intern_group(first(4), CommPurpose::DataParallel);
+    for (int r = 0; r < 8; ++r) {
+      RankProgram p{r, 1, {}};
+      p.ops.push_back(collective_op(g8, 1, 64e6, "a", CollectiveAlgorithm::Auto, 0, CollectiveKind::AllReduce));
+      p.ops.push_back(collective_op(g8, 2, 8e6 * scale, "b", CollectiveAlgorithm::Auto, 0, CollectiveKind::AllGather));
+      if (r < 4)
+        p.ops.push_back(collective_op(g4, 3, 16e6, "c", CollectiveAlgorithm::Auto, 0, CollectiveKind::ReduceScatter));
+      for (size_t i = 1; i < p.ops.size(); ++i) p.ops[i].deps = {static_cast<int32_t>(i - 1)};
+      s.programs.push_back(p);
+    }
+    return s;
+  };
+  for (const Fidelity f : {Fidelity::Analytic, Fidelity::Flow}) {
+    INFO("fidelity " << to_string(f));
+    ReplayOptions own, shared;
+    own.fidelity = shared.fidelity = f;
+    shared.plan_cache = make_plan_cache();
+    for (const double scale : {1.0, 3.0, 1.0}) {
+      const Schedule s = mixed(scale);
+      const ReplayTimes a = replay(s, topo, own), b = replay(s, topo, shared);
+      CHECK(b.makespan_s == a.makespan_s);
+      CHECK(b.end_s == a.end_s);
+    }
+  }
+  ReplayOptions shared;
+  shared.fidelity = Fidelity::Analytic;
+  shared.plan_cache = make_plan_cache();
+  (void)replay(mixed(1.0), topo, shared);
+  const Topology other = load_topology(kStar8);
+  CHECK_THROWS_WITH_AS(replay(mixed(1.0), other, shared), "replay: a plan cache shared by two topologies",
+                       std::logic_error);
+}
+
 TEST_CASE("two collectives sharing the GPUs' links slow each other down") {
   // Two AllReduces over the same 4 GPUs at the same time on separate streams: every link carries
   // two flows, so each takes (nearly) twice as long as alone — the bandwidth term doubles.
