@@ -149,6 +149,15 @@ std::vector<double> pow2(int lo, int hi) {
   return v;
 }
 
+/// The sizes nccl-tests prints for powers of two from 2^lo to 2^hi bytes of an AllGather,
+/// ReduceScatter or AllToAll over `ranks` ranks: each rank's part rounded down to a multiple of
+/// 16 bytes (nccl-tests' `(count / nranks) & -(16 / wordSize)`; 33553920 B for 32 MiB over 80 ranks).
+std::vector<double> pow2_per_rank(int lo, int hi, int ranks) {
+  std::vector<double> v;
+  for (double b : pow2(lo, hi)) v.push_back(std::floor(b / (16.0 * ranks)) * 16.0 * ranks);
+  return v;
+}
+
 }  // namespace
 
 // ---- (a) one DGX/HGX A100 node, 8 GPUs on NVSwitch -------------------------------------------
@@ -393,4 +402,84 @@ TEST_CASE("nccl-tests published: A100 16 nodes (128 GPUs) all_reduce (coreweave/
   validate({"coreweave-a100-16node-allreduce.csv", "dgx-a100-superpod.yaml", 16, BenchOp::AllReduce,
             CollectiveAlgorithm::Auto, {{pow2(20, 33),
             "setup not stated in the source (NICs, algorithm); simulated ring over 8x HDR per node"}}});
+}
+
+// Ten H100 hosts, 8 GPUs each, of one cluster (xxrjun/nccl-tests-cluster's example-cluster01; the
+// CSV headers), NCCL 2.29.2, one process per GPU, default algorithm, 32 MiB - 16 GiB. The source
+// states no network: one ~400 Gb/s NIC per GPU is inferred from its own logs (rings over the 10
+// hosts with 1, 2 and 4 GPUs per host reach 48.8 GB/s busbw per GPU, and the 2-host alltoall moves
+// 49 GB/s per GPU off the host with all 8 at once), the fabric is not stated. Simulated on the
+// SuperPOD topology with node.count=10.
+// - AllGather and ReduceScatter: the model's Auto runs the ring, LL128 to 2 GiB and Simple from
+//   4 GiB. No size is within 10%. Up to 2 GiB the log is 1.1-2.6x slower than the model's LL128:
+//   32 MiB takes 682-689 us, 79 ring steps of 8.6 us, about what the model's Simple ring takes
+//   (739 us), and the AllGather's 256 MiB is slower than its 128 MiB (NCCL changing protocol or
+//   channels there). The log does not say what NCCL ran (no NCCL_DEBUG). From 4 GiB both run Simple rings: the log's
+//   313-324 GB/s is 39-40.5 GB/s per NIC, where the same run's rings with 1, 2 and 4 GPUs per host
+//   get 48.8 per NIC and the model's ring up to 47 (362-376 GB/s, +15..+17%). What holds NCCL's
+//   ring back with 8 GPUs and 8 NICs per host is not in the log.
+// - AllReduce: the model's Auto runs NVLS_TREE to 4 GiB and the ring from 8 GiB. From 256 MiB to
+//   2 GiB it is within 8% of the log, which peaks at 345 GB/s at 1 GiB, above its own ring plateau.
+//   At 4 GiB the log falls to 314, the level of that plateau, as if NCCL's tuner turned to the
+//   ring one size earlier than the model's; 8-16 GiB carry the ring gap of the AllGather. At
+//   32-128 MiB the log takes 0.80-1.25 ms, 20-57% longer than the model's NVLS_TREE.
+// - AllToAll: within 4% from 256 MiB, where each GPU's NIC carries 9/10 of its buffer at the
+//   profile's rate. At 32-128 MiB the log climbs from 34 to 45 GB/s, with pieces of 0.4-1.7 MiB
+//   per peer, while the model's flows reach the NICs' rate at once.
+// - SendRecv: 15.2 GB/s at every size, a third of what the same cluster's 2-host runs of the same
+//   pattern get (41-46 GB/s over its 45 host pairs, below). It drops with the host count, not the
+//   GPU count: 1, 2 and 4 GPUs per host over the 10 hosts give 24.9-26.2 GB/s, where 2 hosts give
+//   40-43. So the 10 messages that cross hosts slow each other down somewhere in the unstated
+//   fabric. The model's 43.4 GB/s (2 p2p channels over one NIC) does not change with the host
+//   count, because its full-bisection fat tree gives 10 flows no contention. All sizes WARN.
+const char* const kX10RingProtocol =
+    "32 MiB - 2 GiB: 1.1-2.6x slower than the model's LL128 ring (32 MiB: 682 us = 79 steps of 8.6 us, near the "
+    "model's Simple ring, 739 us; AllGather's 256 MiB below its 128 MiB); what NCCL 2.29.2 ran is not in the log";
+const char* const kX10RingPlateau =
+    "Simple ring plateau: 313-324 GB/s (39-40.5 GB/s per NIC), where the same run's 10-host rings with 1, 2 and 4 "
+    "GPUs per host reach 48.8 per NIC and the model's 8-NIC ring 47 (+15..+17%); the limit is not in the log";
+
+TEST_CASE("nccl-tests published: H100 10 nodes (80 GPUs) all_gather and reduce_scatter (xxrjun/nccl-tests-cluster)") {
+  validate({"h100-10node-allgather-xxrjun.csv", "dgx-h100-superpod.yaml", 10, BenchOp::AllGather,
+            CollectiveAlgorithm::Auto,
+            {{pow2_per_rank(25, 31, 80), kX10RingProtocol}, {pow2_per_rank(32, 34, 80), kX10RingPlateau}}});
+  validate({"h100-10node-reducescatter-xxrjun.csv", "dgx-h100-superpod.yaml", 10, BenchOp::ReduceScatter,
+            CollectiveAlgorithm::Auto,
+            {{pow2_per_rank(25, 31, 80), kX10RingProtocol}, {pow2_per_rank(32, 34, 80), kX10RingPlateau}}});
+}
+
+TEST_CASE("nccl-tests published: H100 10 nodes (80 GPUs) all_reduce, default algorithm (xxrjun/nccl-tests-cluster)") {
+  validate({"h100-10node-allreduce-xxrjun.csv", "dgx-h100-superpod.yaml", 10, BenchOp::AllReduce,
+            CollectiveAlgorithm::Auto,
+            {{pow2(25, 27),
+              "32-128 MiB: the log takes 0.80-1.25 ms, 20-57% longer than the model's NVLS_TREE; the algorithm NCCL "
+              "ran is not in the log"},
+             {{4096 * kMiB},
+              "4 GiB: the log drops from 337 GB/s (2 GiB) to the level of its 8-16 GiB ring plateau, 314 (as if NCCL's "
+              "tuner turned to the ring there); the model's Auto keeps NVLS_TREE (362, +15%) up to this size"},
+             {pow2(33, 34), kX10RingPlateau}}});
+}
+
+TEST_CASE("nccl-tests published: H100 10 nodes (80 GPUs) alltoall and sendrecv (xxrjun/nccl-tests-cluster)") {
+  validate({"h100-10node-alltoall-xxrjun.csv", "dgx-h100-superpod.yaml", 10, BenchOp::AllToAll,
+            CollectiveAlgorithm::Auto,
+            {{pow2_per_rank(25, 27, 80),
+              "32-128 MiB: NCCL's AllToAll over the network climbs from 34 to 45 GB/s (0.4-1.7 MiB per peer); the "
+              "model's flows reach the NICs' rate at once"}}});
+  validate({"h100-10node-sendrecv-xxrjun.csv", "dgx-h100-superpod.yaml", 10, BenchOp::SendRecv,
+            CollectiveAlgorithm::Auto,
+            {{pow2(25, 34),
+              "15.2 GB/s, a third of the same cluster's 2-host sendrecv (41-46 GB/s); 1-4 GPUs per host over the 10 "
+              "hosts give 25-26 where 2 hosts give 40-43: the 10 host-crossing messages contend in the unstated "
+              "fabric, which the model's full-bisection fat tree (43.4 GB/s at any host count) does not have"}}});
+}
+
+// The same cluster's pairwise run (hosts cnode3-002 + cnode3-003, 8 GPUs each, 4-16 GiB). AllToAll:
+// each GPU's half of its buffer for the other host leaves through its own NIC, which the model
+// moves at the profile's NIC efficiency (88.1 GB/s busbw, against 90.7-92.1 across the run's 45
+// pairs). SendRecv: the 2 messages that cross hosts each run on NCCL's 2 p2p channels per network
+// peer through one NIC (43.4 GB/s, against 41.3-46.3 across the 45 pairs, 45.9 for this one).
+TEST_CASE("nccl-tests published: H100 2 nodes alltoall and sendrecv (xxrjun/nccl-tests-cluster)") {
+  validate({"h100-2node-alltoall-xxrjun.csv", "dgx-h100-superpod.yaml", 2, BenchOp::AllToAll, CollectiveAlgorithm::Auto, {}});
+  validate({"h100-2node-sendrecv-xxrjun.csv", "dgx-h100-superpod.yaml", 2, BenchOp::SendRecv, CollectiveAlgorithm::Auto, {}});
 }
