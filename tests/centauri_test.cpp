@@ -251,7 +251,7 @@ TEST_CASE("where computation is much shorter than communication, centauri gains 
   CHECK(meg.iteration_s - cen.iteration_s <= meg.compute_s);
 }
 
-TEST_CASE("run --explain prints each op's alternatives; the JSON carries the plan") {
+TEST_CASE("run --explain prints each op's alternatives, the JSON carries the plan") {
   using namespace overlapsim::testing;
   const std::string json = temp_path(".json");
   const Run r = run_cli("run -q " + kSrc + "/tests/data/scenarios/small.yaml --fidelity analytic -s megatron -s centauri "

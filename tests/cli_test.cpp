@@ -342,7 +342,7 @@ TEST_CASE("bad command-line values name the flag") {
   }
 }
 
-TEST_CASE("outputs: the usual file mode; an interrupted run leaves no temporary file") {
+TEST_CASE("outputs: the usual file mode, an interrupted run leaves no temporary file") {
   const std::string scenario = kSrc + "/tests/data/scenarios/small.yaml";
   const std::string out = temp_path(".json");
   const mode_t mask = ::umask(022);
@@ -597,7 +597,7 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
   CHECK(two.output.find("16 ranks on 2 node(s)") != std::string::npos);
 }
 
-TEST_CASE("topo says what NCCL's model reads; --protocol on a point-to-point collective says it is left alone") {
+TEST_CASE("topo says what NCCL's model reads, --protocol on a point-to-point collective says it is left alone") {
   const Run t = run_cli("topo " + kSrc + "/topologies/dgx-a100-superpod.yaml --override node.count=2");
   REQUIRE(t.status == 0);
   CHECK(t.output.find("nccl: cpu vendor amd, channels 24 in one node, 16 across nodes") != std::string::npos);
@@ -627,7 +627,7 @@ TEST_CASE("collective --sizes: a buffer beyond the memory of all the ranks toget
   CHECK(edge.output.find("do not fit in one a100-sxm4-80gb's") != std::string::npos);
 }
 
-TEST_CASE("collective: a forced algorithm that cannot run says what ran; sizes below one float are refused, above the GPU noted") {
+TEST_CASE("collective: a forced algorithm that cannot run says what ran, sizes below one float are refused, above the GPU noted") {
   const std::string h100 = " -t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=1 --sizes 1MiB:4MiB";
   // NVLS needs two or more channels; Tree is AllReduce only.
   const Run one = run_cli("collective --op allreduce --algo nvls --channels 1" + h100);

@@ -97,7 +97,7 @@ TEST_CASE("LL128 as measured is LL128's on NVLink only: network hops, LL/Simple,
   CHECK_FALSE(unchanged(one, first(8), CollectiveKind::AllReduce, 8 * kMiB, forced(Protocol::LL128, kStep, kBusBw)));
 }
 
-TEST_CASE("shipped profiles: A100 has the fitted LL128 step and ceiling, H100 none; they survive a write and a read") {
+TEST_CASE("shipped profiles: A100 has the fitted LL128 step and ceiling, H100 none, they survive a write and a read") {
   const Profile a100 = load_profile(default_profile_path("a100-sxm4-80gb"));
   CHECK(a100.ll128_step_nvlink_s == kStep);
   CHECK(a100.ll128_busbw_nvlink_Bps == kBusBw);

@@ -63,7 +63,7 @@ TEST_CASE("measured collective: the fit of the same collective, group shape, alg
   CHECK(find_measured(fits, CollectiveKind::AllReduce, 8, 1, CollectiveAlgorithm::Ring, "simple") == &fits[0]);
 }
 
-TEST_CASE("analytic replay times a measured collective by its measurement; flow keeps NCCL's algorithms") {
+TEST_CASE("analytic replay times a measured collective by its measurement, flow keeps NCCL's algorithms") {
   const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
   BenchOptions b;
   b.replay.fidelity = Fidelity::Analytic;

@@ -265,7 +265,7 @@ TEST_CASE("nccl-tests published: ND A100 v4 1 node all_gather and alltoall at 1 
   validate({"ndmv4-a100-1node-alltoall-mscclpp.csv", "dgx-a100.yaml", 0, BenchOp::AllToAll, CollectiveAlgorithm::Auto, {}});
 }
 
-TEST_CASE("nccl-tests published: 8x A100-SXM4-40GB 1 node broadcast (microsoft/superbenchmark; AIST ABCI 2.0)") {
+TEST_CASE("nccl-tests published: 8x A100-SXM4-40GB 1 node broadcast (microsoft/superbenchmark, AIST ABCI 2.0)") {
   validate({"a100-40gb-1node-broadcast-superbench.csv", "dgx-a100.yaml", 0, BenchOp::Broadcast,
             CollectiveAlgorithm::Auto,
             {{pow2(20, 21), "1-2 MiB: the model's LL/LL128 chain is 54-84% fast against this -g 8 log (+15..+33% against ABCI's)"},
@@ -275,7 +275,7 @@ TEST_CASE("nccl-tests published: 8x A100-SXM4-40GB 1 node broadcast (microsoft/s
             {{pow2(20, 21), "1-2 MiB: the model's LL/LL128 chain 15-33% fast"}, {pow2(24, 25), kChainMid}}});
 }
 
-TEST_CASE("nccl-tests published: 8x A100 1 node alltoall and sendrecv (microsoft/superbenchmark; li-plus/playground)") {
+TEST_CASE("nccl-tests published: 8x A100 1 node alltoall and sendrecv (microsoft/superbenchmark, li-plus/playground)") {
   validate({"a100-40gb-1node-alltoall-superbench.csv", "dgx-a100.yaml", 0, BenchOp::AllToAll, CollectiveAlgorithm::Auto,
             {{pow2(20, 30), kP2pRamp}}});
   validate({"a100-1node-sendrecv-liplus.csv", "dgx-a100.yaml", 0, BenchOp::SendRecv, CollectiveAlgorithm::Auto, {}});

@@ -186,7 +186,7 @@ TEST_CASE("NVLS_TREE closed form over 2 DGX H100 nodes: NCCL's per-channel ceili
   }
 }
 
-TEST_CASE("NVLS_TREE: Auto takes it across H100 nodes where NCCL's tuner ranks it first; where it cannot run, the ring") {
+TEST_CASE("NVLS_TREE: Auto takes it across H100 nodes where NCCL's tuner ranks it first, where it cannot run, the ring") {
   CollectiveOptions o;  // Auto
   const Topology two = h100_nodes(2);
   CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, 1024 * kMiB, 0, o).algorithm ==
@@ -232,7 +232,7 @@ TEST_CASE("NVLS_TREE: flow == analytic without other traffic (its flows run unde
   }
 }
 
-TEST_CASE("NVLS_TREE in flow: alone it takes its closed form; a ring sharing a rail's NICs delays it") {
+TEST_CASE("NVLS_TREE in flow: alone it takes its closed form, a ring sharing a rail's NICs delays it") {
   // Two H100 nodes, NICs at a quarter (12.5 GB/s) so that the rails' tree binds: A is an NVLS_TREE
   // AllReduce over 3 GPUs a node (3 heads, rail r on NIC r); B a ring AllReduce between GPU 0 of
   // each node on another stream, all its channels through NIC 0, rail 0's.
@@ -268,7 +268,7 @@ TEST_CASE("NVLS_TREE in flow: alone it takes its closed form; a ring sharing a r
   CHECK(replay(schedule(true), two, flow).end_s[1][0] > 1.2 * alone_flow);
 }
 
-TEST_CASE("NVLS_TREE: a tiny message costs its latency whatever the channels; a forced protocol is ranked alone") {
+TEST_CASE("NVLS_TREE: a tiny message costs its latency whatever the channels, a forced protocol is ranked alone") {
   // Regression: the tree's fill charged every channel's whole chunk even for 8 B (2 nodes: 89 us
   // on 16 channels, 156 us on 64, where NCCL's latency is 66.8 us).
   const Topology two = h100_nodes(2);

@@ -226,7 +226,7 @@ TEST_CASE("an AllToAll whose pieces are bound by their channels: flow = analytic
   CHECK(unbound[2].time_s == doctest::Approx(analytic[2].time_s).epsilon(1e-9));  // the port binds at 1 GiB
 }
 
-TEST_CASE("shipped profiles: A100 and H100 (and H200, H100's) have the fitted p2p channel rate; it survives a write and a read") {
+TEST_CASE("shipped profiles: A100 and H100 (and H200, H100's) have the fitted p2p channel rate, it survives a write and a read") {
   const Profile a100 = load_profile(default_profile_path("a100-sxm4-80gb"));
   CHECK(a100.p2p_channel_nvlink_Bps == kA100Channel);
   CHECK(load_profile(default_profile_path("h100-sxm5-80gb")).p2p_channel_nvlink_Bps == 21.7e9);
@@ -322,7 +322,7 @@ struct P2pSmCase {
 
 }  // namespace
 
-TEST_CASE("a Send/Recv's kernel holds one SM per p2p channel of its message; one peer's ops share a kernel") {
+TEST_CASE("a Send/Recv's kernel holds one SM per p2p channel of its message, one peer's ops share a kernel") {
   // 64 MiB between two GPUs of a node on a two-rank communicator: 16 channels (nccl_p2p_split),
   // ~330 us at 16 · 12.85 GB/s, long after the 0.1 ms kernel.
   const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");

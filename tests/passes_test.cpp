@@ -150,7 +150,7 @@ TEST_CASE("every registered pass keeps FLOPs, received bytes, an acyclic graph a
   }
 }
 
-TEST_CASE("passes compose, and composed schedules replay (no deadlock; folded close to unfolded)") {
+TEST_CASE("passes compose, and composed schedules replay (no deadlock, folded close to unfolded)") {
   const CostModel cost = a100_cost();
   const Topology dgx = load_topology(kSrc + "/topologies/dgx-a100.yaml");
   const ModelConfig m = small_model();
@@ -633,7 +633,7 @@ TEST_CASE("predicted substitutions and group splits agree with the replay of a l
         predict_collective_s(w, w.programs[0].ops[0], ctx0));
 }
 
-TEST_CASE("predict_site with SM holds on DGX A100: one node as the replay; across nodes an upper bound") {
+TEST_CASE("predict_site with SM holds on DGX A100: one node as the replay, across nodes an upper bound") {
   // The ring's kernels hold their p2p channels' SMs until the last shard arrives; two GEMM chunks
   // share each bidirectional step (they were each charged the whole step: +6.5% at 64 MB).
   const CostModel cost = a100_cost();

@@ -95,7 +95,7 @@ TEST_CASE("analytic fidelity equals flow fidelity without contention") {
   CHECK(b.makespan_s == testing::approx(a.makespan_s).epsilon(1e-9));
 }
 
-TEST_CASE("replays sharing a plan cache time as replays planning their own; one cache is of one topology") {
+TEST_CASE("replays sharing a plan cache time as replays planning their own, one cache is of one topology") {
   // Two schedules of AllReduce, AllGather and ReduceScatter over 4 and 8 ranks, with sizes in
   // common: the second replay takes the first's plans from the cache (simulate() shares one so).
   const Topology topo = load_topology(kStar8);
@@ -181,7 +181,7 @@ std::pair<bool, std::string> validate_in_child(const Schedule& s) {
 }
 }  // namespace
 
-TEST_CASE("validate: a dependency forward on another stream is fine; a cycle through stream order is refused") {
+TEST_CASE("validate: a dependency forward on another stream is fine, a cycle through stream order is refused") {
   Schedule s;
   s.world_size = 8;
   RankProgram p{3, 2, {}};
@@ -208,7 +208,7 @@ TEST_CASE("validate: a dependency forward on another stream is fine; a cycle thr
   CHECK(dep_cycle.second.find("cycle in the schedule of rank 3") != std::string::npos);
 }
 
-TEST_CASE("compute kernels on two streams share the GPU; on one stream they queue") {
+TEST_CASE("compute kernels on two streams share the GPU, on one stream they queue") {
   const Topology topo = load_topology(kStar8);
   ReplayOptions opt = textbook();
   Schedule s;
@@ -232,7 +232,7 @@ TEST_CASE("compute kernels on two streams share the GPU; on one stream they queu
   CHECK(t.makespan_s == testing::approx(0.025).epsilon(1e-12));
 }
 
-TEST_CASE("a send pays NCCL's per-message latency; a copy-engine send the launch overhead") {
+TEST_CASE("a send pays NCCL's per-message latency, a copy-engine send the launch overhead") {
   // star8's routes are NVSwitch hops of alpha = 1 us; NCCL's tuning model charges a one-step ring
   // baseLat + max(alpha, hwLat(NVLink)): up to 16 KiB LL, 6.6 us + max(1, 0.6) us; above, Simple,
   // 8.4 us + max(1, 3.4) us.

@@ -109,7 +109,7 @@ TEST_CASE("a uniform NVSwitch ring pays steps x slices x the slice cost on top, 
   }
 }
 
-TEST_CASE("a Simple chain pays the slice cost once per hop, at every size; its plateau is the links'") {
+TEST_CASE("a Simple chain pays the slice cost once per hop, at every size, its plateau is the links'") {
   // The fence overlaps the sender's next slice (collective_plan.hpp): over 8 GPUs on NVSwitch a
   // Broadcast's closed form grows by exactly 7 slice costs, whatever its slices.
   const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
@@ -164,7 +164,7 @@ TEST_CASE("the slice cost is Simple's on NVLink only: network hops, LL/LL128 and
   CHECK_FALSE(unchanged(one, first(8), 64 * kMiB, simple(kSlice)));  // the check can fail
 }
 
-TEST_CASE("shipped profiles: A100 and H100 have their fitted slice costs; it survives a write and a read") {
+TEST_CASE("shipped profiles: A100 and H100 have their fitted slice costs, it survives a write and a read") {
   const Profile a100 = load_profile(default_profile_path("a100-sxm4-80gb"));
   CHECK(a100.simple_slice_nvlink_s == 6.5e-6);
   CHECK(a100.nvlink_efficiency == 0.80);

@@ -198,7 +198,7 @@ TEST_CASE("tree flows deliver what received_bytes documents, to every member") {
   }
 }
 
-TEST_CASE("automatic algorithm: tree for a small AllReduce over many nodes, ring inside a node; forcing") {
+TEST_CASE("automatic algorithm: tree for a small AllReduce over many nodes, ring inside a node, forcing") {
   const LinkEfficiency eff;
   CollectiveOptions o;  // Auto
   const Topology pod = load_topology(kSuperpod, {{"node.count", "16"}});
@@ -288,7 +288,7 @@ TEST_CASE("tree flow == analytic where a tree's up and down hops share GPU ports
   CHECK(merged.flow == testing::approx(merged.analytic).epsilon(1e-6));
 }
 
-TEST_CASE("a tree over 16 nodes routed destination-mod-k shares no spine link; hashed (ecmp) it is slowed") {
+TEST_CASE("a tree over 16 nodes routed destination-mod-k shares no spine link, hashed (ecmp) it is slowed") {
   // Regression: routes hashed per flow put 3-4 of the tree's cross-rail hops (a child node's
   // head to the parent's intra[1]) on one spine link, so 1 GiB over 16 DGX A100 nodes reached
   // 79 GB/s busbw against 141 GB/s over 4 nodes. Destination-mod-k gives each hop its own
