@@ -15,6 +15,9 @@
 
 namespace sg4 = simgrid::s4u;
 
+/// kFlowModuleAbi as this module was built (sim/replay.hpp); the loader compares it with its own.
+extern "C" unsigned long long overlapsim_flow_abi() { return overlapsim::kFlowModuleAbi; }
+
 /// replay_in_process's SimGrid part (sim/replay.hpp): creates the process's one SimGrid Engine,
 /// configures CM02 max-min sharing (configure_ideal_network), builds the platform and replays.
 /// Throws what the replay throws. Looked up by this name (C linkage: an unmangled symbol).

@@ -79,7 +79,12 @@ using FlowReplayFn = void (*)(const Schedule&, const Topology&, const ReplayOpti
 /// overlapsim, overlapsim_tests and liboverlapsim_flow.so), then where this build put it.
 std::vector<std::string> flow_module_candidates() {
   std::vector<std::string> out;
-  if (const char* env = std::getenv("OVERLAPSIM_FLOW_MODULE"); env != nullptr && *env != '\0') return {env};
+  if (const char* env = std::getenv("OVERLAPSIM_FLOW_MODULE"); env != nullptr && *env != '\0') {
+    // A file, as named: a bare name is in the working folder (dlopen would search the library
+    // path for it instead).
+    const std::string path = env;
+    return {path.find('/') == std::string::npos ? "./" + path : path};
+  }
   char exe[4096];
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) {
@@ -108,15 +113,26 @@ FlowReplayFn flow_replay_entry() {
       continue;
     }
     void* sym = ::dlsym(handle, "overlapsim_flow_replay");
-    if (sym == nullptr) {
+    void* abi = ::dlsym(handle, "overlapsim_flow_abi");
+    if (sym == nullptr || abi == nullptr) {
       tried += fmt::format("\n  {}: no overlapsim_flow_replay in it", path);
+      ::dlclose(handle);
+      continue;
+    }
+    const unsigned long long theirs = reinterpret_cast<unsigned long long (*)()>(abi)();
+    if (theirs != kFlowModuleAbi) {
+      tried += fmt::format("\n  {}: built from other sources than this binary (layout {} against {}): rebuild both",
+                           path, theirs, kFlowModuleAbi);
+      ::dlclose(handle);
       continue;
     }
     fn = reinterpret_cast<FlowReplayFn>(sym);
     return fn;
   }
   throw std::runtime_error("the flow fidelity's module (liboverlapsim_flow.so, built beside overlapsim) could not "
-                           "be loaded:" + tried);
+                           "be loaded:" + tried +
+                           "\n(set OVERLAPSIM_FLOW_MODULE to its file, or run with --fidelity analytic, which does not "
+                           "need it)");
 }
 
 }  // namespace

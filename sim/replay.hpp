@@ -125,6 +125,14 @@ struct ReplayTimes {
   std::vector<FlowRecord> flows;  ///< in start order; only with ReplayOptions::record_flows
 };
 
+/// What the binary and the flow module (liboverlapsim_flow.so) must agree on to share these
+/// types: a stale module beside a newer binary would read them laid out otherwise. Both compile
+/// it; the loader refuses a module whose value differs. Bump the first term when a shared
+/// type's meaning changes without its size changing.
+constexpr unsigned long long kFlowModuleAbi =
+    1ull * 1000003 + sizeof(ReplayOptions) * 10007 + sizeof(CollectiveOptions) * 101 + sizeof(Schedule) * 7 +
+    sizeof(Op) * 1009 + sizeof(Topology) * 13 + sizeof(ReplayTimes) * 3 + sizeof(FlowRecord) * 17;
+
 /// Replays the schedule. Throws std::runtime_error if the simulation fails or deadlocks (an op
 /// that never became ready — a schedule bug, reported with the rank and op).
 ReplayTimes replay(const Schedule& schedule, const Topology& topo, const ReplayOptions& options);

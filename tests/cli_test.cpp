@@ -686,6 +686,20 @@ TEST_CASE("the flow fidelity's SimGrid module is loaded only by a flow replay, a
                         "loaded:\n  /nonexistent/liboverlapsim_flow.so: not found") != std::string::npos);
     CHECK(slurp(json).empty());
   }
+  SUBCASE("a bare name is a file in the working folder, and the way out is named") {
+    REQUIRE(::setenv("OVERLAPSIM_FLOW_MODULE", "liboverlapsim_flow.so", 1) == 0);
+    const Run r = run_cli("run -q " + scenario + " --fidelity flow");
+    CHECK(r.status == 1);
+    CHECK(r.output.find("\n  ./liboverlapsim_flow.so: not found\n(set OVERLAPSIM_FLOW_MODULE to its file, or run with "
+                        "--fidelity analytic, which does not need it)") != std::string::npos);
+  }
+  SUBCASE("a module built from other sources is refused before it is called") {
+    REQUIRE(::setenv("OVERLAPSIM_FLOW_MODULE", OVERLAPSIM_STALE_FLOW_MODULE, 1) == 0);
+    const Run r = run_cli("run -q " + scenario + " --fidelity flow");
+    CHECK(r.status == 1);
+    CHECK(r.output.find(std::string(OVERLAPSIM_STALE_FLOW_MODULE) +
+                        ": built from other sources than this binary (layout 1 against ") != std::string::npos);
+  }
   SUBCASE("a file that is not the module is refused with the loader's reason") {
     REQUIRE(::setenv("OVERLAPSIM_FLOW_MODULE", scenario.c_str(), 1) == 0);
     const Run r = run_cli("run -q " + scenario + " --fidelity flow");
