@@ -119,6 +119,28 @@ TEST_CASE("te-overlap applies TransformerEngine's method to each GEMM of the lay
   CHECK(emb[0]->stream == 0);
 }
 
+TEST_CASE("te-overlap and wang-decomp after workload-partition find their sites cut, and say so") {
+  // A composition's passes run first: workload-partition chunks SP's AllGather→GEMM and
+  // GEMM→ReduceScatter, so the base finds none left whole (regression: wang-decomp said tensor
+  // parallelism needed sequence parallelism, which is on; te-overlap printed 0 overlaps, no reason).
+  const CostModel cost = a100_cost();
+  const Topology dgx = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  const ModelConfig m = small_model();
+  const Parallelism p = layout(4, 2, 1, 4, true);
+  const Schedule w = build_iteration(m, p, cost);
+  for (const char* name : {"te-overlap+workload-partition:4", "wang-decomp+workload-partition:4"}) {
+    CAPTURE(name);
+    std::vector<std::string> notes;
+    const Schedule s = make_strategy(name)->apply(w, StrategyContext{dgx, cost, &m, &p, &notes});
+    CHECK(check_pass_invariants(w, s) == "");
+    std::string all;
+    for (const auto& n : notes) all += n + "\n";
+    INFO(all);
+    CHECK(all.find("a pass before it in the composition partitioned them") != std::string::npos);
+    CHECK(all.find("needs sequence parallelism") == std::string::npos);
+  }
+}
+
 TEST_CASE("without sequence parallelism te-overlap and wang-decomp are megatron, and say so") {
   const CostModel cost = a100_cost();
   const Topology dgx = load_topology(kSrc + "/topologies/dgx-a100.yaml");

@@ -155,6 +155,11 @@ class TeOverlap final : public Strategy {
     auto bulk = std::make_shared<int>(0);
     s = TeBulk(bulk).run(std::move(s), ctx);
     std::string kept;
+    if ((*counts)["ring_exchange"] + (*counts)["pipeline"] + (*counts)["not divisible"] + *bulk == 0)
+      // SP is on (checked above), so the workload had TE's GEMMs and collectives whole: a pass
+      // before this one (a composition) cut or renamed them.
+      kept = "; no GEMM or collective of TransformerEngine's table left whole (a pass before it in the composition "
+             "partitioned them): this is that schedule under megatron's placement";
     if ((*counts)["not divisible"])
       kept = fmt::format("; {} ring exchanges kept (tokens not divisible by the TP size)", (*counts)["not divisible"]);
     ctx.note(fmt::format("te-overlap: {} ring-exchange, {} pipelined and {} bulk overlaps on {} simulated rank(s){}",
