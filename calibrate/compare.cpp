@@ -135,6 +135,7 @@ void print_profile_comparison(std::ostream& out, const Profile& a, const Profile
   if (a.ll128_busbw_nvlink_Bps > 0 || b.ll128_busbw_nvlink_Bps > 0)
     row("network.ll128_busbw_nvlink", a.ll128_busbw_nvlink_Bps, b.ll128_busbw_nvlink_Bps, "GB/s", 1e-9);
   if (a.nvls_loop_s > 0 || b.nvls_loop_s > 0) row("network.nvls_loop", a.nvls_loop_s, b.nvls_loop_s, "us", 1e6);
+  if (a.p2p_round_s > 0 || b.p2p_round_s > 0) row("network.p2p_round", a.p2p_round_s, b.p2p_round_s, "us", 1e6);
   if (a.p2p_channel_nvlink_Bps > 0 || b.p2p_channel_nvlink_Bps > 0)
     row("network.p2p_channel_nvlink", a.p2p_channel_nvlink_Bps, b.p2p_channel_nvlink_Bps, "GB/s", 1e-9);
 

@@ -335,7 +335,8 @@ Profile load_profile(const std::string& path) {
   const json& network =
       r.section(root, "network",
                 {"nvlink_efficiency", "network_efficiency", "pcie_efficiency", "simple_slice_nvlink_s",
-                 "ll128_step_nvlink_s", "ll128_busbw_nvlink_Bps", "nvls_loop_s", "p2p_channel_nvlink_Bps", "source"},
+                 "ll128_step_nvlink_s", "ll128_busbw_nvlink_Bps", "nvls_loop_s", "p2p_channel_nvlink_Bps", "p2p_round_s",
+                 "source"},
                 true);
   p.nvlink_efficiency = r.efficiency(network, "network", "nvlink_efficiency");
   p.network_efficiency = r.efficiency(network, "network", "network_efficiency");
@@ -352,6 +353,11 @@ Profile load_profile(const std::string& path) {
     // for bytes/s (12.85 for 12.85e9 timed a 1 GiB message at 60 days).
     p.p2p_channel_nvlink_Bps = r.number(network, "network", "p2p_channel_nvlink_Bps", 1e8, 1e13, false,
                                         "a per-channel copy rate in bytes/s, 1e8 (0.1 GB/s) to 1e13 (10 TB/s)");
+  if (network.contains("p2p_round_s"))
+    // Microseconds per round at most: written in µs for seconds (4.0 for 4.0e-6) would add 80 s
+    // to an AllToAll over 20 ranks.
+    p.p2p_round_s = r.number(network, "network", "p2p_round_s", 0, 1e-3, true,
+                             "seconds per round of NCCL's p2p schedule, 0 to 1e-3");
   p.network_source = r.string(network, "network", "source");
 
   std::vector<const char*> attention_keys = {"efficiency", "source"};

@@ -11,7 +11,7 @@
 //   kernel {launch_overhead_s, fixed_overhead_s, source},
 //   network {nvlink_efficiency, network_efficiency, pcie_efficiency, [simple_slice_nvlink_s],
 //   [ll128_step_nvlink_s], [ll128_busbw_nvlink_Bps], [nvls_loop_s], [p2p_channel_nvlink_Bps],
-//   source}, attention {efficiency, source}.
+//   [p2p_round_s], source}, attention {efficiency, source}.
 // Version 2 = version 1 plus optional measured tables (profile_tables.hpp):
 //   gemm.tables [{dtype, peak_flops, m, n, k, efficiency[m][n][k]}], gemm.key_shapes,
 //   memory.hbm_bandwidth_Bps, memory.points, attention.points,
@@ -77,6 +77,10 @@ struct Profile {
   /// Point-to-point over NVLink, as measured: bytes/s one of NCCL's channels (its thread block)
   /// copies of a Send/Recv (sim/collective_plan.hpp, p2p_rate_cap_Bps); optional, 0: no bound.
   double p2p_channel_nvlink_Bps = 0;
+  /// A grouped send/recv to every rank (an AllToAll), as measured: seconds each round of NCCL's
+  /// p2p schedule (one per rank of the communicator) adds to its kernel beyond its bytes
+  /// (sim/collective_plan.hpp, AllToAll); optional, 0: none.
+  double p2p_round_s = 0;
 
   // Where each section's numbers came from (the "source" key of each section).
   std::string gemm_source, memory_source, kernel_source, network_source, attention_source;

@@ -121,6 +121,7 @@ std::string profile_to_json(const Profile& p) {
   if (p.ll128_busbw_nvlink_Bps > 0) root["network"]["ll128_busbw_nvlink_Bps"] = p.ll128_busbw_nvlink_Bps;
   if (p.nvls_loop_s > 0) root["network"]["nvls_loop_s"] = p.nvls_loop_s;
   if (p.p2p_channel_nvlink_Bps > 0) root["network"]["p2p_channel_nvlink_Bps"] = p.p2p_channel_nvlink_Bps;
+  if (p.p2p_round_s > 0) root["network"]["p2p_round_s"] = p.p2p_round_s;
 
   ojson attention;
   attention["efficiency"] = p.attention_efficiency;

@@ -121,6 +121,7 @@ void Replayer::coll_ready(int ri, int oi) {
     double lat = 0;
     for (int j = 0; j < n; ++j)
       if (j != pos) lat = std::max(lat, p2p_latency(g[pos], g[j], op.bytes / n, op.num_sm == 0));
+    lat += all_to_all_rounds_s(op, n);
     if (lat > 0) {
       ++c.in_flight;
       start_exec(Task::AllToAllDelay, false, lat, ri, oi, match, -1, pos);

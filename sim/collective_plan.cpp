@@ -147,6 +147,7 @@ void CollectiveOptions::read_profile(const Profile& profile) {
   ll128_busbw_nvlink_Bps = profile.ll128_busbw_nvlink_Bps;
   nvls_loop_s = profile.nvls_loop_s;
   p2p_channel_nvlink_Bps = profile.p2p_channel_nvlink_Bps;
+  p2p_round_s = profile.p2p_round_s;
 }
 
 namespace {

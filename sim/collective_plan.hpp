@@ -150,6 +150,16 @@
 // its start + route latency + bytes / cap in both fidelities (its flow still loads the links at
 // their own rate: SimGrid 3.32 cannot bound a host-to-host Comm's rate).
 //
+// AllToAll as measured (CollectiveOptions::p2p_round_s, a profile's network.p2p_round_s): NCCL
+// runs an AllToAll over n ranks as n rounds of its p2p schedule (src/enqueue.cc
+// scheduleP2pTasksToPlan: round r sends to rank + r and receives from rank − r, each a work item
+// of its own on its channels, up to NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8 rounds per work batch).
+// Published curves sit a constant time above the pieces' flows: H100, 10 nodes x 8 (80 rounds),
+// 305-354 us from 32 to 512 MiB with the flows' rate matching the log's to 3%; one node (8
+// rounds), 33 us at 32 MiB. Each member's kernel pays n · p2p_round_s before its pieces leave
+// (H100: 4.0 us, the least-squares fit to the 10-node curve; not for a copy-engine AllToAll, nor
+// textbook).
+//
 // LL128 on NVLink as measured (CollectiveOptions::ll128_step_nvlink_s, ll128_busbw_nvlink_Bps; a
 // profile's network keys of those names): NCCL's tuning model gives a ring's LL128 step hwLat
 // 1.9 us on NVLink and a busbw of min(0.92 · ring bandwidth, channels · perChMaxRingLL128Bw)
@@ -444,14 +454,17 @@ struct CollectiveOptions {
   /// What one of NCCL's channels copies of a point-to-point message over NVLink, bytes/s
   /// (p2p_rate_cap_Bps; a profile's network.p2p_channel_nvlink_Bps): 0, no bound.
   double p2p_channel_nvlink_Bps = 0;
+  /// An AllToAll as measured (header, AllToAll; a profile's network.p2p_round_s): seconds each
+  /// round of NCCL's p2p schedule adds to its kernel, 0: none.
+  double p2p_round_s = 0;
   /// The communicator a Send/Recv runs on (p2p_rate_cap_Bps): nccl-tests' sendrecv_perf runs
   /// every rank's pair on one communicator of all of them; a training framework's send and
   /// receive between two ranks on a communicator of those two (PyTorch's ProcessGroupNCCL opens
   /// one per pair for point-to-point), the default.
   P2pCommunicator p2p_comm;
   /// Takes what a calibration profile says of collectives: its tuning table and its
-  /// network.simple_slice_nvlink_s, ll128_step_nvlink_s, ll128_busbw_nvlink_Bps, nvls_loop_s and
-  /// p2p_channel_nvlink_Bps (the one
+  /// network.simple_slice_nvlink_s, ll128_step_nvlink_s, ll128_busbw_nvlink_Bps, nvls_loop_s,
+  /// p2p_channel_nvlink_Bps and p2p_round_s (the one
   /// place a new such key is read; the link efficiencies are LinkEfficiency::of_profile's).
   void read_profile(const Profile& profile);
 };

@@ -378,7 +378,8 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
     for (int a : ranks)
       for (int b : ranks)
         if (a != b) flows.emplace_back(a, b);
-    return predict_p2p_step_s(ctx.topology, ctx, flows, bytes / n);
+    // Its pieces, and NCCL's n rounds of its p2p schedule (collective_plan.hpp, AllToAll as measured).
+    return predict_p2p_step_s(ctx.topology, ctx, flows, bytes / n) + n * ctx.cost.profile().p2p_round_s;
   }
   CollectiveOptions o;
   o.read_profile(ctx.cost.profile());  // as the replay (simulate.cpp): the profile's measured rules and costs

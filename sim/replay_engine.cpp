@@ -426,6 +426,11 @@ const Replayer::AllToAllRoutes& Replayer::all_to_all_routes(int group) {
   return all_to_all_routes_.emplace(group, std::move(r)).first->second;
 }
 
+double Replayer::all_to_all_rounds_s(const Op& op, int n) const {
+  if (opt_.collectives.textbook || op.num_sm == 0 || n <= 1) return 0;
+  return n * opt_.collectives.p2p_round_s;
+}
+
 double Replayer::all_to_all_s(const Op& op) {
   const bool copy_engine = op.num_sm == 0;
   const auto key = std::make_tuple(op.group, op.bytes, copy_engine);
@@ -446,6 +451,7 @@ double Replayer::all_to_all_s(const Op& op) {
     const double extra = textbook ? 0.0 : copy_engine ? opt_.launch_overhead_s : ll ? r.extra_ll_s[i] : r.extra_simple_s[i];
     if (n > 1) lat = std::max(lat, extra + r.route_s[i]);
   }
+  lat += all_to_all_rounds_s(op, n);
   double capped = 0;
   const P2pCommunicator comm = a2a_comm(op.group);
   for (const auto& [src, dst] : r.capped) capped = std::max(capped, piece / p2p_rate(src, dst, piece, copy_engine, comm));

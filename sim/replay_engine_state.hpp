@@ -169,6 +169,9 @@ class Replayer {
   /// whose flows all start together ends with its last byte), or, where longer, its slowest
   /// piece at its rate cap (p2p_rate). Cached per (group, bytes).
   double all_to_all_s(const Op& op);
+  /// What an AllToAll of n members pays for NCCL's n rounds of its p2p schedule (collective_plan.hpp,
+  /// AllToAll as measured), seconds: 0 for a copy-engine one or with textbook collectives.
+  double all_to_all_rounds_s(const Op& op, int n) const;
   /// What all_to_all_s needs of a group's routes, whatever the size: every member sending a piece
   /// to every other at once.
   struct AllToAllRoutes {

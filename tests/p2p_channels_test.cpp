@@ -258,6 +258,78 @@ TEST_CASE("a bad network.p2p_channel_nvlink_Bps is an error naming the file, the
   }
 }
 
+TEST_CASE("an AllToAll pays NCCL's p2p rounds: n times network.p2p_round_s, in both fidelities, not on the copy engine") {
+  // H100: 4.0 us per round (calibrate/profiles/h100-sxm5-80gb.json), one round per rank of the
+  // communicator (collective_plan.hpp, AllToAll as measured): 8 ranks 32 us, 16 ranks 64 us.
+  const Profile h100 = load_profile(default_profile_path("h100-sxm5-80gb"));
+  REQUIRE(h100.p2p_round_s == 4.0e-6);
+  for (const int nodes : {1, 2}) {
+    CAPTURE(nodes);
+    const Topology topo =
+        load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", std::to_string(nodes)}});
+    const int n = 8 * nodes;
+    BenchOptions analytic;
+    analytic.replay.fidelity = Fidelity::Analytic;
+    analytic.replay.link_efficiency = LinkEfficiency::of_profile(h100);
+    analytic.replay.collectives.read_profile(h100);
+    BenchOptions flow = analytic, without = analytic;
+    flow.replay.fidelity = Fidelity::Flow;
+    without.replay.collectives.p2p_round_s = 0;
+    const std::vector<double> sizes = {8, 1 * kMiB, 64 * kMiB};
+    const auto a = run_collective_bench(topo, BenchOp::AllToAll, n, sizes, analytic);
+    const auto f = run_collective_bench(topo, BenchOp::AllToAll, n, sizes, flow);
+    const auto w = run_collective_bench(topo, BenchOp::AllToAll, n, sizes, without);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      CAPTURE(sizes[i]);
+      CHECK(a[i].time_s == doctest::Approx(w[i].time_s + n * 4.0e-6).epsilon(1e-12));
+      CHECK(f[i].time_s == doctest::Approx(a[i].time_s).epsilon(1e-6));
+    }
+  }
+  // A copy-engine AllToAll is no NCCL kernel: it pays no rounds.
+  const Topology node = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}});
+  Schedule s;
+  s.world_size = 8;
+  const int g = s.intern_group(first(8), CommPurpose::TensorParallel);
+  for (int r = 0; r < 8; ++r) {
+    Op op = collective_op(g, 1, 64 * kMiB, "a2a", CollectiveAlgorithm::Auto, 0, CollectiveKind::AllToAll);
+    op.num_sm = 0;
+    s.programs.push_back({r, 1, {op}});
+  }
+  ReplayOptions with, none;
+  with.fidelity = none.fidelity = Fidelity::Analytic;
+  with.collectives.p2p_round_s = 4.0e-6;
+  CHECK(replay(s, node, with).makespan_s == replay(s, node, none).makespan_s);
+}
+
+TEST_CASE("network.p2p_round_s: H100 and H200 have it, A100 none, it survives a write and a read, bad values name the key") {
+  const Profile h100 = load_profile(default_profile_path("h100-sxm5-80gb"));
+  CHECK(load_profile(default_profile_path("h200-sxm-141gb")).p2p_round_s == 4.0e-6);  // H100's fit
+  CHECK(load_profile(default_profile_path("a100-sxm4-80gb")).p2p_round_s == 0);
+  const std::string out = temp_path(".json");
+  write_profile(h100, out);
+  CHECK(load_profile(out).p2p_round_s == 4.0e-6);
+  std::ifstream in(default_profile_path("h100-sxm5-80gb"));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string good = "\"p2p_round_s\": 4.0e-06";
+  REQUIRE(text.find(good) != std::string::npos);
+  // Microseconds written for seconds, negative, a string, null.
+  for (const char* bad : {"4.0", "-1e-6", "\"4us\"", "null"}) {
+    CAPTURE(bad);
+    std::string edited = text;
+    edited.replace(edited.find(good), good.size(), std::string("\"p2p_round_s\": ") + bad);
+    const std::string path = temp_path(".json");
+    std::ofstream(path) << edited;
+    std::string msg;
+    try {
+      load_profile(path);
+    } catch (const InputError& e) {
+      msg = e.what();
+    }
+    CHECK(msg.find(path + ": network.p2p_round_s: expected seconds per round of NCCL's p2p schedule, 0 to 1e-3") !=
+          std::string::npos);
+  }
+}
+
 // ---- SMs of NCCL's point-to-point kernels ----------------------------------------------------
 
 TEST_CASE("NCCL's all-to-all kernel: its channels (thread blocks), run by hand") {
