@@ -10,9 +10,53 @@
 namespace overlapsim {
 
 namespace {
+/// `text` with what a terminal would not show as itself escaped: control bytes as \n, \t, \r or
+/// \xNN, and bytes that are not valid UTF-8 as \xNN (a binary byte in an input stays one
+/// visible token of the one-line message). Valid UTF-8 passes unchanged.
+std::string escape_unprintable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  auto hex = [&out](unsigned char c) {
+    const char* digits = "0123456789abcdef";
+    out += "\\x";
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if (c == '\n') out += "\\n";
+      else if (c == '\t') out += "\\t";
+      else if (c == '\r') out += "\\r";
+      else if (c < 0x20 || c == 0x7f) hex(c);
+      else out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its lead byte gives the length; continuation bytes are 10xxxxxx, no
+    // overlong form, no surrogate, nothing above U+10FFFF.
+    const std::size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    bool valid = n > 0 && i + n <= text.size();
+    for (std::size_t k = 1; valid && k < n; ++k) valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+    if (valid && n >= 3) {
+      const auto c1 = static_cast<unsigned char>(text[i + 1]);
+      valid = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0) && !(c == 0xf0 && c1 < 0x90) &&
+              !(c == 0xf4 && c1 >= 0x90);
+    }
+    if (!valid) {
+      hex(c);
+      ++i;
+      continue;
+    }
+    out.append(text, i, n);
+    i += n;
+  }
+  return out;
+}
+
 std::string format_input_error(const SourceLocation& where, const std::string& key,
                                const std::string& message) {
-  std::string out = where.file.empty() ? std::string("<input>") : where.file;
+  std::string out = where.file.empty() ? std::string("<input>") : escape_unprintable(where.file);
   if (where.line > 0) {
     out += ":" + std::to_string(where.line);
     if (where.column > 0) out += ":" + std::to_string(where.column);
@@ -24,10 +68,16 @@ std::string format_input_error(const SourceLocation& where, const std::string& k
 }
 }  // namespace
 
+// The key and message are kept escaped, so that one rewrapped in another InputError (message())
+// reads the same.
 InputError::InputError(const SourceLocation& where, const std::string& key, const std::string& message)
-    : std::runtime_error(format_input_error(where, key, message)), where_(where), key_(key), message_(message) {}
+    : std::runtime_error(format_input_error(where, escape_unprintable(key), escape_unprintable(message))),
+      where_(where),
+      key_(escape_unprintable(key)),
+      message_(escape_unprintable(message)) {}
 
-InputError::InputError(const std::string& message) : std::runtime_error(message), message_(message) {}
+InputError::InputError(const std::string& message)
+    : std::runtime_error(escape_unprintable(message)), message_(escape_unprintable(message)) {}
 
 void require_readable_file(const std::string& path, const std::string& what) {
   std::error_code ec;

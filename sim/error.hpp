@@ -1,8 +1,9 @@
 // Errors that reach the user.
 //
 // InputError is thrown for anything wrong in what the user gave us (a file, a key, a flag).
-// Its message is one line: "FILE:LINE:COL: KEY: expected WHAT, found WHAT". The command line
-// prints it and exits with status 2. Broken internal invariants are not InputErrors: they
+// Its message is one line: "FILE:LINE:COL: KEY: expected WHAT, found WHAT", with control bytes
+// and bytes that are not UTF-8 (a binary file's, quoted) escaped as \n or \x01. The command
+// line prints it and exits with status 2. Broken internal invariants are not InputErrors: they
 // use OVERLAPSIM_CHECK, which stays on in release builds and aborts with the location.
 #pragma once
 

@@ -169,6 +169,23 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
   }
 }
 
+TEST_CASE("a binary byte quoted from an input is printed escaped, UTF-8 as it is") {
+  const std::string file = temp_path(".yaml");
+  { std::ofstream(file) << "name: a\nmodel: {preset: \x01\x02\xff\xc3\xa9}\n"; }
+  const Run r = run_cli("run -q " + file);
+  CHECK(r.status == 2);
+  CHECK(r.output.find(":2:17: model.preset: expected a model preset (") != std::string::npos);
+  CHECK(r.output.find("found '\\x01\\x02\\xff\xc3\xa9'") != std::string::npos);  // é stays é
+  CHECK(r.output.find('\x01') == std::string::npos);
+  std::remove(file.c_str());
+  // Control bytes and stray bytes of an InputError's key and message alike; what() and message()
+  // agree, so that one rewrapped in another (e.g. under --strategy) reads the same.
+  const InputError e(SourceLocation{"x.yaml", 1, 2}, "k\x7f", "found 'a\tb\n\xe2\x82' and '\xe2\x82\xac'");
+  CHECK(std::string(e.what()) == "x.yaml:1:2: k\\x7f: found 'a\\tb\\n\\xe2\\x82' and '\xe2\x82\xac'");
+  CHECK(e.message() == "found 'a\\tb\\n\\xe2\\x82' and '\xe2\x82\xac'");
+  CHECK(std::string(InputError(SourceLocation{}, "", e.message()).what()) == "<input>: " + e.message());
+}
+
 TEST_CASE("progress lines say how many ops a replay will hold") {
   // small.yaml: 4 micro-batches, too few for the steady state: each strategy replays them all.
   const Run r = run_cli("run " + kSrc + "/tests/data/scenarios/small.yaml --fidelity analytic");
