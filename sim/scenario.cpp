@@ -17,6 +17,18 @@ std::string resolve(const std::string& base_file, const std::string& rel) {
   return (fs::path(base_file).parent_path() / p).lexically_normal().string();
 }
 
+/// `p` made absolute against the working folder and normalised, with no trailing '/' ("" is the
+/// working folder), for messages.
+std::string absolute_path(const std::filesystem::path& p) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path a = fs::absolute(p.empty() ? fs::path(".") : p, ec);
+  if (ec) return p.string();
+  a = a.lexically_normal();
+  if (!a.has_filename() && a.has_relative_path()) a = a.parent_path();
+  return a.string();
+}
+
 DType parse_dtype(const std::string& v) {
   if (v == "fp16") return DType::FP16;
   if (v == "bf16") return DType::BF16;
@@ -134,14 +146,24 @@ Scenario load_scenario(const std::string& path) {
   s.path = path;
   s.name = as_string(f, require(f, r, "name"), "name");
   load_model(f, require(f, r, "model"), s.model);
-  // A missing file is named where the scenario names it, not only by its own path.
-  auto readable = [&](const std::string& file, const char* key, const char* what) {
+  // A missing file is named where the scenario names it, not only by its own path: by its
+  // absolute path, and a relative one also as written and the folder it was taken from (the
+  // scenario file's, not the working folder).
+  auto readable = [&](const std::string& written, const std::string& file, const char* key, const char* what) {
     std::ifstream probe(file);
-    if (!probe || std::filesystem::is_directory(file))
-      fail(f, r[key], key, std::string("expected a readable ") + what + ", found no file at " + file);
+    std::error_code ec;
+    const bool folder = std::filesystem::is_directory(file, ec);
+    if (probe && !folder) return;
+    const char* found = folder ? "a folder" : std::filesystem::exists(file, ec) ? "an unreadable file" : "no file";
+    std::string msg = std::string("expected a readable ") + what + ", found " + found + " at " + absolute_path(file);
+    if (!std::filesystem::path(written).is_absolute())
+      msg += " ('" + written + "' from " + absolute_path(std::filesystem::path(path).parent_path()) +
+             ": a relative path is relative to the scenario file's folder)";
+    fail(f, r[key], key, msg);
   };
-  s.topology_path = resolve(path, as_string(f, require(f, r, "topology"), "topology"));
-  readable(s.topology_path, "topology", "topology file");
+  const std::string topology_written = as_string(f, require(f, r, "topology"), "topology");
+  s.topology_path = resolve(path, topology_written);
+  readable(topology_written, s.topology_path, "topology", "topology file");
   if (const YAML::Node o = r["topology_overrides"]) {
     if (!o.IsMap()) fail(f, o, "topology_overrides", "expected a map such as {node.count: 128}");
     for (const auto& kv : o) s.topology_overrides[kv.first.as<std::string>()] =
@@ -149,8 +171,9 @@ Scenario load_scenario(const std::string& path) {
   }
   load_parallelism(f, require(f, r, "parallelism"), s);
   if (r["calibration"]) {
-    s.calibration_path = resolve(path, as_string(f, r["calibration"], "calibration"));
-    readable(s.calibration_path, "calibration", "calibration profile");
+    const std::string written = as_string(f, r["calibration"], "calibration");
+    s.calibration_path = resolve(path, written);
+    readable(written, s.calibration_path, "calibration", "calibration profile");
   }
   s.strategies = r["strategies"] ? parse_strategies(f, r["strategies"]) : strategy_names();
   if (r["fidelity"]) {

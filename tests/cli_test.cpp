@@ -169,6 +169,42 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
   }
 }
 
+TEST_CASE("a scenario's missing topology is named by its absolute path and the folder a relative one is taken from") {
+  // A scenario naming its topology as scenarios/default.yaml does, copied into a folder of /tmp:
+  // its topology is looked for beside that folder, where there is none (regression: the message
+  // said only "found no file at ../topologies/dgx-a100-superpod.yaml").
+  namespace fs = std::filesystem;
+  const fs::path root = temp_path("");
+  const fs::path folder = root / "scenarios";
+  REQUIRE(fs::create_directories(folder));
+  const fs::path copy = folder / "default.yaml";
+  { std::ofstream(copy) << "name: copy\nmodel: {preset: megatron-1.7b}\ntopology: ../topologies/dgx-a100-superpod.yaml\n"
+                           "parallelism: {tp: 1, pp: 1, global_batch: 8}\n"; }
+  const std::string expected =
+      "default.yaml:3:11: topology: expected a readable topology file, found no file at " +
+      (root / "topologies" / "dgx-a100-superpod.yaml").string() + " ('../topologies/dgx-a100-superpod.yaml' from " +
+      folder.string() + ": a relative path is relative to the scenario file's folder)";
+  Run r = run_cli("run -q " + copy.string());
+  CHECK(r.status == 2);
+  CHECK(r.output.find(copy.string() + ":3:11: ") != std::string::npos);
+  CHECK(r.output.find(expected) != std::string::npos);
+  // The scenario named by a relative path: the same absolute paths.
+  r = run_cli("run -q " + fs::relative(copy).string());
+  CHECK(r.status == 2);
+  CHECK(r.output.find(expected) != std::string::npos);
+  // An absolute path that is missing is named as it is, a folder as a folder.
+  std::string text = slurp(copy.string());
+  const auto at = text.find("topology: ");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "topology: " + folder.string());
+  { std::ofstream(copy) << text; }
+  r = run_cli("run -q " + copy.string());
+  CHECK(r.status == 2);
+  CHECK(r.output.find("topology: expected a readable topology file, found a folder at " + folder.string() + "\n") !=
+        std::string::npos);
+  fs::remove_all(root);
+}
+
 TEST_CASE("a binary byte quoted from an input is printed escaped, UTF-8 as it is") {
   const std::string file = temp_path(".yaml");
   { std::ofstream(file) << "name: a\nmodel: {preset: \x01\x02\xff\xc3\xa9}\n"; }
