@@ -282,6 +282,13 @@ void load_explicit(const YamlFile& f, Builder& bld) {
 // Template form
 // ---------------------------------------------------------------------------------------------
 
+/// " (from the topology override KEY=VALUE)" where `key` is overridden, else "": for a message
+/// whose cause is an overridden count, reported at the file's value it replaced.
+std::string from_override(const TopologyOverrides& overrides, const std::string& key) {
+  const auto o = overrides.find(key);
+  return o == overrides.end() ? std::string() : " (from the topology override " + key + "=" + o->second + ")";
+}
+
 /// node.count / node.gpus.count, possibly replaced by an override (reported at the file's value).
 long long count_with_override(const YamlFile& f, const YAML::Node& map, const std::string& k,
                               const std::string& key, const TopologyOverrides& overrides) {
@@ -328,7 +335,6 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   if (num_nodes > kMaxTopologyGpus / per_node) {
     const bool per_node_alone = per_node > kMaxTopologyGpus;
     const std::string key = per_node_alone ? "node.gpus.count" : "node.count";
-    const auto overridden = overrides.find(key);
     const std::string found =
         per_node_alone ? std::to_string(per_node) + " GPUs per node"
                        : std::to_string(num_nodes) + " nodes of " + std::to_string(per_node) + " GPUs = " +
@@ -336,9 +342,7 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
                                   ? std::string("more than 2^63")
                                   : std::to_string(num_nodes * per_node));
     fail(f, per_node_alone ? gpus["count"] : node["count"], key,
-         too_many_gpus(found + (overridden != overrides.end()
-                                    ? " (from the topology override " + key + "=" + overridden->second + ")"
-                                    : "")));
+         too_many_gpus(found + from_override(overrides, key)));
   }
 
   const YAML::Node intra = require(f, node, "intra");
@@ -357,8 +361,8 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
       fail(f, nics["attach"], "node.nics.attach", "expected per-gpu, found '" + nics["attach"].Scalar() + "'");
     if (nics["count"].IsDefined() && positive_count(f, nics["count"], "node.nics.count") != per_node)
       fail(f, nics["count"], "node.nics.count",
-           "expected one NIC per GPU (attach: per-gpu), i.e. " + std::to_string(per_node) + ", found '" +
-               nics["count"].Scalar() + "'");
+           "expected one NIC per GPU (attach: per-gpu), i.e. " + std::to_string(per_node) +
+               from_override(overrides, "node.gpus.count") + ", found '" + nics["count"].Scalar() + "'");
     nic_bw = positive_bandwidth(f, require(f, nics, "bandwidth"), "node.nics.bandwidth");
     nic_lat = as_time_s(f, require(f, nics, "latency"), "node.nics.latency");
     t.nics_per_node = static_cast<int>(per_node);
@@ -396,7 +400,9 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   const YAML::Node fabric = root["fabric"];
   if (!fabric.IsDefined()) {
     if (num_nodes > 1)
-      fail(f, node, "fabric", "a machine of " + std::to_string(num_nodes) + " nodes needs a 'fabric' section");
+      fail(f, node, "fabric",
+           "a machine of " + std::to_string(num_nodes) + " nodes" + from_override(overrides, "node.count") +
+               " needs a 'fabric' section");
     return;
   }
   if (!nics.IsDefined()) fail(f, fabric, "node.nics", "a fabric needs NICs: add node.nics");

@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <set>
 #include <utility>
 #include <string>
@@ -456,6 +458,27 @@ TEST_CASE("topology: input errors name the file, the line and the key") {
     e = load_error(bad_file("too-many-gpus.yaml"));
     check_error(e, "too-many-gpus.yaml", 6, "devices[1].name");
     CHECK(std::string(e.what()).find("found 16385 with this entry's 16377") != std::string::npos);
+  }
+  SUBCASE("what an overridden count makes wrong names the override") {
+    // (regression: node.count=2 on one DGX A100 said "a machine of 2 nodes needs a 'fabric'
+    // section", as if the file said 2)
+    InputError e = load_error(shipped("dgx-a100.yaml"), {{"node.count", "2"}});
+    check_error(e, "dgx-a100.yaml", 25, "fabric");
+    CHECK(std::string(e.what()).find("fabric: a machine of 2 nodes (from the topology override node.count=2) needs a "
+                                     "'fabric' section") != std::string::npos);
+    // node.nics.count stated, node.gpus.count overridden: one NIC per GPU no longer holds.
+    const std::string copy = overlapsim::testing::temp_path(".yaml");
+    std::string text = overlapsim::testing::slurp(bad_file("override-base.yaml"));
+    const auto at = text.find("nics: {");
+    REQUIRE(at != std::string::npos);
+    text.insert(at + 7, "count: 4, ");
+    { std::ofstream(copy) << text; }
+    CHECK(load_topology(copy).num_gpus() == 8);
+    e = load_error(copy, {{"node.gpus.count", "8"}});
+    check_error(e, copy, 7, "node.nics.count");
+    CHECK(std::string(e.what()).find("expected one NIC per GPU (attach: per-gpu), i.e. 8 (from the topology override "
+                                     "node.gpus.count=8), found '4'") != std::string::npos);
+    std::remove(copy.c_str());
   }
   SUBCASE("override on an explicit topology") {
     check_error(load_error(shipped("a6000-8gpu-nvlink-pairs.yaml"), {{"node.count", "2"}}),
