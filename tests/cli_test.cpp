@@ -255,6 +255,19 @@ TEST_CASE("bad command-line values name the flag") {
     CHECK(r.status == 2);
     CHECK(r.output.find("parallelism.tp") != std::string::npos);
   }
+  SUBCASE("run takes a topology override through --set, and says so when given --override") {
+    // (regression: CLI11's "The following arguments were not expected: node.count=4 --override")
+    Run r = run_cli("run -q " + scenario + " --override node.count=4");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("overlapsim: --override: run takes a topology override as --set "
+                        "topology_overrides.KEY=VALUE: expected --set topology_overrides.node.count=4, found "
+                        "--override node.count=4") != std::string::npos);
+    r = run_cli("run -q " + scenario + " --override=node.count");
+    CHECK(r.status == 2);
+    CHECK(r.output.find("expected --set topology_overrides.node.count=VALUE, found --override node.count") !=
+          std::string::npos);
+    CHECK(run_cli("run --help").output.find("--override") == std::string::npos);  // not one of run's options
+  }
   SUBCASE("a directory as the scenario") {
     const Run r = run_cli("run -q " + kSrc + "/tests/data");
     CHECK(r.status == 2);

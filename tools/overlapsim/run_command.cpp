@@ -34,6 +34,16 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                   "that carried their flows) to this file")
       ->check(non_empty);
   run->add_option("--set", a.settings, "override a scenario setting, e.g. --set parallelism.tp=4 (repeatable)");
+  // topo's and collective's --override, given to run, is named with the --set that does it here
+  // rather than as CLI11's "arguments were not expected"; hidden from --help. (Thrown from the
+  // callback: a hidden option's validator would name no option.)
+  const auto refuse_override = [](const std::vector<std::string>& given) {
+    const std::string& kv = given.front();
+    const std::string set = "--set topology_overrides." + kv + (kv.find('=') == std::string::npos ? "=VALUE" : "");
+    throw CLI::ValidationError("--override", "run takes a topology override as --set topology_overrides.KEY=VALUE: "
+                                             "expected " + set + ", found --override " + kv);
+  };
+  run->add_option_function<std::vector<std::string>>("--override", refuse_override)->group("");
   run->add_flag("--explain", a.explain,
                "after the table, each searching strategy's choice per communication op and the predicted time of "
                "every alternative it considered (e.g. --strategy centauri)");
