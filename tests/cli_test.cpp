@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 using namespace overlapsim;
 using namespace overlapsim::testing;
@@ -472,6 +473,26 @@ TEST_CASE("--strategy: a composition naming a pass twice where the second is mea
   r = run_cli("run -q " + scenario +
               " --fidelity analytic -s megatron+primitive-substitution:rs-ag/tp+primitive-substitution:ring/dp");
   CHECK(r.status == 0);
+}
+
+TEST_CASE("--strategy: a composition with an empty part says so, naming the composition") {
+  // (regression: megatron+ said "unknown pass ''", +workload-partition:4 "unknown strategy ''")
+  const std::string scenario = kSrc + "/tests/data/scenarios/small.yaml";
+  const std::string rest = "; expected BASE+PASS[:ARG]+... with a name on each side of every '+', e.g. "
+                           "megatron+workload-partition:4";
+  const std::pair<const char*, const char*> cases[] = {
+      {"megatron+", "after its last '+'"},
+      {"+workload-partition:4", "before its first '+'"},
+      {"megatron++workload-partition:4", "between two '+' (part 2)"},
+      {"+", "before its first '+'"},
+  };
+  for (const auto& [composition, where] : cases) {
+    CAPTURE(composition);
+    const Run r = run_cli("run -q " + scenario + " --fidelity analytic -s '" + composition + "'");
+    CHECK(r.status == 2);
+    CHECK(r.output.find(std::string("<command line>: --strategy: composition '") + composition +
+                        "' has an empty part " + where + rest) != std::string::npos);
+  }
 }
 
 TEST_CASE("command line: an unknown command and out-of-range options are one clear line, status 2") {

@@ -27,6 +27,17 @@ std::unique_ptr<Strategy> make_composed(const std::string& name) {
   for (size_t plus; (plus = name.find('+', from)) != std::string::npos; from = plus + 1)
     parts.push_back(name.substr(from, plus - from));
   parts.push_back(name.substr(from));
+  // An empty part is named as such, not looked up as a strategy or pass named ''.
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!parts[i].empty()) continue;
+    const std::string where = i == 0                  ? "before its first '+'"
+                              : i + 1 == parts.size() ? "after its last '+'"
+                                                      : "between two '+' (part " + std::to_string(i + 1) + ")";
+    throw InputError(SourceLocation{}, "strategy",
+                     "composition '" + name + "' has an empty part " + where +
+                         "; expected BASE+PASS[:ARG]+... with a name on each side of every '+', e.g. "
+                         "megatron+workload-partition:4");
+  }
   std::unique_ptr<Strategy> base = make_strategy(parts[0]);
   std::vector<std::unique_ptr<Pass>> passes;
   std::string desc = base->name() + " after passes:";
