@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace overlapsim {
 
@@ -70,7 +71,7 @@ int positive_int(const YamlFile& f, const YAML::Node& n, const std::string& key,
 void load_model(const YamlFile& f, const YAML::Node& n, ModelConfig& m) {
   if (!n.IsMap()) fail(f, n, "model", "expected a map such as {preset: gpt3-175b}");
   if (n["preset"]) {
-    check_keys(f, n, {"preset"});
+    check_keys(f, n, {"preset"}, "model");
     const std::string name = as_string(f, n["preset"], "model.preset");
     try {
       m = model_preset(name);
@@ -79,7 +80,7 @@ void load_model(const YamlFile& f, const YAML::Node& n, ModelConfig& m) {
     }
     return;
   }
-  check_keys(f, n, {"name", "layers", "hidden", "heads", "ffn_hidden", "seq_len", "vocab", "dtype"});
+  check_keys(f, n, {"name", "layers", "hidden", "heads", "ffn_hidden", "seq_len", "vocab", "dtype"}, "model");
   m.name = n["name"] ? as_string(f, n["name"], "model.name") : std::string("inline");
   m.layers = positive_int(f, require(f, n, "layers"), "model.layers");
   m.hidden = positive_int(f, require(f, n, "hidden"), "model.hidden");
@@ -94,7 +95,8 @@ void load_model(const YamlFile& f, const YAML::Node& n, ModelConfig& m) {
 void load_parallelism(const YamlFile& f, const YAML::Node& n, Scenario& s) {
   if (!n.IsMap()) fail(f, n, "parallelism", "expected a map such as {tp: 8, pp: 1, global_batch: 512}");
   check_keys(f, n, {"tp", "pp", "dp", "sp", "micro_batch", "global_batch", "pipeline_schedule", "zero_stage",
-                    "recompute", "overlap_grad_reduce", "async_tp_reduce", "flash_attention"});
+                    "recompute", "overlap_grad_reduce", "async_tp_reduce", "flash_attention"},
+             "parallelism");
   Parallelism& p = s.parallelism;
   p.tp = n["tp"] ? positive_int(f, n["tp"], "parallelism.tp") : 1;
   p.pp = n["pp"] ? positive_int(f, n["pp"], "parallelism.pp") : 1;
@@ -141,7 +143,8 @@ Scenario load_scenario(const std::string& path) {
   const YAML::Node& r = f.root;
   if (!r.IsMap()) fail(f, r, "", "expected a scenario: a map with name, model, topology, parallelism");
   check_keys(f, r, {"name", "model", "topology", "topology_overrides", "parallelism", "calibration", "strategies",
-                    "fidelity", "published", "notes"});
+                    "fidelity", "published", "notes"},
+             "");
   Scenario s;
   s.path = path;
   s.name = as_string(f, require(f, r, "name"), "name");
@@ -166,8 +169,16 @@ Scenario load_scenario(const std::string& path) {
   readable(topology_written, s.topology_path, "topology", "topology file");
   if (const YAML::Node o = r["topology_overrides"]) {
     if (!o.IsMap()) fail(f, o, "topology_overrides", "expected a map such as {node.count: 128}");
-    for (const auto& kv : o) s.topology_overrides[kv.first.as<std::string>()] =
-        as_string(f, kv.second, "topology_overrides." + kv.first.as<std::string>());
+    std::map<std::string, YAML::Node> first;  // each key's first node, for a duplicate's message
+    for (const auto& kv : o) {
+      const std::string key = "topology_overrides." + as_string(f, kv.first, "topology_overrides");
+      if (const auto at = first.find(key); at != first.end())
+        fail(f, kv.first, key,
+             "duplicate key (first at line " + std::to_string(location_of(f, at->second).line) +
+                 "); expected each key once");
+      first.emplace(key, kv.first);
+      s.topology_overrides[key.substr(sizeof("topology_overrides.") - 1)] = as_string(f, kv.second, key);
+    }
   }
   load_parallelism(f, require(f, r, "parallelism"), s);
   if (r["calibration"]) {
@@ -182,7 +193,7 @@ Scenario load_scenario(const std::string& path) {
   }
   if (const YAML::Node p = r["published"]) {
     if (!p.IsMap()) fail(f, p, "published", "expected {tflops_per_gpu: N, source: \"...\"}");
-    check_keys(f, p, {"tflops_per_gpu", "source"});
+    check_keys(f, p, {"tflops_per_gpu", "source"}, "published");
     Published pub;
     pub.tflops_per_gpu = as_double(f, require(f, p, "tflops_per_gpu"), "published.tflops_per_gpu");
     if (!(pub.tflops_per_gpu > 0)) fail(f, p["tflops_per_gpu"], "published.tflops_per_gpu", "expected a positive number");

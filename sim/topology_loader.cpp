@@ -212,7 +212,7 @@ void load_explicit(const YamlFile& f, Builder& bld) {
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const YAML::Node d = devices[i];
     const std::string key = idx("devices", i);
-    check_keys(f, d, {"name", "kind", "model"});
+    check_keys(f, d, {"name", "kind", "model"}, key);
     const YAML::Node name_node = require(f, d, "name");
     const std::vector<std::string> names = expand_names(f, name_node, key + ".name");
     const DeviceKind kind = parse_device_kind(f, require(f, d, "kind"), key + ".kind");
@@ -250,7 +250,7 @@ void load_explicit(const YamlFile& f, Builder& bld) {
   for (std::size_t i = 0; links.IsDefined() && links.IsSequence() && i < links.size(); ++i) {
     const YAML::Node l = links[i];
     const std::string key = idx("links", i);
-    check_keys(f, l, {"between", "kind", "bandwidth", "latency", "duplex"});
+    check_keys(f, l, {"between", "kind", "bandwidth", "latency", "duplex"}, key);
     const YAML::Node between = require(f, l, "between");
     if (!between.IsSequence() || between.size() != 2)
       fail(f, between, key + ".between", "expected a list of two device names, e.g. [gpu0, nvswitch]");
@@ -309,7 +309,7 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
 
   // --- node ---
   const YAML::Node node = require(f, root, "node");
-  check_keys(f, node, {"count", "gpus", "intra", "nics", "cpu_vendor", "nccl_channels"});
+  check_keys(f, node, {"count", "gpus", "intra", "nics", "cpu_vendor", "nccl_channels"}, "node");
   const long long num_nodes = count_with_override(f, node, "count", "node.count", overrides);
   if (node["cpu_vendor"].IsDefined()) {
     t.cpu_vendor = as_string(f, node["cpu_vendor"], "node.cpu_vendor");
@@ -325,7 +325,7 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
     t.nccl_channels_one_node = static_cast<int>(c);
   }
   const YAML::Node gpus = require(f, node, "gpus");
-  check_keys(f, gpus, {"count", "model"});
+  check_keys(f, gpus, {"count", "model"}, "node.gpus");
   const long long per_node = count_with_override(f, gpus, "count", "node.gpus.count", overrides);
   const YAML::Node model_node = require(f, gpus, "model");
   const std::string model = as_string(f, model_node, "node.gpus.model");
@@ -346,7 +346,7 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   }
 
   const YAML::Node intra = require(f, node, "intra");
-  check_keys(f, intra, {"kind", "bandwidth", "latency"});
+  check_keys(f, intra, {"kind", "bandwidth", "latency"}, "node.intra");
   const YAML::Node intra_kind = require(f, intra, "kind");
   if (as_string(f, intra_kind, "node.intra.kind") != "nvswitch")
     fail(f, intra_kind, "node.intra.kind", "expected nvswitch, found '" + intra_kind.Scalar() + "'");
@@ -356,7 +356,7 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   const YAML::Node nics = node["nics"];
   double nic_bw = 0, nic_lat = 0, pcie_bw = 0, pcie_lat = 0;
   if (nics.IsDefined()) {
-    check_keys(f, nics, {"count", "bandwidth", "latency", "attach", "pcie", "pcie_latency"});
+    check_keys(f, nics, {"count", "bandwidth", "latency", "attach", "pcie", "pcie_latency"}, "node.nics");
     if (nics["attach"].IsDefined() && as_string(f, nics["attach"], "node.nics.attach") != "per-gpu")
       fail(f, nics["attach"], "node.nics.attach", "expected per-gpu, found '" + nics["attach"].Scalar() + "'");
     if (nics["count"].IsDefined() && positive_count(f, nics["count"], "node.nics.count") != per_node)
@@ -411,7 +411,7 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   // One switch traversal costs fabric.latency: a NIC-leaf link carries half of it (plus the
   // NIC's own latency), a leaf-spine link all of it, so a path pays each switch exactly once.
   if (kind == "single-switch") {
-    check_keys(f, fabric, {"kind", "latency"});
+    check_keys(f, fabric, {"kind", "latency"}, "fabric");
     const double sw_lat =
         optional_quantity(f, fabric, "latency", "fabric.latency", kDefaultSwitchLatency, as_time_s, parse_time_s);
     const VertexId sw = bld.add_device(Device{"switch", DeviceKind::Switch, "", -1, 0}, fabric, "fabric");
@@ -422,7 +422,8 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
     fail(f, kind_node, "fabric.kind", "expected single-switch or fat-tree, found '" + kind + "'");
 
   check_keys(f, fabric,
-             {"kind", "levels", "radix", "oversubscription", "rail_optimized", "bandwidth", "latency", "routing"});
+             {"kind", "levels", "radix", "oversubscription", "rail_optimized", "bandwidth", "latency", "routing"},
+             "fabric");
   if (fabric["levels"].IsDefined() && as_int(f, fabric["levels"], "fabric.levels") != 2)
     fail(f, fabric["levels"], "fabric.levels", "expected 2 (only two-level fat trees are supported), found '" +
                                                    fabric["levels"].Scalar() + "'");
@@ -513,9 +514,9 @@ Topology load_topology(const std::string& path, const TopologyOverrides& overrid
   }
 
   if (is_explicit)
-    check_keys(f, f.root, {"name", "description", "devices", "links"});
+    check_keys(f, f.root, {"name", "description", "devices", "links"}, "");
   else
-    check_keys(f, f.root, {"name", "description", "node", "fabric"});
+    check_keys(f, f.root, {"name", "description", "node", "fabric"}, "");
 
   Topology t;
   t.source_file = path;

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <set>
+#include <map>
 #include <stdexcept>
 #include <vector>
 
@@ -80,17 +80,25 @@ YAML::Node require(const YamlFile& f, const YAML::Node& map, const std::string& 
   return value;
 }
 
-void check_keys(const YamlFile& f, const YAML::Node& map, std::initializer_list<const char*> allowed) {
-  if (!map.IsDefined() || !map.IsMap()) fail(f, map, "", "expected a map, found " + describe(map));
-  std::set<std::string> seen;
+void check_keys(const YamlFile& f, const YAML::Node& map, std::initializer_list<const char*> allowed,
+                const std::string& path) {
+  if (!map.IsDefined() || !map.IsMap()) fail(f, map, path, "expected a map, found " + describe(map));
+  std::map<std::string, YAML::Node> seen;  // each key's first node, for a duplicate's message
   for (auto it = map.begin(); it != map.end(); ++it) {
     const YAML::Node key_node = it->first;
-    if (!key_node.IsScalar()) fail(f, key_node, "", "expected a plain key, found " + describe(key_node));
-    const std::string& key = key_node.Scalar();
-    if (!seen.insert(key).second) fail(f, key_node, key, "duplicate key");
+    if (!key_node.IsScalar()) fail(f, key_node, path, "expected a plain key, found " + describe(key_node));
+    const std::string& name = key_node.Scalar();
+    const std::string key = path.empty() ? name : path + "." + name;
+    if (const auto first = seen.find(name); first != seen.end()) {
+      const int line = location_of(f, first->second).line;
+      fail(f, key_node, key,
+           "duplicate key" + (line > 0 ? " (first at line " + std::to_string(line) + ")" : std::string()) +
+               "; expected each key once");
+    }
+    seen.emplace(name, key_node);
     if (it->second.IsNull()) f.empty_values.emplace_back(it->second, key_node.Mark());
     const bool known = std::any_of(allowed.begin(), allowed.end(),
-                                   [&](const char* a) { return key == a; });
+                                   [&](const char* a) { return name == a; });
     if (known) continue;
     std::string msg = "unknown key";
     std::string best;
@@ -99,7 +107,7 @@ void check_keys(const YamlFile& f, const YAML::Node& map, std::initializer_list<
     for (const char* a : allowed) {
       list += list.empty() ? "" : ", ";
       list += a;
-      const std::size_t d = edit_distance(key, a);
+      const std::size_t d = edit_distance(name, a);
       if (d < best_d) best_d = d, best = a;
     }
     if (!best.empty()) msg += " (did you mean '" + best + "'?)";

@@ -34,8 +34,11 @@ SourceLocation location_of(const YamlFile& f, const YAML::Node& node);
 
 /// The value at map[key]; throws "missing key" pointing at the map when absent.
 YAML::Node require(const YamlFile& f, const YAML::Node& map, const std::string& key);
-/// Throws on any key of `map` not in `allowed`, naming the key and listing the allowed ones.
-void check_keys(const YamlFile& f, const YAML::Node& map, std::initializer_list<const char*> allowed);
+/// Throws on any key of `map` not in `allowed`, or given twice, naming the key and listing the
+/// allowed ones. `path` is the map's own key ("parallelism", "links[0]"; "" at the root): a key
+/// is named by its full path, e.g. parallelism.tp.
+void check_keys(const YamlFile& f, const YAML::Node& map, std::initializer_list<const char*> allowed,
+                const std::string& path);
 
 std::string as_string(const YamlFile& f, const YAML::Node& value, const std::string& key);
 long long as_int(const YamlFile& f, const YAML::Node& value, const std::string& key);

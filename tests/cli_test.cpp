@@ -142,7 +142,10 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
     const char* flags = "";
   };
   const Case cases[] = {
-      {"unknown-key.yaml", ":4:", "micro_batchs"},
+      {"unknown-key.yaml", ":4:", "parallelism.micro_batchs: unknown key"},
+      // A key given twice, by its full key (regression: "tp: duplicate key"), at the second.
+      {"duplicate-key.yaml", ":5:", "parallelism.tp: duplicate key (first at line 4); expected each key once"},
+      {"duplicate-override.yaml", ":6:", "topology_overrides.node.count: duplicate key (first at line 5)"},
       {"unknown-preset.yaml", ":2:", "model.preset"},
       {"too-many-gpus.yaml", "too-many-gpus.yaml", "parallelism"},
       {"bad-strategy.yaml", ":5:", "magatron"},

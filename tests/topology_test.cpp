@@ -383,8 +383,14 @@ TEST_CASE("topology: input errors name the file, the line and the key") {
   }
   SUBCASE("unknown key") {
     const InputError e = load_error(bad_file("unknown-key.yaml"));
-    check_error(e, "unknown-key.yaml", 6, "bandwith");
+    check_error(e, "unknown-key.yaml", 6, "node.intra.bandwith");  // by its full key
     CHECK(std::string(e.what()).find("did you mean 'bandwidth'") != std::string::npos);
+  }
+  SUBCASE("a key given twice is named by its full key and the line of the first") {
+    const InputError e = load_error(bad_file("duplicate-key.yaml"));
+    check_error(e, "duplicate-key.yaml", 6, "node.gpus.count");
+    CHECK(std::string(e.what()).find("node.gpus.count: duplicate key (first at line 5); expected each key once") !=
+          std::string::npos);
   }
   SUBCASE("unknown fabric routing") {
     const InputError e = load_error(bad_file("bad-routing.yaml"));
