@@ -714,7 +714,16 @@ TEST_CASE("collective --sizes: a buffer beyond the memory of all the ranks toget
         std::string::npos);
   const Run edge = run_cli("collective --op allgather -n 2 --fidelity analytic --sizes 160GiB:160GiB" + a100);
   CHECK(edge.status == 0);
-  CHECK(edge.output.find("do not fit in one a100-sxm4-80gb's") != std::string::npos);
+  CHECK(edge.output.find("do not fit in one a100-sxm4-80gb's 80 GiB of memory") != std::string::npos);
+  // The note and the refusal count in the same unit (regression: the note said "86 GB").
+  const Run all = run_cli("collective --op allreduce --fidelity analytic --sizes 640GiB:640GiB" + a100);
+  CHECK(all.status == 0);
+  CHECK(all.output.find("# note: sizes above 85899345920 B do not fit in one a100-sxm4-80gb's 80 GiB of memory") !=
+        std::string::npos);
+  const Run over = run_cli("collective --op allreduce --sizes 641GiB:641GiB" + a100);
+  CHECK(over.status == 2);
+  CHECK(over.output.find("the memory of all 8 ranks together (8 x 80 GiB of a100-sxm4-80gb), found 688268509184 B") !=
+        std::string::npos);
 }
 
 TEST_CASE("collective: a forced algorithm that cannot run says what ran, sizes below one float are refused, above the GPU noted") {
@@ -753,7 +762,8 @@ TEST_CASE("collective: a forced algorithm that cannot run says what ran, sizes b
   const Run huge = run_cli("collective --op allreduce --fidelity analytic --sizes 128GiB:128GiB -t " + kSrc +
                            "/topologies/dgx-a100.yaml");
   CHECK(huge.status == 0);
-  CHECK(huge.output.find("do not fit in one a100-sxm4-80gb's 86 GB of memory") != std::string::npos);
+  CHECK(huge.output.find("# note: sizes above 85899345920 B do not fit in one a100-sxm4-80gb's 80 GiB of memory: "
+                         "simulated all the same") != std::string::npos);
   const Run a2a = run_cli("collective --op alltoall --algo ring" + h100);
   REQUIRE(a2a.status == 0);
   CHECK(a2a.output.find("# note: --algo ring leaves AllToAll alone") != std::string::npos);

@@ -207,10 +207,15 @@ int collective_command(const CollectiveArgs& a) {
         throw std::invalid_argument("expected whole numbers of bytes >= 4B (one float, the element counted)");
       if (from > to)
         throw std::invalid_argument(fmt::format("expected the first size at most the last, found {} B > {} B", from, to));
-      // Every rank holds a buffer of the size (nccl-tests' size: the per-rank buffer, the gathered
-      // one for AllGather); one larger than the memory of all the ranks together (the device
-      // catalog's HBM) is no machine's, and below it every size and element count is exact in a
-      // double (16,384 ranks of 141 GiB < 2^53 B). Above one GPU's memory is only noted, below.
+      // A size is nccl-tests' size: the per-rank buffer, the largest buffer each rank holds (send
+      // and receive buffer alike for AllReduce, Broadcast, Reduce, AllToAll and SendRecv, the
+      // gathered output for AllGather, the input for ReduceScatter). So one above one GPU's
+      // memory (the device catalog's HBM) would fail to allocate on a real machine; but nothing is
+      // allocated here, and the model's time for it (where the bandwidth curve goes) can still be
+      // asked for, so that is only noted, below. One above the memory of all the ranks together
+      // would not fit even spread over every rank, so it is no machine's (16384PiB written for
+      // 16384GiB, say): refused; and below that limit every size and element count is exact in
+      // a double (16,384 ranks of 141 GiB < 2^53 B).
       const double all_memory = dev.hbm_bytes * ranks;
       if (dev.hbm_bytes > 0 && to > all_memory)
         throw std::invalid_argument(fmt::format(
@@ -300,8 +305,8 @@ int collective_command(const CollectiveArgs& a) {
   opt.replay.collectives.read_profile(profile);
   opt.replay.measured = profile.collectives;  // analytic: measured times where the profile has them
   if (!sizes.empty() && dev.hbm_bytes > 0 && sizes.back() > dev.hbm_bytes)
-    notes.push_back(fmt::format("sizes above {:.0f} B do not fit in one {}'s {:.0f} GB of memory: simulated all the same",
-                                dev.hbm_bytes, dev.model, dev.hbm_bytes / 1e9));
+    notes.push_back(fmt::format("sizes above {:.0f} B do not fit in one {}'s {:g} GiB of memory: simulated all the same",
+                                dev.hbm_bytes, dev.model, dev.hbm_bytes / (1024.0 * 1024 * 1024)));
   const std::vector<BenchRow> rows = run_collective_bench(topo, op, ranks, sizes, opt);
   // A forced algorithm that cannot run here gives what NCCL would run instead (the last column
   // says which); say so once rather than let the column alone tell.
