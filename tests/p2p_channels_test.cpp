@@ -25,6 +25,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 using namespace overlapsim;
@@ -60,6 +61,26 @@ BenchOptions a100_bench(Fidelity f) {
   b.replay.collectives = a100_options();
   b.replay.fidelity = f;
   return b;
+}
+
+/// The error load_profile gives for the shipped profile of `gpu` with `key`'s entry `good` (its
+/// whole "key": value text, REQUIRED present) replaced by "key": bad, and that file's path ("" if
+/// it loads).
+std::pair<std::string, std::string> profile_error(const std::string& gpu, const std::string& key,
+                                                  const std::string& good, const std::string& bad) {
+  std::ifstream in(default_profile_path(gpu));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find(good);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, good.size(), "\"" + key + "\": " + bad);
+  const std::string path = temp_path(".json");
+  std::ofstream(path) << text;
+  try {
+    load_profile(path);
+  } catch (const InputError& e) {
+    return {path, e.what()};
+  }
+  return {path, ""};
 }
 
 }  // namespace
@@ -237,23 +258,11 @@ TEST_CASE("shipped profiles: A100 and H100 (and H200, H100's) have the fitted p2
 }
 
 TEST_CASE("a bad network.p2p_channel_nvlink_Bps is an error naming the file, the key and the range") {
-  std::ifstream in(default_profile_path("a100-sxm4-80gb"));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string good = "\"p2p_channel_nvlink_Bps\": 12.85e9";
-  REQUIRE(text.find(good) != std::string::npos);
   // GB/s written for bytes/s, a value that would never end, zero, a string, null.
   for (const char* bad : {"12.85", "1e-300", "0", "-1", "\"abc\"", "null", "1e300"}) {
     CAPTURE(bad);
-    std::string edited = text;
-    edited.replace(edited.find(good), good.size(), std::string("\"p2p_channel_nvlink_Bps\": ") + bad);
-    const std::string path = temp_path(".json");
-    std::ofstream(path) << edited;
-    std::string msg;
-    try {
-      load_profile(path);
-    } catch (const InputError& e) {
-      msg = e.what();
-    }
+    const auto [path, msg] =
+        profile_error("a100-sxm4-80gb", "p2p_channel_nvlink_Bps", "\"p2p_channel_nvlink_Bps\": 12.85e9", bad);
     CHECK(msg.find(path + ": network.p2p_channel_nvlink_Bps: expected") != std::string::npos);
   }
 }
@@ -308,23 +317,10 @@ TEST_CASE("network.p2p_round_s: H100 and H200 have it, A100 none, it survives a 
   const std::string out = temp_path(".json");
   write_profile(h100, out);
   CHECK(load_profile(out).p2p_round_s == 4.0e-6);
-  std::ifstream in(default_profile_path("h100-sxm5-80gb"));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string good = "\"p2p_round_s\": 4.0e-06";
-  REQUIRE(text.find(good) != std::string::npos);
   // Microseconds written for seconds, negative, a string, null.
   for (const char* bad : {"4.0", "-1e-6", "\"4us\"", "null"}) {
     CAPTURE(bad);
-    std::string edited = text;
-    edited.replace(edited.find(good), good.size(), std::string("\"p2p_round_s\": ") + bad);
-    const std::string path = temp_path(".json");
-    std::ofstream(path) << edited;
-    std::string msg;
-    try {
-      load_profile(path);
-    } catch (const InputError& e) {
-      msg = e.what();
-    }
+    const auto [path, msg] = profile_error("h100-sxm5-80gb", "p2p_round_s", "\"p2p_round_s\": 4.0e-06", bad);
     CHECK(msg.find(path + ": network.p2p_round_s: expected seconds per round of NCCL's p2p schedule, 0 to 1e-3") !=
           std::string::npos);
   }
