@@ -596,8 +596,8 @@ TEST_CASE("contention: a pipeline send beside a DP AllReduce through the same NI
   const ReplayTimes fa = replay(alone, pod, flow), aa = replay(alone, pod, analytic);
   const ReplayTimes fb = replay(beside, pod, flow), ab = replay(beside, pod, analytic);
   const double send_alone = fa.end_s[0][0];
-  CHECK(aa.end_s[0][0] == doctest::Approx(send_alone).epsilon(1e-6));
-  CHECK(ab.end_s[0][0] == doctest::Approx(send_alone).epsilon(1e-6));  // analytic: no contention
+  CHECK(aa.end_s[0][0] == testing::approx(send_alone).epsilon(1e-6));
+  CHECK(ab.end_s[0][0] == testing::approx(send_alone).epsilon(1e-6));  // analytic: no contention
   // Flow: the NIC is shared, max-min fair between the send and the AllReduce's flows on it:
   // when written, 0.0800 s against 0.0400 alone (2.0x), the AllReduce likewise (0.0800 against
   // analytic's 0.0400).

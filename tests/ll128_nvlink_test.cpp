@@ -47,7 +47,7 @@ TEST_CASE("LL128 on NVLink as measured: the uniform ring's closed form, run by h
                                            forced(Protocol::LL128, kStep, kBusBw));
   REQUIRE(p.protocol == Protocol::LL128);
   const double expected = 14.0e-6 + 14 * (1.9e-6 + kStep) + 2.0 * 7 / 8 * bytes / kBusBw;
-  CHECK(p.closed_form_s() == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(p.closed_form_s() == testing::approx(expected).epsilon(1e-9));
 }
 
 TEST_CASE("flow = analytic with LL128 as measured, AllReduce and AllGather") {
@@ -68,7 +68,7 @@ TEST_CASE("flow = analytic with LL128 as measured, AllReduce and AllGather") {
     const std::vector<BenchRow> nccl = run_collective_bench(topo, op, 8, sizes, b);
     for (size_t i = 0; i < sizes.size(); ++i) {
       CAPTURE(sizes[i]);
-      CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(0.01));
+      CHECK(flow[i].time_s == testing::approx(analytic[i].time_s).epsilon(0.01));
       CHECK(analytic[i].time_s > nccl[i].time_s);  // slower than NCCL's own LL128 limits, in both
     }
   }

@@ -160,11 +160,11 @@ TEST_CASE("the p2p bound applies inside a node over NVLink, to SM copies, where 
   REQUIRE(o.p2p_channel_nvlink_Bps == kA100Channel);
   const Topology one = load_topology(kSrc + "/topologies/dgx-a100.yaml");
   const P2pCommunicator eight{8, 0, 0};
-  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, eight, o) == doctest::Approx(8 * kA100Channel).epsilon(1e-12));
-  CHECK(p2p_rate_cap_Bps(one, 0, 1, 1 * kMiB, false, {}, o) == doctest::Approx(16 * kA100Channel).epsilon(1e-12));
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, eight, o) == testing::approx(8 * kA100Channel).epsilon(1e-12));
+  CHECK(p2p_rate_cap_Bps(one, 0, 1, 1 * kMiB, false, {}, o) == testing::approx(16 * kA100Channel).epsilon(1e-12));
   // 64 KiB + 4 B: two chunks, the larger 64 KiB: it takes 64 KiB's time.
   CHECK(p2p_rate_cap_Bps(one, 0, 1, 64 * kKiB + 4, false, eight, o) ==
-        doctest::Approx(kA100Channel * (64 * kKiB + 4) / (64 * kKiB)).epsilon(1e-12));
+        testing::approx(kA100Channel * (64 * kKiB + 4) / (64 * kKiB)).epsilon(1e-12));
   CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, true, eight, o) == inf);  // copy engine
   CHECK(p2p_rate_cap_Bps(one, 0, 0, 128 * kMiB, false, eight, o) == inf);
   CHECK(p2p_rate_cap_Bps(one, 0, 1, 0, false, eight, o) == inf);
@@ -176,7 +176,7 @@ TEST_CASE("the p2p bound applies inside a node over NVLink, to SM copies, where 
   CHECK(p2p_rate_cap_Bps(one, 0, 1, 128 * kMiB, false, eight, none) == inf);
   const Topology pod = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
   CHECK(p2p_rate_cap_Bps(pod, 0, 8, 128 * kMiB, false, eight, o) == inf);  // across nodes: the NIC
-  CHECK(p2p_rate_cap_Bps(pod, 0, 1, 128 * kMiB, false, eight, o) == doctest::Approx(8 * kA100Channel).epsilon(1e-12));
+  CHECK(p2p_rate_cap_Bps(pod, 0, 1, 128 * kMiB, false, eight, o) == testing::approx(8 * kA100Channel).epsilon(1e-12));
 }
 
 TEST_CASE("a SendRecv on NCCL's p2p channels: its closed form exactly, flow = analytic") {
@@ -195,12 +195,12 @@ TEST_CASE("a SendRecv on NCCL's p2p channels: its closed form exactly, flow = an
     const NcclP2pSplit split = p2p_split(topo, 0, 1, sizes[i], {8, 0, 0});
     // Every size here is bound by its channels (at most 16 · 12.85 = 206 GB/s < the 240 GB/s
     // port): it takes its largest chunk at one channel's rate.
-    CHECK(analytic[i].time_s == doctest::Approx(extra + route + split.chunk_bytes / kA100Channel).epsilon(1e-9));
-    CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(1e-9));
+    CHECK(analytic[i].time_s == testing::approx(extra + route + split.chunk_bytes / kA100Channel).epsilon(1e-9));
+    CHECK(flow[i].time_s == testing::approx(analytic[i].time_s).epsilon(1e-9));
     CHECK(unbound[i].time_s < analytic[i].time_s);  // the check can fail
   }
   // 64 and 128 MiB take the same time: twice the bytes on twice the channels.
-  CHECK(analytic[1].time_s == doctest::Approx(analytic[2].time_s).epsilon(1e-6));
+  CHECK(analytic[1].time_s == testing::approx(analytic[2].time_s).epsilon(1e-6));
 }
 
 TEST_CASE("a SendRecv over 16 DGX A100 nodes: the NICs bound it, not the members' channels inside a node") {
@@ -213,7 +213,7 @@ TEST_CASE("a SendRecv over 16 DGX A100 nodes: the NICs bound it, not the members
   const double gib = 1024 * kMiB;
   const std::vector<BenchRow> a = run_collective_bench(pod, BenchOp::SendRecv, 128, {gib}, with);
   const std::vector<BenchRow> b = run_collective_bench(pod, BenchOp::SendRecv, 128, {gib}, without);
-  CHECK(a[0].time_s == doctest::Approx(b[0].time_s).epsilon(1e-12));
+  CHECK(a[0].time_s == testing::approx(b[0].time_s).epsilon(1e-12));
   CHECK(a[0].busbw_Bps < 25e9);  // one HDR NIC
 }
 
@@ -222,7 +222,7 @@ TEST_CASE("--channels bounds a SendRecv's channels as NCCL_MAX_NCHANNELS does") 
   BenchOptions one = a100_bench(Fidelity::Analytic);
   one.channels = 1;
   const std::vector<BenchRow> r = run_collective_bench(topo, BenchOp::SendRecv, 8, {1024 * kMiB}, one);
-  CHECK(r[0].busbw_Bps == doctest::Approx(kA100Channel).epsilon(0.01));
+  CHECK(r[0].busbw_Bps == testing::approx(kA100Channel).epsilon(0.01));
 }
 
 TEST_CASE("an AllToAll whose pieces are bound by their channels: flow = analytic") {
@@ -238,13 +238,13 @@ TEST_CASE("an AllToAll whose pieces are bound by their channels: flow = analytic
   const std::vector<BenchRow> unbound = run_collective_bench(topo, BenchOp::AllToAll, 8, sizes, free);
   for (size_t i = 0; i < sizes.size(); ++i) {
     CAPTURE(sizes[i]);
-    CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(1e-6));
+    CHECK(flow[i].time_s == testing::approx(analytic[i].time_s).epsilon(1e-6));
     const double piece = sizes[i] / 8;
     CHECK(analytic[i].time_s >= p2p_split(topo, 0, 1, piece, {8, 1, 0}).chunk_bytes / kA100Channel);
   }
   CHECK(unbound[0].time_s < analytic[0].time_s);
   CHECK(unbound[1].time_s < analytic[1].time_s);
-  CHECK(unbound[2].time_s == doctest::Approx(analytic[2].time_s).epsilon(1e-9));  // the port binds at 1 GiB
+  CHECK(unbound[2].time_s == testing::approx(analytic[2].time_s).epsilon(1e-9));  // the port binds at 1 GiB
 }
 
 TEST_CASE("shipped profiles: A100 and H100 (and H200, H100's) have the fitted p2p channel rate, it survives a write and a read") {
@@ -290,8 +290,18 @@ TEST_CASE("an AllToAll pays NCCL's p2p rounds: n times network.p2p_round_s, in b
     const auto w = run_collective_bench(topo, BenchOp::AllToAll, n, sizes, without);
     for (size_t i = 0; i < sizes.size(); ++i) {
       CAPTURE(sizes[i]);
-      CHECK(a[i].time_s == doctest::Approx(w[i].time_s + n * 4.0e-6).epsilon(1e-12));
-      CHECK(f[i].time_s == doctest::Approx(a[i].time_s).epsilon(1e-6));
+      CHECK(a[i].time_s == testing::approx(w[i].time_s + n * 4.0e-6).epsilon(1e-12));
+      if (nodes == 1) {
+        CHECK(f[i].time_s == testing::approx(a[i].time_s).epsilon(1e-9));
+      } else {
+        // Across nodes the closed form adds the farthest route's latency (leaf, spine, leaf) to the
+        // busiest link's time, where in flow the piece that ends last may take a shorter route:
+        // analytic is above flow by at most two switch latencies (2 x 130 ns; 0.26 us at 1 and 64 MiB
+        // when written), and below it by no more than rounding (8 B: 64 ps, 8.7e-7 of the time).
+        INFO("analytic - flow " << (a[i].time_s - f[i].time_s) << " s");
+        CHECK(a[i].time_s >= f[i].time_s * (1 - 1e-6));
+        CHECK(a[i].time_s - f[i].time_s <= 2 * 130e-9 + 1e-12);
+      }
     }
   }
   // A copy-engine AllToAll is no NCCL kernel: it pays no rounds.

@@ -54,7 +54,7 @@ void check_flow_analytic_slower(const Topology& topo, BenchOp op, int n, const s
   for (size_t i = 0; i < sizes.size(); ++i) {
     CAPTURE(sizes[i]);
     if (!plan_prefix.empty()) REQUIRE(analytic[i].plan.rfind(plan_prefix, 0) == 0);
-    CHECK(flow[i].time_s == doctest::Approx(analytic[i].time_s).epsilon(0.01));
+    CHECK(flow[i].time_s == testing::approx(analytic[i].time_s).epsilon(0.01));
     CHECK(analytic[i].time_s > free[i].time_s);  // the cost is there, in both
   }
 }
@@ -104,7 +104,7 @@ TEST_CASE("a uniform NVSwitch ring pays steps x slices x the slice cost on top, 
       // The slices of NCCL's 24 channels (the topology's), whatever channels the plan runs on.
       const double slices = simple_slices_per_step(bytes, 8, 24);
       CHECK(with.closed_form_s() - without.closed_form_s() ==
-            doctest::Approx(steps * slices * kSlice).epsilon(1e-9));
+            testing::approx(steps * slices * kSlice).epsilon(1e-9));
     }
   }
 }
@@ -119,7 +119,7 @@ TEST_CASE("a Simple chain pays the slice cost once per hop, at every size, its p
     const CollectivePlan with = plan_collective(topo, eff, first(8), CollectiveKind::Broadcast, bytes, 0, simple(kSlice));
     const CollectivePlan without = plan_collective(topo, eff, first(8), CollectiveKind::Broadcast, bytes, 0, simple(0));
     REQUIRE(with.chain);
-    CHECK(with.closed_form_s() - without.closed_form_s() == doctest::Approx(7 * kSlice).epsilon(1e-6));
+    CHECK(with.closed_form_s() - without.closed_form_s() == testing::approx(7 * kSlice).epsilon(1e-6));
   }
   // 8 GiB: busbw within 1% of a GPU's NVLink port at the profile's efficiency (12 links of
   // 25 GB/s at 0.80: 240 GB/s), and NCCL's tuner's choice there, Simple, is the model's too.

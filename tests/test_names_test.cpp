@@ -18,7 +18,7 @@ const std::string kTests = std::string(OVERLAPSIM_SOURCE_DIR) + "/tests";
 
 }  // namespace
 
-TEST_CASE("every test case name runs under CTest as written: no ';', '*', '?' or '\\', none twice") {
+TEST_CASE("every test case name runs under CTest as written (no semicolon, wildcard or backslash), none twice") {
   const std::regex test_case(R"re(TEST_CASE\("((?:[^"\\]|\\.)*)"\))re");
   std::set<std::string> seen;
   int files = 0;
@@ -32,7 +32,6 @@ TEST_CASE("every test case name runs under CTest as written: no ';', '*', '?' or
     for (std::sregex_iterator it(s.begin(), s.end(), test_case), end; it != end; ++it) {
       const std::string name = (*it)[1];
       INFO(entry.path().filename().string() << ": TEST_CASE(\"" << name << "\")");
-      if (name.find("every test case name runs under CTest") == 0) continue;  // this one names them
       CHECK(name.find_first_of(";*?\\") == std::string::npos);
       CHECK(seen.insert(name).second);
     }
