@@ -86,12 +86,13 @@ class WangDecomp final : public Strategy {
     s = make_workload_partition(std::move(w))->run(std::move(s), ctx);
     const int done = stats->uni + stats->bi;
     const bool sp = ctx.parallelism != nullptr && ctx.parallelism->sp && ctx.parallelism->tp > 1;
-    if (done == 0 && stats->declined == 0 && stats->indivisible == 0 && sp) {
+    const bool no_sites = done == 0 && stats->declined == 0 && stats->indivisible == 0;
+    if (no_sites && sp) {
       // SP's sites exist in the workload, so a pass before this one (a composition) cut them.
       ctx.note("wang-decomp: no AllGather→GEMM or GEMM→ReduceScatter left whole to decompose (sequence "
                "parallelism is on: a pass before it in the composition partitioned them); this is that "
                "schedule under megatron's placement");
-    } else if (done == 0 && stats->declined == 0 && stats->indivisible == 0) {
+    } else if (no_sites) {
       ctx.note("wang-decomp: no AllGather→GEMM or GEMM→ReduceScatter to decompose (tensor parallelism needs "
                "sequence parallelism for them); this is megatron's schedule");
     } else {
