@@ -129,7 +129,9 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
       const bool modelled = pick.first == "ring" ||
                             ((pick.first == "tree" || (pick.first == "nvls" && nodes == 1 && simple) ||
                               (pick.first == "nvls_tree" && nodes > 1 && simple)) &&
-                             kind == CollectiveKind::AllReduce);
+                             kind == CollectiveKind::AllReduce) ||
+                            (pick.first == "pat" && simple && nodes == ranks &&
+                             (kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter));
       if (!modelled) {
         res.warnings.push_back(coll + " on " + std::to_string(ranks) + " ranks: NCCL ran " +
                                std::to_string(static_cast<long long>(bytes)) + " B with algorithm " + pick.first +
@@ -146,6 +148,7 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
       r.algorithm = pick.first == "tree"        ? CollectiveAlgorithm::Tree
                     : pick.first == "nvls"      ? CollectiveAlgorithm::Nvls
                     : pick.first == "nvls_tree" ? CollectiveAlgorithm::NvlsTree
+                    : pick.first == "pat"       ? CollectiveAlgorithm::Pat
                                                 : CollectiveAlgorithm::Ring;
       r.protocol = pick.second == "LL" ? Protocol::LL : pick.second == "LL128" ? Protocol::LL128 : Protocol::Simple;
       TuningRule* last = in_run ? &p.tuning.back() : nullptr;

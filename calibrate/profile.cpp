@@ -232,19 +232,23 @@ void load_tuning(const Reader& r, const json& root, Profile& p) {
     load_range(r, o, sec, "nodes", &t.min_nodes, &t.max_nodes);
     t.max_bytes = r.positive(o, sec, "max_bytes", "a size in bytes");
     CollectiveAlgorithm a = CollectiveAlgorithm::Auto;
+    const bool gather = t.kind == CollectiveKind::AllGather || t.kind == CollectiveKind::ReduceScatter;
     if (parse_algorithm(r.string(o, sec, "algorithm"), &a) && a != CollectiveAlgorithm::Auto &&
-        (a == CollectiveAlgorithm::Ring || t.kind == CollectiveKind::AllReduce))
+        (a == CollectiveAlgorithm::Ring || (a == CollectiveAlgorithm::Pat ? gather : t.kind == CollectiveKind::AllReduce)))
       t.algorithm = a;
     else
-      r.fail(sec + ".algorithm", std::string("expected \"ring\"") +
-                                     (t.kind == CollectiveKind::AllReduce ? ", \"tree\", \"nvls\" or \"nvlstree\""
-                                                                          : " (tree, nvls and nvlstree are for all_reduce only)") +
-                                     ", found \"" + r.string(o, sec, "algorithm") + "\"");
+      r.fail(sec + ".algorithm",
+             std::string("expected \"ring\"") +
+                 (t.kind == CollectiveKind::AllReduce ? ", \"tree\", \"nvls\" or \"nvlstree\" (pat is for all_gather and reduce_scatter)"
+                  : gather ? " or \"pat\" (tree, nvls and nvlstree are for all_reduce only)"
+                           : " (tree, nvls and nvlstree are for all_reduce only, pat for all_gather and reduce_scatter)") +
+                 ", found \"" + r.string(o, sec, "algorithm") + "\"");
     if (!parse_protocol(r.string(o, sec, "protocol"), &t.protocol))
       r.fail(sec + ".protocol", "expected \"LL\", \"LL128\" or \"Simple\", found \"" + r.string(o, sec, "protocol") + "\"");
-    if ((t.algorithm == CollectiveAlgorithm::Nvls || t.algorithm == CollectiveAlgorithm::NvlsTree) &&
+    if ((t.algorithm == CollectiveAlgorithm::Nvls || t.algorithm == CollectiveAlgorithm::NvlsTree ||
+         t.algorithm == CollectiveAlgorithm::Pat) &&
         t.protocol != Protocol::Simple)
-      r.fail(sec + ".protocol", "expected \"Simple\" for nvls and nvlstree (NCCL runs NVLS with Simple only), found \"" +
+      r.fail(sec + ".protocol", "expected \"Simple\" for nvls, nvlstree and pat (NCCL runs them with Simple only), found \"" +
                                     r.string(o, sec, "protocol") + "\"");
     p.tuning.push_back(t);
   }

@@ -33,11 +33,11 @@ void Replayer::coll_ready(int ri, int oi) {
         if (mem.rank_idx >= 0) mem.a2a_left = 2 * (n - 1);  // n−1 flows out, n−1 in
     // (A chain whose waves' hop table was too large to keep, ChainWaves::hop_s, has no floors
     // for its flows: its closed form times it too; so is an NVLS_TREE of more than
-    // kMaxTreeFlows flows, or of none.)
-    c.bulk = !c.all_to_all && opt_.fidelity == Fidelity::Flow && c.plan->algorithm == CollectiveAlgorithm::NvlsTree &&
+    // kMaxTreeFlows flows, or of none, and a PAT likewise.)
+    c.bulk = !c.all_to_all && opt_.fidelity == Fidelity::Flow && c.plan->runs_in_bulk() &&
              !c.plan->bulk.empty() && static_cast<long long>(c.plan->bulk.size()) <= kMaxTreeFlows;
     c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic || c.plan->tree_flows() > kMaxTreeFlows ||
-                                (c.plan->algorithm == CollectiveAlgorithm::NvlsTree && !c.bulk) ||
+                                (c.plan->runs_in_bulk() && !c.bulk) ||
                                 c.plan->chain_flows() > kMaxTreeFlows ||
                                 (c.plan->chain && c.plan->chain_waves.hop_s.empty()));
     // Analytic AllToAll: its closed form (contention at the members' own ports included); in
@@ -131,7 +131,7 @@ void Replayer::coll_ready(int ri, int oi) {
     return;
   }
   if (c.bulk) {
-    // NVLS_TREE (collective_plan.hpp): every stage's flows at once when all members are here.
+    // NVLS_TREE and PAT (collective_plan.hpp): all their flows at once when all members are here.
     if (c.ready_count < c.simulated) return;
     c.bulk_started_s = be_.now();
     const auto& bulk = c.plan->bulk;

@@ -170,7 +170,7 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
   const double cap_busbw = heads * nccl::kPerChNvlsTree[cc_index][N <= 2 ? N - 1 : 2];
   const double cap_s = bytes / (cap_busbw * n / (2.0 * (n - 1)));
   p.base_latency_s = nccl::nvls_tree_latency_s(N);
-  p.nvls_tree_s = bytes > 0 ? std::max({intra_s, inter_s, cap_s}) : 0.0;
+  p.bulk_s = bytes > 0 ? std::max({intra_s, inter_s, cap_s}) : 0.0;
   // Its flows in flow fidelity (header): each node's NVLS ring, every rail's tree hops.
   if (bytes > 0) {
     for (const auto& members : nodes)

@@ -250,7 +250,7 @@ const char* to_string(Protocol p) {
 
 double CollectivePlan::closed_form_s() const {
   if (members <= 1 || steps == 0) return 0;
-  if (algorithm == CollectiveAlgorithm::NvlsTree) return base_latency_s + nvls_tree_s;
+  if (runs_in_bulk()) return base_latency_s + bulk_s;
   if (algorithm == CollectiveAlgorithm::Tree) {
     double t = 0;
     for (const TreePlan& tp : trees) t = std::max(t, tp.pipeline_s(steps, wire_bytes));
@@ -308,6 +308,12 @@ double tree_received_bytes(const CollectivePlan& p, int pos) {
 double received_bytes_per_rank(const CollectivePlan& p) {
   if (p.members <= 1) return 0;
   if (p.algorithm == CollectiveAlgorithm::NvlsTree) return p.step_bytes;  // the result, through its NVSwitch port
+  if (p.algorithm == CollectiveAlgorithm::Pat) {  // what its flows deliver to each member: n − 1 parts
+    double b = 0;
+    for (const CollectivePlan::BulkFlow& f : p.bulk)
+      if (f.dst_pos == 0) b += f.bytes;
+    return b;
+  }
   if (p.algorithm == CollectiveAlgorithm::Tree) {
     double sum = 0;
     for (int v = 0; v < p.members; ++v) sum += tree_received_bytes(p, v);
@@ -332,11 +338,8 @@ int node_count(const Topology& topo, const std::vector<int>& ranks) {
   return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
 }
 
-namespace {
+namespace plan_detail {
 
-/// What NCCL's tuner knows of this group (nccl_tuning.hpp): its graph is the communicator's
-/// rings at the options' channel count (one per NIC rail on DGX-class nodes, as NCCL's search
-/// finds them: Topology::nccl_channels), each at its bottleneck's share of the links, Simple.
 NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, int nodes,
                              const CollectiveOptions& opt) {
   NcclTunerInputs in;
@@ -362,7 +365,7 @@ NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, co
   return in;
 }
 
-}  // namespace
+}  // namespace plan_detail
 
 CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                                CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt) {
@@ -370,15 +373,29 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   OVERLAPSIM_CHECK(!ranks.empty(), "empty group");
   const int forced = std::max(0, channels_wanted);
   const int nodes = node_count(topo, ranks);
-  CollectiveAlgorithm alg = kind == CollectiveKind::AllReduce ? opt.algorithm : CollectiveAlgorithm::Ring;
+  // AllGather and ReduceScatter have the ring and PAT; Broadcast and Reduce the ring (its chain).
+  const bool gather = kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter;
+  const auto nccl_has = [&](CollectiveAlgorithm a) {
+    return kind == CollectiveKind::AllReduce ? a != CollectiveAlgorithm::Pat
+                                             : a == CollectiveAlgorithm::Ring ||
+                                                   (gather && (a == CollectiveAlgorithm::Auto || a == CollectiveAlgorithm::Pat));
+  };
+  CollectiveAlgorithm alg = nccl_has(opt.algorithm) ? opt.algorithm : CollectiveAlgorithm::Ring;
   // A measured tuning rule decides what the op leaves automatic (nccl_tuning.hpp).
   const TuningRule* rule =
       opt.textbook ? nullptr : find_tuning_rule(opt.tuning, kind, static_cast<int>(ranks.size()), nodes, bytes);
   const bool from_rule = rule && alg == CollectiveAlgorithm::Auto;
   if (from_rule) alg = rule->algorithm;
-  if (kind != CollectiveKind::AllReduce) alg = CollectiveAlgorithm::Ring;
+  if (!nccl_has(alg)) alg = CollectiveAlgorithm::Ring;
   // Its protocol, when the op runs the rule's algorithm and does not force a protocol.
   const Protocol* proto = rule && opt.protocol_auto && alg == rule->algorithm ? &rule->protocol : nullptr;
+  const bool pat = gather && pat_supported(topo, ranks, opt);
+  if (alg == CollectiveAlgorithm::Pat) {
+    if (pat) return plan_pat(topo, eff, ranks, kind, bytes, forced, tuner_inputs(topo, eff, ranks, nodes, opt));
+    // Forced where PAT cannot run (a node holding two members): the ring; a rule's: the automatic choice.
+    alg = from_rule ? CollectiveAlgorithm::Auto : CollectiveAlgorithm::Ring;
+    proto = nullptr;
+  }
   const bool nvls = kind == CollectiveKind::AllReduce && nvls_supported(topo, ranks, opt, forced);
   if (alg == CollectiveAlgorithm::Nvls && nvls) return plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
   const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
@@ -398,6 +415,20 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     return in_switch.closed_form_s() < ring.closed_form_s() ? in_switch : ring;
   }
   if (alg == CollectiveAlgorithm::Ring) return ring;
+  if (gather) {
+    // Across nodes: the ring, or PAT where it can run and NCCL's tuner ranks it first (header);
+    // forced channels: the lesser closed form.
+    if (!pat) return ring;
+    const NcclTunerInputs in = tuner_inputs(topo, eff, ranks, nodes, opt);
+    if (forced == 0) {
+      NcclTunerInputs ranked = in;
+      if (!opt.protocol_auto) ranked.only_protocol = &opt.protocol;
+      if (nccl_model_allgather_algorithm(bytes, ranked) != CollectiveAlgorithm::Pat) return ring;
+      return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
+    }
+    CollectivePlan q = plan_pat(topo, eff, ranks, kind, bytes, forced, in);
+    return q.closed_form_s() < ring.closed_form_s() ? q : ring;
+  }
   // Across nodes, the algorithm NCCL's tuner ranks first (header); forced channels or the
   // textbook model: the least closed form.
   if (alg == CollectiveAlgorithm::Auto && forced == 0 && !opt.textbook) {

@@ -97,6 +97,30 @@
 // delays it. Above kMaxTreeFlows flows it is its closed form, meeting no other traffic. It runs
 // on NCCL's 16 (Hopper) or 24 (Blackwell) NVLS channels.
 //
+// PAT (AllGather and ReduceScatter, NCCL ≥ 2.23: Parallel Aggregated Trees, src/device/
+// all_gather.h and reduce_scatter.h runPat, src/include/collectives.h PatAGAlgorithm): where every
+// member is on a node of its own (NCCL's ncclPatEnable: "PAT only supports 1 GPU per node"; a DP
+// group beside TP 8 on 8-GPU nodes), Simple only. Each member's part travels a binomial tree to
+// the others, all n trees at once and aggregated, so the exchange has log2 n levels instead of
+// the ring's n − 1 steps. Its time is NCCL's tuning model's (src/graph/tuning.cc), for want of
+// a published measurement to fit:
+//   T = 8 µs + log2i(n) · 14 µs / 3.5 + n · 2.8 µs + max(T_links, S / (0.75 · B))
+// (baseLat 8 µs, the tree's network hwLat 14 µs over 3.5 per level, "still a linear part" of
+// 2.8 µs per rank; B the busBw of NCCL's graph, tuner_inputs: the rings' summed bottleneck
+// shares, so S / (0.75 B) is NCCL's ceiling of the PAT kernel as algbw), with T_links the
+// busiest directed link's bytes over its bandwidth while its flows all move at once: at distance
+// d = 1, 2, 4, … < n every member sends min(d, n − d) parts of S / n to the member d positions on
+// (AllGather; ReduceScatter d positions back), n − 1 parts in all, as in a Bruck exchange.
+// Alone on one NIC per GPU, T_links = (n − 1)/n · S / B_NIC and the kernel's ceiling binds.
+// In flow fidelity those flows start at once when every member has reached it and the members
+// end when the last has, or at the closed form if later (CollectivePlan::runs_in_bulk, as
+// NVLS_TREE): traffic on its NICs (pipeline sends) delays it. It runs on all the
+// communicator's channels (NCCL sets no thread count for PAT before its launch loop).
+// Auto takes it where NCCL's tuner ranks it before the ring (nccl_model_allgather_algorithm):
+// on H100 nodes of one GPU and one 400 Gb/s NIC each, AllGather up to 16 MiB over 16 nodes and up
+// to 128 MiB over 128 (`overlapsim collective --op allgather -t topologies/dgx-h100-superpod.yaml
+// --override node.gpus.count=1 --override node.count=N`), the ring's LL128 or Simple above.
+//
 // Protocols (NCCL src/graph/tuning.cc and src/include/device.h): LL moves 8 bytes of data per
 // 16 on the wire, LL128 120 per 128, Simple all of them; each has a base latency per collective
 // and a latency per step that depends on the algorithm and the hop's hardware (NVLink, PCIe,
@@ -234,8 +258,9 @@
 // 15-20% at 1-4 GiB on DGX A100, but NCCL's tuner has the ring ahead there (its tree ratio 1/2
 // against the ring's n / (2(n − 1))) and NCCL runs the ring: the published 2-node ND A100 v4
 // curve sits on the ring's NIC bound (tests/nccl_validation_test.cpp; regression: the model's
-// tree was 19-22% above it). Other collectives always take the ring (NCCL's NCCL_ALGO=tree
-// applies to AllReduce only).
+// tree was 19-22% above it). AllGather and ReduceScatter across nodes take PAT where it can run
+// and NCCL's tuner ranks it first (with forced channels: the lesser closed form), else the ring;
+// Broadcast and Reduce always take the ring (NCCL's NCCL_ALGO=tree applies to AllReduce only).
 #pragma once
 
 #include "sim/nccl_tuning.hpp"
@@ -353,7 +378,7 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
 
 struct CollectivePlan {
   CollectiveKind kind = CollectiveKind::AllReduce;
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring, Tree, Nvls or NvlsTree (never Auto)
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring, Tree, Nvls, NvlsTree or Pat (never Auto)
   Protocol protocol = Protocol::Simple;
   bool chain = false;           ///< Broadcast/Reduce: pipelined chain from / to the root
   int channels = 1;             ///< channels it runs on (the op's, or NCCL's count for the size)
@@ -373,16 +398,20 @@ struct CollectivePlan {
   std::vector<TreePlan> trees;     ///< Tree (distinct channels; see TreePlan::multiplicity)
   ChainWaves chain_waves;          ///< chain: its waves
   /// NvlsTree: the slowest of its intra-node NVLS, its inter-node tree and NCCL's per-channel
-  /// ceiling, seconds (header, NVLS_TREE); the closed form is base_latency_s plus this.
-  double nvls_tree_s = 0;
-  /// NvlsTree: the flows its stages move at once in flow fidelity (header, NVLS_TREE): group
-  /// positions and wire bytes.
+  /// ceiling (header, NVLS_TREE); Pat: the slower of its flows' busiest link and NCCL's kernel
+  /// ceiling (header, PAT); seconds. The closed form is base_latency_s plus this.
+  double bulk_s = 0;
+  /// NvlsTree and Pat (runs_in_bulk): the flows they move at once in flow fidelity (header,
+  /// NVLS_TREE and PAT): group positions and wire bytes.
   struct BulkFlow {
     int src_pos = -1, dst_pos = -1;
     double bytes = 0;
   };
   std::vector<BulkFlow> bulk;
 
+  /// Whether the plan is timed by its closed form with its flows started at once (NVLS_TREE, PAT):
+  /// members end when the last of `bulk` has, or at the closed form, whichever is later.
+  bool runs_in_bulk() const { return algorithm == CollectiveAlgorithm::NvlsTree || algorithm == CollectiveAlgorithm::Pat; }
   /// Contention-free time of the collective, seconds (the formulas in the header).
   double closed_form_s() const;
   /// Contention-free end of each member's part, seconds, by position: the closed form for every

@@ -1,6 +1,6 @@
 // What the collective plans' files share (internal to sim/): measuring a hop, the shares of
 // links among hops sending at once, the protocol choice, the tree plan (sim/collective_tree.cpp)
-// and the NVLS plans (sim/collective_nvls.cpp). The semantics are collective_plan.hpp's.
+// the NVLS plans (sim/collective_nvls.cpp) and the PAT plan (sim/collective_pat.cpp). The semantics are collective_plan.hpp's.
 #pragma once
 
 #include "sim/collective_plan.hpp"
@@ -70,5 +70,20 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
 /// graph's intra- and inter-node bandwidth. REQUIRES: nvls_tree_supported.
 void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                             NcclTunerInputs* in);
+
+/// What NCCL's tuner knows of this group (nccl_tuning.hpp): its graph is the communicator's
+/// rings at the options' channel count (one per NIC rail on DGX-class nodes, as NCCL's search
+/// finds them: Topology::nccl_channels), each at its bottleneck's share of the links, Simple.
+NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, int nodes,
+                             const CollectiveOptions& opt);
+
+/// Whether NCCL can run PAT over these ranks (collective_plan.hpp, PAT): two or more, each on a
+/// node of its own, a GPU of compute capability 6.0 or later, Simple allowed; never textbook.
+bool pat_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt);
+/// The PAT AllGather or ReduceScatter plan (collective_plan.hpp, PAT): its flows and its closed
+/// form, with `tuner` (tuner_inputs of the group) for NCCL's kernel ceiling and channels.
+/// REQUIRES: kind AllGather or ReduceScatter; pat_supported.
+CollectivePlan plan_pat(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                        CollectiveKind kind, double bytes, int channels_forced, const NcclTunerInputs& tuner);
 
 }  // namespace overlapsim::plan_detail

@@ -69,4 +69,20 @@ inline constexpr double kPerChNvlsTree[4][3] = {
 /// NVLink plus 2 log2(nodes) network hwLats, no base latency (src/graph/tuning.cc).
 inline double nvls_tree_latency_s(int nodes) { return kHwLatNvlsNvlink + 2.0 * log2i(nodes) * kHwLatNvlsTreeNet; }
 
+/// PAT (AllGather and ReduceScatter over one GPU per node, Simple only): base latency, seconds;
+/// its latency per rank (the linear part: "still a linear part; hopefully we'll manage to remove
+/// it at some point"), seconds; the divisor of its per-level network latency; its busBw factor
+/// (src/graph/tuning.cc: baseLat 8.0 µs, lat += log2i(nNodes) · interLat / 3.5 + nRanks · 2.8 µs,
+/// busBw *= .75).
+inline constexpr double kBaseLatPat = 8.0e-6;
+inline constexpr double kPatPerRankLat = 2.8e-6;
+inline constexpr double kPatLevelLatDivisor = 3.5;
+inline constexpr double kPatBusBwFactor = 0.75;
+/// NCCL's modelled latency of a PAT AllGather or ReduceScatter over `ranks` ranks, one per node,
+/// seconds: baseLat + log2i(ranks) · interLat / 3.5 + ranks · 2.8 µs, interLat the tree's Simple
+/// network hwLat (NCCL: "with ppn=1 latencies are fully exposed, use the Tree network latency").
+inline double pat_latency_s(int ranks) {
+  return kBaseLatPat + log2i(ranks) * kHwLatTree[2][2] / kPatLevelLatDivisor + ranks * kPatPerRankLat;
+}
+
 }  // namespace overlapsim::nccl

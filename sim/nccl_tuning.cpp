@@ -32,6 +32,7 @@ bool parse_algorithm(const std::string& text, CollectiveAlgorithm* out) {
   else if (t == "tree") *out = CollectiveAlgorithm::Tree;
   else if (t == "nvls") *out = CollectiveAlgorithm::Nvls;
   else if (t == "nvlstree" || t == "nvls_tree") *out = CollectiveAlgorithm::NvlsTree;
+  else if (t == "pat") *out = CollectiveAlgorithm::Pat;
   else return false;
   return true;
 }
@@ -139,6 +140,35 @@ const TuningRule* find_tuning_rule(const std::vector<TuningRule>& table, Collect
   return best;
 }
 
+namespace {
+
+/// NCCL's ring busBw for `proto` (ncclTopoTuneModel: Simple B; LL min(llMaxBw, B/2); LL128
+/// min(0.92 B, C · perChMaxRingLL128Bw)), bytes/s.
+double ring_busbw(Protocol proto, const NcclTunerInputs& in) {
+  const int N = in.nodes;
+  const int by_nodes = N <= 2 ? N - 1 : 2;  // index2
+  const double ll_max = N == 1 ? nccl::kLlMaxBusBw[in.cc_index] : nccl::kLlMaxBusBwNodes[in.amd_cpu ? 1 : 0][N == 2 ? 0 : 1];
+  const double B = in.graph_busbw_Bps, C = in.graph_channels;
+  return proto == Protocol::LL      ? std::min(ll_max, B * 0.5)
+         : proto == Protocol::LL128 ? std::min(B * 0.92, C * nccl::kPerChRingLL128[in.cc_index][by_nodes])
+                                    : B;
+}
+
+/// NCCL's ring latency for `steps` steps of which `inter_steps` cross nodes (ncclTopoTuneModel):
+/// baseLat + (steps − inter_steps) · max(hwLat_intra, net overhead: 1 µs, AMD 2 µs, Simple ×3,
+/// across nodes) + inter_steps · hwLat_net (the tree's when ppn = 1), seconds.
+double ring_latency_s(Protocol proto, int steps, int inter_steps, const NcclTunerInputs& in) {
+  const int p = static_cast<int>(proto);
+  const int N = in.nodes;
+  double intra_lat = nccl::kHwLatRing[in.intra_pcie ? 1 : 0][p];
+  if (N > 1) intra_lat = std::max(intra_lat, (in.amd_cpu ? 2e-6 : 1e-6) * (proto == Protocol::Simple ? 3 : 1));
+  const double inter_lat = in.ranks == N ? nccl::kHwLatTree[2][p] : nccl::kHwLatRing[2][p];
+  if (N == 1) inter_steps = 0;
+  return nccl::kBaseLatRing[p] + (steps - inter_steps) * intra_lat + inter_steps * inter_lat;
+}
+
+}  // namespace
+
 double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in) {
   OVERLAPSIM_CHECK((alg == CollectiveAlgorithm::Ring || alg == CollectiveAlgorithm::Tree ||
                     alg == CollectiveAlgorithm::NvlsTree) &&
@@ -169,16 +199,10 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
     return lat + bytes / (bus * ratio);
   }
   if (alg == CollectiveAlgorithm::Ring) {
-    bus = proto == Protocol::LL      ? std::min(ll_max, B * 0.5)
-          : proto == Protocol::LL128 ? std::min(B * 0.92, C * nccl::kPerChRingLL128[in.cc_index][by_nodes])
-                                     : B;
+    bus = ring_busbw(proto, in);
     const int steps = 2 * (n - 1);
     ratio = static_cast<double>(n) / steps;
-    double intra_lat = nccl::kHwLatRing[intra][p];
-    if (N > 1) intra_lat = std::max(intra_lat, (in.amd_cpu ? 2e-6 : 1e-6) * (proto == Protocol::Simple ? 3 : 1));
-    const double inter_lat = ppn == 1 ? nccl::kHwLatTree[2][p] : nccl::kHwLatRing[2][p];
-    const int inter_steps = N == 1 ? 0 : 2 * (N - 1);
-    lat = nccl::kBaseLatRing[p] + (steps - inter_steps) * intra_lat + inter_steps * inter_lat;
+    lat = ring_latency_s(proto, steps, 2 * (N - 1), in);
     if (proto == Protocol::Simple && N > 1 && bytes / (static_cast<double>(in.comm_channels) * n) >= 64)
       lat *= in.cc_index == 0 ? 1.9 : 1.4;
   } else {
@@ -202,6 +226,36 @@ CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTuner
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
       if (in.only_protocol && p != *in.only_protocol) continue;
       const double t = nccl_model_allreduce_s(a, p, bytes, in);
+      if (t < best_s) {
+        best_s = t;
+        best = a;
+      }
+    }
+  return best;
+}
+
+double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in) {
+  OVERLAPSIM_CHECK((alg == CollectiveAlgorithm::Ring || alg == CollectiveAlgorithm::Pat) && in.ranks >= 2 &&
+                       bytes >= 0 && in.graph_busbw_Bps > 0 && in.graph_channels >= 1 && in.comm_channels >= 1 &&
+                       in.nodes >= 1 && in.cc_index >= 0 && in.cc_index <= 3,
+                   "nccl_model_allgather_s: bad arguments");
+  const int n = in.ranks;
+  if (alg == CollectiveAlgorithm::Pat) {
+    if (proto != Protocol::Simple || in.nodes != n) return std::numeric_limits<double>::infinity();
+    return nccl::pat_latency_s(n) + bytes / (nccl::kPatBusBwFactor * in.graph_busbw_Bps);
+  }
+  if (proto == Protocol::LL128 && !in.ll128) return std::numeric_limits<double>::infinity();
+  const double bw = ring_busbw(proto, in) * n / (n - 1.0);
+  return ring_latency_s(proto, n - 1, in.nodes - 1, in) + bytes / bw;
+}
+
+CollectiveAlgorithm nccl_model_allgather_algorithm(double bytes, const NcclTunerInputs& in) {
+  CollectiveAlgorithm best = CollectiveAlgorithm::Ring;
+  double best_s = std::numeric_limits<double>::infinity();
+  for (CollectiveAlgorithm a : {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Pat})
+    for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+      if (in.only_protocol && p != *in.only_protocol) continue;
+      const double t = nccl_model_allgather_s(a, p, bytes, in);
       if (t < best_s) {
         best_s = t;
         best = a;

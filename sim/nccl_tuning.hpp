@@ -156,6 +156,24 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
 /// the tree, then the ring, then NVLS_TREE: a tie goes to the earlier).
 CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in);
 
+/// NCCL's modelled time of an AllGather or a ReduceScatter (NCCL models them alike) of `bytes`
+/// (nBytes: the gathered buffer, the larger of the two) with `alg` (Ring or Pat) and `proto`,
+/// seconds (ncclTopoTuneModel + ncclTopoGetAlgoTime, NCCL 2.30.7), time = lat + nBytes / bw:
+///   ring  bw = busBw · n / (n − 1), busBw as the AllReduce ring's; lat = baseLat + (n − N) ·
+///         max(hwLat_intra, net overhead) + (N − 1) · hwLat_net (the tree's when ppn = 1), with no
+///         plateau factor (NCCL applies it to AllReduce only);
+///   PAT   (Simple only, and only where every node holds one rank: NCCL's ncclPatEnable) bw =
+///         0.75 · B, not converted from busBw (NCCL converts only the ring's for these two
+///         collectives); lat = nccl::pat_latency_s(n) = 8 µs + log2i(n) · 14 µs / 3.5 + n · 2.8 µs.
+/// Returns +inf where NCCL leaves the pair out. REQUIRES: alg is Ring or Pat; the rest as
+/// nccl_model_allreduce_s.
+double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in);
+
+/// The algorithm (Ring, or Pat where it can run) of NCCL's least modelled time over its enabled
+/// protocols for an AllGather or ReduceScatter of `bytes` (src/enqueue.cc: the ring is tried
+/// before PAT, so a tie goes to the ring).
+CollectiveAlgorithm nccl_model_allgather_algorithm(double bytes, const NcclTunerInputs& in);
+
 /// One rule of a profile's tuning table (calibrate/profile.hpp, key `tuning.rules`).
 struct TuningRule {
   CollectiveKind kind = CollectiveKind::AllReduce;  ///< never AllToAll

@@ -64,6 +64,7 @@ const char* to_string(CollectiveAlgorithm a) {
     case CollectiveAlgorithm::Tree: return "tree";
     case CollectiveAlgorithm::Nvls: return "nvls";
     case CollectiveAlgorithm::NvlsTree: return "nvlstree";
+    case CollectiveAlgorithm::Pat: return "pat";
   }
   return "?";
 }

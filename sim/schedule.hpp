@@ -38,8 +38,9 @@ enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllTo
 /// NCCL algorithm of a collective (NCCL_ALGO): Auto lets the replay pick as NCCL's tuner would.
 /// Nvls: NVLink SHARP, the reduction done in a Hopper-or-later NVSwitch (AllReduce inside one
 /// node); NvlsTree: NVLink SHARP inside each node and a tree between the nodes (AllReduce across
-/// nodes; collective_plan.hpp).
-enum class CollectiveAlgorithm : uint8_t { Auto, Ring, Tree, Nvls, NvlsTree };
+/// nodes); Pat: NCCL's Parallel Aggregated Trees (AllGather and ReduceScatter over one GPU per
+/// node, NCCL >= 2.23; collective_plan.hpp).
+enum class CollectiveAlgorithm : uint8_t { Auto, Ring, Tree, Nvls, NvlsTree, Pat };
 /// Which part of the iteration an op belongs to (for the breakdown in Result).
 enum class Phase : uint8_t { Forward, Backward, Recompute, GradSync, Optimizer };
 /// What a compute kernel does (for the breakdown and for strategies that pick GEMMs).
@@ -51,7 +52,7 @@ const char* to_string(OpType t);
 const char* to_string(CollectiveKind k);
 const char* to_string(Phase p);
 const char* to_string(CommPurpose p);
-/// "auto", "ring", "tree", "nvls" or "nvlstree" (NCCL_ALGO's names, lower case).
+/// "auto", "ring", "tree", "nvls", "nvlstree" or "pat" (NCCL_ALGO's names, lower case).
 const char* to_string(CollectiveAlgorithm a);
 
 /// An op's name, interned: one copy of each distinct name for the whole process (a schedule has

@@ -767,6 +767,24 @@ TEST_CASE("collective: a forced algorithm that cannot run says what ran, sizes b
   const Run a2a = run_cli("collective --op alltoall --algo ring" + h100);
   REQUIRE(a2a.status == 0);
   CHECK(a2a.output.find("# note: --algo ring leaves AllToAll alone") != std::string::npos);
+  // PAT runs over one GPU per node: forced inside a node it says the ring ran; over 4 one-GPU
+  // nodes it runs, and Auto takes it at 1 MiB (NCCL's tuner ranks it first there).
+  const Run pat_node = run_cli("collective --op allgather --algo pat" + h100);
+  REQUIRE(pat_node.status == 0);
+  CHECK(pat_node.output.find("# note: --algo pat did not run at 3 of 3 size(s), ring ran instead") != std::string::npos);
+  const std::string one_gpu = " -t " + kSrc +
+                              "/topologies/dgx-h100-superpod.yaml --override node.count=4 --override node.gpus.count=1 "
+                              "--sizes 1MiB:1MiB";
+  for (const char* algo : {"pat", "PAT", "auto"}) {
+    CAPTURE(algo);
+    const Run pat = run_cli(std::string("collective --op reducescatter --algo ") + algo + one_gpu);
+    REQUIRE(pat.status == 0);
+    CHECK(pat.output.find(" pat/Simple/") != std::string::npos);
+    CHECK(pat.output.find("# note:") == std::string::npos);
+  }
+  const Run bad = run_cli("collective --op allgather --algo bruck" + one_gpu);
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("expected auto, ring, tree, nvls, nvlstree or pat") != std::string::npos);
 }
 
 TEST_CASE("the flow fidelity's SimGrid module is loaded only by a flow replay, and a missing one is named") {

@@ -280,6 +280,19 @@ TEST_CASE("malformed tuning rules are errors naming the file and the key") {
   rule["protocol"] = "LL";
   CHECK_THROWS_WITH_AS(load_profile(profile_with_tuning({{"source", "t"}, {"rules", {rule}}})),
                        doctest::Contains("tuning.rules[0].protocol"), InputError);
+  // PAT is for AllGather and ReduceScatter, with Simple only.
+  rule = good;
+  rule["algorithm"] = "pat";
+  CHECK_THROWS_WITH_AS(load_profile(profile_with_tuning({{"source", "t"}, {"rules", {rule}}})),
+                       doctest::Contains("pat is for all_gather and reduce_scatter"), InputError);
+  rule["collective"] = "reduce_scatter";
+  CHECK_THROWS_WITH_AS(load_profile(profile_with_tuning({{"source", "t"}, {"rules", {rule}}})),
+                       doctest::Contains("tuning.rules[0].protocol"), InputError);
+  rule["protocol"] = "Simple";
+  const Profile pat = load_profile(profile_with_tuning({{"source", "t"}, {"rules", {rule}}}));
+  REQUIRE(pat.tuning.size() == 1);
+  CHECK(pat.tuning[0].algorithm == CollectiveAlgorithm::Pat);
+  CHECK(pat.tuning[0].kind == CollectiveKind::ReduceScatter);
   // A good rule loads with its defaults (any ranks, any nodes) and survives a write and a load.
   const Profile p = load_profile(profile_with_tuning({{"source", "t"}, {"rules", {good}}}));
   REQUIRE(p.tuning.size() == 1);
@@ -379,6 +392,8 @@ TEST_CASE("NCCL_ALGO and NCCL_PROTO names parse in any case, and nothing else do
   CHECK(a == CollectiveAlgorithm::Auto);
   CHECK_FALSE(parse_algorithm("collnet", &a));
   CHECK(a == CollectiveAlgorithm::Auto);
+  CHECK(parse_algorithm("PAT", &a));
+  CHECK(a == CollectiveAlgorithm::Pat);
   CHECK(ascii_lower("AllReduce_PERF") == "allreduce_perf");
 }
 
@@ -615,4 +630,38 @@ TEST_CASE("import-nccl-tests: an NVLS or NVLS_TREE line with a protocol other th
   }
   CHECK(warned);
   CHECK(warned128);
+}
+
+TEST_CASE("import-nccl-tests: PAT over one rank per node makes a pat rule, PAT inside a node none") {
+  const auto log = [](int nodes) {
+    std::string text =
+        "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20\n"
+        "#\n# Using devices\n";
+    for (int r = 0; r < 4; ++r)
+      text += "#  Rank  " + std::to_string(r) + " Group  0 Pid  1 on node-" + std::to_string(r % nodes) +
+              " device  " + std::to_string(r / nodes) + " [0x18] NVIDIA H100 80GB HBM3\n";
+    text +=
+        "node-0:1:1 [0] NCCL INFO NCCL version 2.23.4+cuda12.6\n"
+        "node-0:1:1 [0] NCCL INFO ReduceScatter: 1048576 Bytes -> Algo 6 proto 2 time 60.500000\n"
+        "node-0:1:1 [0] NCCL INFO ReduceScatter: 2097152 Bytes -> Algo 1 proto 2 time 90.500000\n"
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+        "#wrong\n"
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+        "     1048576         65536     float     sum      -1    60.00   17.48   13.11      0    60.00   17.48   13.11      0\n"
+        "     2097152        131072     float     sum      -1    90.00   23.30   17.48      0    90.00   23.30   17.48      0\n";
+    return import_nccl_tests({write_temp(text, "_reduce_scatter_perf.log")}, {});
+  };
+  const ImportResult spread = log(4);
+  REQUIRE(spread.profile.tuning.size() == 2);
+  CHECK(spread.profile.tuning[0].kind == CollectiveKind::ReduceScatter);
+  CHECK(spread.profile.tuning[0].algorithm == CollectiveAlgorithm::Pat);
+  CHECK(spread.profile.tuning[0].max_bytes == 1048576);
+  CHECK(spread.profile.tuning[1].algorithm == CollectiveAlgorithm::Ring);
+  // Two ranks a node: NCCL would not run PAT there; the line makes no rule and a warning.
+  const ImportResult packed = log(2);
+  REQUIRE(packed.profile.tuning.size() == 1);
+  CHECK(packed.profile.tuning[0].algorithm == CollectiveAlgorithm::Ring);
+  bool warned = false;
+  for (const auto& w : packed.warnings) warned |= w.find("algorithm pat") != std::string::npos;
+  CHECK(warned);
 }

@@ -46,7 +46,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
       [](std::string& v) { return v.empty() ? std::string("expected a value, found an empty one") : std::string(); },
       "NAME");
   c->add_option("--protocol", a.protocol, "auto | ll | ll128 | simple (NCCL_PROTO)")->check(non_empty);
-  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree (NCCL_ALGO; tree, nvls and nvlstree apply to allreduce only; nvls inside one Hopper NVSwitch node, nvlstree across such nodes, else the ring)")
+  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat (NCCL_ALGO; tree, nvls and nvlstree apply to allreduce only; nvls inside one Hopper NVSwitch node, nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; else the ring)")
       ->check(non_empty);
   c->add_option("--channels", a.channels,
                  "NCCL's channels for every size (NCCL_MIN/MAX_NCHANNELS): the SMs held, Simple's slices and the "
@@ -252,7 +252,7 @@ int collective_command(const CollectiveArgs& a) {
     }
   }
   // The log's NCCL_PROTO / NCCL_ALGO (from NCCL's INFO lines) where the flags do not say; an
-  // algorithm the simulator does not model (CollNet, PAT) is noted and left automatic.
+  // algorithm the simulator does not model (CollNet) is noted and left automatic.
   std::vector<std::string> notes;
   if (!run_note.empty()) notes.push_back(run_note);
   std::string protocol = a.protocol.empty() ? "auto" : a.protocol;
@@ -270,7 +270,9 @@ int collective_command(const CollectiveArgs& a) {
   }
   if (comparing && a.algo.empty() && log.algorithm != "auto") {
     CollectiveAlgorithm probe;
-    if (parse_algorithm(log.algorithm, &probe) && (probe == CollectiveAlgorithm::Ring || op == BenchOp::AllReduce)) {
+    const bool gather = op == BenchOp::AllGather || op == BenchOp::ReduceScatter;
+    if (parse_algorithm(log.algorithm, &probe) &&
+        (probe == CollectiveAlgorithm::Ring || (probe == CollectiveAlgorithm::Pat ? gather : op == BenchOp::AllReduce))) {
       algo = log.algorithm;
       notes.push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
     } else {
@@ -287,7 +289,7 @@ int collective_command(const CollectiveArgs& a) {
                       " alone: point-to-point messages take LL up to 16 KiB and Simple above (NCCL_P2P_LL_THRESHOLD)");
   }
   if (!parse_algorithm(algo, &opt.algorithm))
-    throw InputError(cli, "--algo", "expected auto, ring, tree, nvls or nvlstree, found '" + algo + "'");
+    throw InputError(cli, "--algo", "expected auto, ring, tree, nvls, nvlstree or pat, found '" + algo + "'");
   if (comparing) {
     const std::string m = device_model_for_gpu_name(log.gpu_name);
     if (!m.empty() && m != dev.model)
@@ -327,7 +329,8 @@ int collective_command(const CollectiveArgs& a) {
       notes.push_back(fmt::format(
           "--algo {} did not run at {} of {} size(s), {} ran instead (NCCL runs Tree, NVLS and NVLSTree for AllReduce "
           "only; NVLS inside one node of 3 or more Hopper-or-later GPUs on NVSwitch, NVLSTree across 2 or more such "
-          "nodes with NICs and the same number of GPUs each, both with Simple and 2 or more channels)",
+          "nodes with NICs and the same number of GPUs each, both with Simple and 2 or more channels; PAT for "
+          "AllGather and ReduceScatter over 2 or more ranks each on a node of its own, with Simple)",
           to_string(opt.algorithm), other, rows.size(), ran));
   }
 
