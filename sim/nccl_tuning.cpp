@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 
 namespace overlapsim {
@@ -219,19 +220,32 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
   return lat + bytes / (bus * ratio);
 }
 
-CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in) {
-  CollectiveAlgorithm best = CollectiveAlgorithm::Tree;
+namespace {
+
+/// The first of `algorithms` (NCCL's order: a tie goes to the earlier) of least `model` time over
+/// the enabled protocols (in.only_protocol's alone where set).
+CollectiveAlgorithm least_time(std::initializer_list<CollectiveAlgorithm> algorithms,
+                               double (*model)(CollectiveAlgorithm, Protocol, double, const NcclTunerInputs&),
+                               double bytes, const NcclTunerInputs& in) {
+  CollectiveAlgorithm best = *algorithms.begin();
   double best_s = std::numeric_limits<double>::infinity();
-  for (CollectiveAlgorithm a : {CollectiveAlgorithm::Tree, CollectiveAlgorithm::Ring, CollectiveAlgorithm::NvlsTree})
+  for (CollectiveAlgorithm a : algorithms)
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
       if (in.only_protocol && p != *in.only_protocol) continue;
-      const double t = nccl_model_allreduce_s(a, p, bytes, in);
+      const double t = model(a, p, bytes, in);
       if (t < best_s) {
         best_s = t;
         best = a;
       }
     }
   return best;
+}
+
+}  // namespace
+
+CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in) {
+  return least_time({CollectiveAlgorithm::Tree, CollectiveAlgorithm::Ring, CollectiveAlgorithm::NvlsTree},
+                    nccl_model_allreduce_s, bytes, in);
 }
 
 double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in) {
@@ -250,18 +264,7 @@ double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double by
 }
 
 CollectiveAlgorithm nccl_model_allgather_algorithm(double bytes, const NcclTunerInputs& in) {
-  CollectiveAlgorithm best = CollectiveAlgorithm::Ring;
-  double best_s = std::numeric_limits<double>::infinity();
-  for (CollectiveAlgorithm a : {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Pat})
-    for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
-      if (in.only_protocol && p != *in.only_protocol) continue;
-      const double t = nccl_model_allgather_s(a, p, bytes, in);
-      if (t < best_s) {
-        best_s = t;
-        best = a;
-      }
-    }
-  return best;
+  return least_time({CollectiveAlgorithm::Ring, CollectiveAlgorithm::Pat}, nccl_model_allgather_s, bytes, in);
 }
 
 }  // namespace overlapsim
