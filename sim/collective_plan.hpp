@@ -111,7 +111,10 @@
 // busiest directed link's bytes over its bandwidth while its flows all move at once: at distance
 // d = 1, 2, 4, … < n every member sends min(d, n − d) parts of S / n to the member d positions on
 // (AllGather; ReduceScatter d positions back), n − 1 parts in all, as in a Bruck exchange.
-// Alone on one NIC per GPU, T_links = (n − 1)/n · S / B_NIC and the kernel's ceiling binds.
+// Alone on one NIC per GPU with routes that spread evenly (n a power of two on the fat tree),
+// T_links = (n − 1)/n · S / B_NIC and the kernel's ceiling binds; where the routes of a level
+// pile onto one uplink (65 one-GPU H100 nodes: 44.1 ms at 1 GiB against 30.7 ms over 64) T_links
+// binds, which NCCL's tuner, and so Auto's choice, does not see.
 // In flow fidelity those flows start at once when every member has reached it and the members
 // end when the last has, or at the closed form if later (CollectivePlan::runs_in_bulk, as
 // NVLS_TREE): traffic on its NICs (pipeline sends) delays it. It runs on all the
