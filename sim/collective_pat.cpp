@@ -55,6 +55,14 @@ CollectivePlan plan_pat(const Topology& topo, const LinkEfficiency& eff, const s
     }
   double links_s = 0;
   for (const auto& [key, b] : load) links_s = std::max(links_s, b / capacity[key]);
+  // Past kMaxPatFlows the flow replay moves each member's n − 1 parts as one flow to its next
+  // member (AllGather; ReduceScatter its previous): every NIC sends and receives what the
+  // exchange's flows give it, and the closed form above, from those flows, stays the floor.
+  if (static_cast<long long>(p.bulk.size()) > kMaxPatFlows) {
+    p.bulk.clear();
+    for (int i = 0; i < n; ++i)
+      p.bulk.push_back({i, kind == CollectiveKind::ReduceScatter ? (i - 1 + n) % n : (i + 1) % n, (n - 1) * part});
+  }
   // NCCL's ceiling of the PAT kernel: 0.75 of its graph's busBw, as algbw (nccl_model_allgather_s).
   const double kernel_s = bytes / (nccl::kPatBusBwFactor * tuner.graph_busbw_Bps);
   p.bulk_s = std::max(links_s, kernel_s);

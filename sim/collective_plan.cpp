@@ -572,10 +572,16 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     const double ll128_nvlink_cap = ll128_measured && opt.ll128_busbw_nvlink_Bps > 0
                                         ? opt.ll128_busbw_nvlink_Bps / q.channels / kWireFraction[pi]
                                         : std::numeric_limits<double>::infinity();
+    // A step across nodes with one member per node pays the tree's network hwLat, as NCCL's
+    // tuner has it (tuning.cc: "with ppn=1 latencies are fully exposed, use the Tree network
+    // latency"; LL 5.0 against 2.7 us, LL128 8.5 against 4.0), so that the ring is timed on
+    // the terms NCCL ranks it against PAT by (nccl_tuning.cpp ring_latency_s).
+    const bool ppn1 = nodes == n;
     for (auto& ch : q.rings) {
       for (auto& h : ch.hops) {
-        h.step_latency_s =
-            opt.textbook ? h.route_latency_s : std::max(h.route_latency_s, kHwLatRing[static_cast<int>(h.kind)][pi]);
+        const double hw_lat = ppn1 && h.kind == HopKind::Network ? nccl::kHwLatTree[2][pi]
+                                                                 : kHwLatRing[static_cast<int>(h.kind)][pi];
+        h.step_latency_s = opt.textbook ? h.route_latency_s : std::max(h.route_latency_s, hw_lat);
         if (h.kind == HopKind::NvLink) h.step_latency_s += slice_s + ll128_step_s;
         // A chain's step latency, the fence with it, overlaps the sender's next slice (header).
         h.serial_s = 0;

@@ -117,7 +117,9 @@
 // binds, which NCCL's tuner, and so Auto's choice, does not see.
 // In flow fidelity those flows start at once when every member has reached it and the members
 // end when the last has, or at the closed form if later (CollectivePlan::runs_in_bulk, as
-// NVLS_TREE): traffic on its NICs (pipeline sends) delays it. It runs on all the
+// NVLS_TREE): traffic on its NICs (pipeline sends) delays it. Above kMaxPatFlows flows (past 256
+// members) each member's n − 1 parts go as one flow to its neighbour instead, which loads every
+// NIC as the exchange does and the fabric as a ring; T_links stays the exchange's. It runs on all the
 // communicator's channels (NCCL sets no thread count for PAT before its launch loop).
 // Auto takes it where NCCL's tuner ranks it before the ring (nccl_model_allgather_algorithm):
 // on H100 nodes of one GPU and one 400 Gb/s NIC each, AllGather up to 16 MiB over 16 nodes and up
@@ -434,6 +436,13 @@ struct CollectivePlan {
 /// stand for, and a chain's members are simulated), or an AllToAll's simulated members at once; above, it is
 /// timed by its closed form like in analytic fidelity, and meets no other traffic.
 inline constexpr long long kMaxTreeFlows = 1LL << 14;
+
+/// Most flows a PAT's exchange (n · ceil(log2 n)) is replayed with in flow fidelity; above, its
+/// members' parts travel as one flow each to their neighbour (header, PAT). SimGrid re-shares
+/// every flow at each end, and the exchange's ends spread where n is not a power of two: one
+/// 256 MiB ReduceScatter over 511 one-GPU nodes (5,110 flows) took 2 s of flow replay, over
+/// 1,489 (16,379 flows) 155 s at 1 GiB, over 255 (2,040) 0.35 s; 128 (896) less than 0.03 s.
+inline constexpr long long kMaxPatFlows = 1LL << 11;
 
 /// Channel `channel`'s tree over the group (header: dtree c mod 2 between nodes, rotated chains
 /// inside them); parent and children only, no hops measured. REQUIRES: ranks.size() >= 1.

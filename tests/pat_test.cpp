@@ -125,7 +125,7 @@ TEST_CASE("PAT closed form: NCCL's latency plus the slower of its kernel's ceili
 }
 
 TEST_CASE("PAT's flows move exactly what it requires: every member sends and receives n − 1 parts of S / n") {
-  for (int n : {2, 3, 5, 6, 8, 16}) {
+  for (int n : {2, 3, 5, 6, 8, 16, 300}) {
     CAPTURE(n);
     const Topology topo = one_gpu_nodes(n);
     CollectiveOptions o;
@@ -140,8 +140,16 @@ TEST_CASE("PAT's flows move exactly what it requires: every member sends and rec
         sent[f.src_pos] += f.bytes;
         received[f.dst_pos] += f.bytes;
       }
-      // ceil(log2 n) distances, one flow per member at each.
-      CHECK(p.bulk.size() == static_cast<size_t>(n * static_cast<int>(std::ceil(std::log2(n)))));
+      // ceil(log2 n) distances, one flow per member at each; past kMaxPatFlows one flow per
+      // member to its neighbour (300 members: 2,700 flows of the exchange).
+      const long long exchange = n * static_cast<long long>(std::ceil(std::log2(n)));
+      if (exchange <= kMaxPatFlows) {
+        CHECK(p.bulk.size() == static_cast<size_t>(exchange));
+      } else {
+        CHECK(p.bulk.size() == static_cast<size_t>(n));
+        for (const CollectivePlan::BulkFlow& f : p.bulk)
+          CHECK((f.dst_pos - f.src_pos + n) % n == (kind == CollectiveKind::AllGather ? 1 : n - 1));
+      }
       for (int i = 0; i < n; ++i) {
         CHECK(sent[i] == approx((n - 1.0) / n * S).epsilon(1e-12));
         CHECK(received[i] == approx((n - 1.0) / n * S).epsilon(1e-12));
@@ -196,10 +204,11 @@ TEST_CASE("PAT: Auto takes it where NCCL's tuner ranks it first, and never where
 }
 
 TEST_CASE("PAT: flow == analytic without other traffic") {
-  for (int nodes : {4, 16}) {
+  for (int nodes : {4, 16, 300}) {
     const Topology topo = one_gpu_nodes(nodes);
     for (BenchOp op : {BenchOp::AllGather, BenchOp::ReduceScatter})
       for (double size : {64 * 1024.0, 4 * kMiB, 64 * kMiB}) {
+        if (nodes == 300 && size != 4 * kMiB) continue;  // its neighbour flows (kMaxPatFlows): one size
         CAPTURE(nodes);
         CAPTURE(size);
         BenchOptions b;
@@ -247,4 +256,56 @@ TEST_CASE("PAT in flow: sends through a member's NIC delay it, analytic does not
   CHECK(replay(schedule(false), topo, analytic).end_s[2][0] == approx(p.closed_form_s()).epsilon(1e-9));
   CHECK(replay(schedule(true), topo, analytic).end_s[2][0] == approx(p.closed_form_s()).epsilon(1e-9));
   CHECK(replay(schedule(true), topo, flow).end_s[2][0] > 1.4 * alone);
+}
+
+TEST_CASE("A ring over one GPU per node pays the tree's network hwLat per step across nodes, as NCCL's tuner") {
+  // NCCL (tuning.cc): "with ppn=1 latencies are fully exposed, use the Tree network latency":
+  // LL 5.0, LL128 8.5, Simple 14 us per network step, where a node holding two members pays the
+  // ring's 2.7, 4.0, 14.
+  const Topology topo = one_gpu_nodes(4);
+  const Topology full = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "4"}});
+  const LinkEfficiency eff = shipped_link_efficiency("h100-sxm5-80gb");
+  const double tree_net[3] = {5.0e-6, 8.5e-6, 14.0e-6}, ring_net[3] = {2.7e-6, 4.0e-6, 14.0e-6};
+  for (Protocol proto : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    CAPTURE(static_cast<int>(proto));
+    CollectiveOptions o;
+    o.algorithm = CollectiveAlgorithm::Ring;
+    o.protocol_auto = false;
+    o.protocol = proto;
+    const int pi = static_cast<int>(proto);
+    int network_hops = 0;
+    for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::AllReduce}) {
+      const CollectivePlan one = plan_collective(topo, eff, first(4), kind, kMiB, 0, o);
+      for (const ChannelPlan& ch : one.rings)
+        for (const Hop2& h : ch.hops) {
+          REQUIRE(h.kind == HopKind::Network);
+          ++network_hops;
+          CHECK(h.step_latency_s == approx(std::max(h.route_latency_s, tree_net[pi])).epsilon(1e-12));
+        }
+      // Two members on each of 2 nodes: the ring's network hwLat.
+      const CollectivePlan two = plan_collective(full, eff, {0, 1, 8, 9}, kind, kMiB, 0, o);
+      for (const ChannelPlan& ch : two.rings)
+        for (const Hop2& h : ch.hops)
+          if (h.kind == HopKind::Network) {
+            ++network_hops;
+            CHECK(h.step_latency_s == approx(std::max(h.route_latency_s, ring_net[pi])).epsilon(1e-12));
+          }
+    }
+    CHECK(network_hops > 0);
+  }
+}
+
+TEST_CASE("Auto's PAT is not slower than the ring it was preferred to at small sizes") {
+  // 16 one-GPU H100 nodes: at 4 B to 4 MiB NCCL ranks PAT first, and the model's own ring
+  // (forced) is slower there too, now that both pay NCCL's one-rank-a-node network latency.
+  const Topology topo = one_gpu_nodes(16);
+  for (double S : {4.0, 64 * 1024.0, 4 * kMiB}) {
+    CAPTURE(S);
+    BenchOptions a, r;
+    r.algorithm = CollectiveAlgorithm::Ring;
+    const auto auto_row = run_collective_bench(topo, BenchOp::AllGather, 16, {S}, a).at(0);
+    const auto ring_row = run_collective_bench(topo, BenchOp::AllGather, 16, {S}, r).at(0);
+    REQUIRE(auto_row.plan.rfind("pat/", 0) == 0);
+    CHECK(auto_row.time_s < ring_row.time_s);
+  }
 }
