@@ -330,8 +330,9 @@ int collective_command(const CollectiveArgs& a) {
           "--algo {} did not run at {} of {} size(s), {} ran instead (NCCL runs Tree, NVLS and NVLSTree for AllReduce "
           "only; NVLS inside one node of 3 or more Hopper-or-later GPUs on NVSwitch, NVLSTree across 2 or more such "
           "nodes with NICs and the same number of GPUs each, both with Simple and 2 or more channels; PAT for "
-          "AllGather and ReduceScatter over 2 or more ranks each on a node of its own, with Simple)",
-          to_string(opt.algorithm), other, rows.size(), ran));
+          "AllGather and ReduceScatter over 2 or more ranks each on a node of its own, with Simple; NCCL itself, "
+          "given NCCL_ALGO={} where it cannot run, fails: \"no algorithm/protocol available\")",
+          to_string(opt.algorithm), other, rows.size(), ran, to_string(opt.algorithm)));
   }
 
   std::cout << fmt::format("# overlapsim collective: {} over {} of {} GPUs of {} ({}), {} fidelity, profile {}\n",
