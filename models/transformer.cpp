@@ -18,17 +18,17 @@ class ProgramBuilder {
   ProgramBuilder(Schedule& s, RankProgram& p) : s_(s), p_(p) {}
 
   int compute(const std::string& name, ComputeKind kind, double seconds, double flops, Phase phase, int layer,
-              int mb, std::vector<int32_t> deps) {
+              int mb, const OpDeps& deps) {
     Op op;
     op.type = OpType::Compute;
     op.compute = kind;
     op.duration_s = seconds;
     op.flops = flops;
-    return push(std::move(op), name, phase, layer, mb, std::move(deps));
+    return push(std::move(op), name, phase, layer, mb, deps);
   }
 
   int collective(const std::string& name, CollectiveKind kind, int group, double bytes, CommPurpose purpose,
-                 int16_t overlap_stream, Phase phase, int layer, int mb, std::vector<int32_t> deps) {
+                 int16_t overlap_stream, Phase phase, int layer, int mb, const OpDeps& deps) {
     Op op;
     op.type = OpType::Collective;
     op.collective = kind;
@@ -37,12 +37,12 @@ class ProgramBuilder {
     op.purpose = purpose;
     op.overlap_stream = overlap_stream;
     op.match = (static_cast<int64_t>(group) << 32) | counters_[group]++;
-    return push(std::move(op), name, phase, layer, mb, std::move(deps));
+    return push(std::move(op), name, phase, layer, mb, deps);
   }
 
   Op& last_op() { return p_.ops.back(); }
 
-  int p2p(const std::string& name, bool send, int peer, double bytes, Phase phase, int mb, std::vector<int32_t> deps) {
+  int p2p(const std::string& name, bool send, int peer, double bytes, Phase phase, int mb, const OpDeps& deps) {
     Op op;
     op.type = send ? OpType::Send : OpType::Recv;
     op.peer = peer;
@@ -53,11 +53,11 @@ class ProgramBuilder {
     const int64_t pair = static_cast<int64_t>(src) * s_.world_size + dst;
     // Negative ids: a separate namespace from collectives. Both sides count the pair's messages.
     op.match = -2 - ((pair << 20) | p2p_counters_[pair]++);
-    return push(std::move(op), name, phase, -1, mb, std::move(deps));
+    return push(std::move(op), name, phase, -1, mb, deps);
   }
 
  private:
-  int push(Op op, const std::string& name, Phase phase, int layer, int mb, std::vector<int32_t> deps) {
+  int push(Op op, const std::string& name, Phase phase, int layer, int mb, const OpDeps& deps) {
     op.name = name;
     op.phase = phase;
     op.layer = layer;
@@ -126,13 +126,13 @@ class IterationBuilder {
   /// A GEMM kernel C[M×N] = A[M×K]·B[K×N] (batch times): its time from the cost model, its
   /// FLOPs 2·M·N·K·batch, its shape recorded for passes that split it.
   int gemm_op(ProgramBuilder& pb, const char* name, int64_t M, int64_t N, int64_t K, Phase ph, int layer, int mb,
-              std::vector<int32_t> deps) {
-    return gemm_op(pb, name, M, N, K, 1, ph, layer, mb, std::move(deps));
+              const OpDeps& deps) {
+    return gemm_op(pb, name, M, N, K, 1, ph, layer, mb, deps);
   }
   int gemm_op(ProgramBuilder& pb, const char* name, int64_t M, int64_t N, int64_t K, int64_t batch, Phase ph,
-              int layer, int mb, std::vector<int32_t> deps) {
+              int layer, int mb, const OpDeps& deps) {
     const int i = pb.compute(name, ComputeKind::Gemm, cost_.gemm_time_s(M, N, K, d_.dtype, batch),
-                             gflops(M, N, K) * static_cast<double>(batch), ph, layer, mb, std::move(deps));
+                             gflops(M, N, K) * static_cast<double>(batch), ph, layer, mb, deps);
     Op& op = pb.last_op();
     op.gemm_m = M;
     op.gemm_n = N;
@@ -325,7 +325,7 @@ void IterationBuilder::build_rank(int rank) {
   const double layer_bytes = layer_params * d.e;
   int prev_layer_first = -1;  // first op of the layer pass before (prefetch distance 1)
   auto gather_params = [&](int L, int mb, Phase ph) {
-    std::vector<int32_t> deps;
+    OpDeps deps;
     if (prev_layer_first >= 0) deps.push_back(prev_layer_first);
     return pb.collective("zero3.param_gather", CollectiveKind::AllGather, c.dp_group, layer_bytes,
                          CommPurpose::DataParallel, kDpCommStream, ph, L, mb, deps);
@@ -437,7 +437,7 @@ void IterationBuilder::build_rank(int rank) {
 
   // Gradient reduction over DP in buckets of >= max(4e7, 1e6·dp) parameters, in the order the
   // gradients become ready (last layer first). Layer parameters per rank: (12h² + 13h)/t.
-  std::vector<int32_t> sync_ops;
+  OpDeps sync_ops;
   const double grad_bytes = d.e;
   if (zero3 && (c.first || c.last)) {  // the layers' gradients were reduced per micro-batch
     sync_ops.push_back(pb.collective("dp.grad_sync", CollectiveKind::ReduceScatter, c.dp_group,
@@ -448,7 +448,7 @@ void IterationBuilder::build_rank(int rank) {
     const double bucket_min = std::max(4e7, 1e6 * par_.dp);
     double acc = 0;
     int waiting_on = -1;
-    std::vector<int32_t> deps;
+    OpDeps deps;
     const CollectiveKind kind = par_.zero_stage >= 1 ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
     for (int l = c.layers_per_stage - 1; l >= 0; --l) {
       acc += layer_params;
@@ -465,7 +465,7 @@ void IterationBuilder::build_rank(int rank) {
     }
   }
   if (c.emb_group >= 0) {
-    std::vector<int32_t> deps = sync_ops;
+    OpDeps deps = sync_ops;
     deps.push_back(last_bwd);
     sync_ops.push_back(pb.collective("embedding.grad_sync", CollectiveKind::AllReduce, c.emb_group,
                                      static_cast<double>(d.V) * d.h / d.t * grad_bytes, CommPurpose::Embedding, 0,
@@ -476,7 +476,7 @@ void IterationBuilder::build_rank(int rank) {
   double params = layer_params * c.layers_per_stage;
   if (c.first || c.last) params += static_cast<double>(d.V) * d.h / d.t;
   const double shard = par_.zero_stage >= 1 ? params / par_.dp : params;
-  std::vector<int32_t> deps = sync_ops;
+  OpDeps deps = sync_ops;
   deps.push_back(last_bwd);
   const int opt = pb.compute("optimizer", ComputeKind::Optimizer, mem(28.0 * shard), 0, Phase::Optimizer, -1, -1, deps);
   if (par_.zero_stage >= 1 && par_.zero_stage < 3 && par_.dp > 1)

@@ -7,9 +7,30 @@ namespace overlapsim {
 namespace {
 using Interval = std::pair<double, double>;
 
-/// Sorts and merges intervals in place; returns their total length.
+bool by_start(const Interval& a, const Interval& b) { return a.first < b.first; }
+
+/// Sorts `v` by start, given the ends of its runs in `bounds` (each run one stream's ops, which
+/// start in program order: a stream runs its ops one after another, so each run is sorted
+/// already, checked): merges the runs (n · runs) rather than sorting all (n log n).
+void sort_runs(std::vector<Interval>& v, const std::vector<size_t>& bounds) {
+  size_t begin = 0;
+  bool sorted_runs = true;
+  for (size_t end : bounds) {
+    sorted_runs &= std::is_sorted(v.begin() + static_cast<long>(begin), v.begin() + static_cast<long>(end), by_start);
+    begin = end;
+  }
+  if (!sorted_runs) {
+    std::sort(v.begin(), v.end(), by_start);
+    return;
+  }
+  for (size_t i = 1; i < bounds.size(); ++i)
+    std::inplace_merge(v.begin(), v.begin() + static_cast<long>(bounds[i - 1]), v.begin() + static_cast<long>(bounds[i]),
+                       by_start);
+}
+
+/// Merges intervals sorted by start in place (intervals of equal start merge alike whatever
+/// their order); returns their total length.
 double merge(std::vector<Interval>& v) {
-  std::sort(v.begin(), v.end());
   std::vector<Interval> out;
   for (const auto& iv : v) {
     if (iv.second <= iv.first) continue;
@@ -45,13 +66,32 @@ double uncovered(const std::vector<Interval>& a, const std::vector<Interval>& b)
 Breakdown breakdown(const Schedule& s, const ReplayTimes& t) {
   Breakdown b;
   if (s.programs.empty()) return b;
+  std::vector<std::vector<Interval>> by_stream[2];  // [compute, communication][stream]
+  std::vector<Interval> sorted[2];
+  std::vector<size_t> bounds;
   for (size_t ri = 0; ri < s.programs.size(); ++ri) {
-    std::vector<Interval> compute, comm;
     const auto& ops = s.programs[ri].ops;
-    for (size_t oi = 0; oi < ops.size(); ++oi) {
-      const Interval iv{t.start_s[ri][oi], t.end_s[ri][oi]};
-      (ops[oi].type == OpType::Compute ? compute : comm).push_back(iv);
+    for (auto& kind : by_stream) {
+      for (auto& v : kind) v.clear();
+      kind.resize(std::max<size_t>(kind.size(), static_cast<size_t>(std::max(1, s.programs[ri].num_streams))));
     }
+    for (size_t oi = 0; oi < ops.size(); ++oi) {
+      auto& kind = by_stream[ops[oi].type == OpType::Compute ? 0 : 1];
+      const size_t st = static_cast<size_t>(std::max<int>(0, ops[oi].stream));
+      if (st >= kind.size()) kind.resize(st + 1);
+      kind[st].push_back({t.start_s[ri][oi], t.end_s[ri][oi]});
+    }
+    for (int k = 0; k < 2; ++k) {
+      sorted[k].clear();
+      bounds.clear();
+      for (const auto& v : by_stream[k]) {
+        sorted[k].insert(sorted[k].end(), v.begin(), v.end());
+        if (!v.empty()) bounds.push_back(sorted[k].size());
+      }
+      sort_runs(sorted[k], bounds);
+    }
+    std::vector<Interval>& compute = sorted[0];
+    std::vector<Interval>& comm = sorted[1];
     const double c = merge(compute);
     merge(comm);
     const double exposed = uncovered(comm, compute);
