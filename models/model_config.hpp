@@ -60,6 +60,10 @@ struct Parallelism {
   // input gradients synchronously, and ran attention unfused (baddbmm, fused scale-mask-softmax,
   // dropout, bmm).
   bool overlap_grad_reduce = true;  ///< Megatron-LM --overlap-grad-reduce: DP buckets overlap backward
+  /// Megatron-LM's DistributedDataParallelConfig.average_in_collective (default false: gradients
+  /// are scaled before a summing collective): the DP gradient reductions average in NCCL
+  /// (ReduceOp::Avg), so NCCL's PAT does not run their ReduceScatter (collective_plan.hpp, PAT).
+  bool average_in_collective = false;
   bool async_tp_reduce = true;      ///< --async-tensor-model-parallel-allreduce: dgrad reduction beside wgrad
   bool flash_attention = true;      ///< --use-flash-attn: one fused attention kernel (FlashAttention-2)
 

@@ -322,6 +322,8 @@ void IterationBuilder::build_rank(int rank) {
   // pass has begun, so at most two layers are gathered at a time. The embedding's parameters
   // stay resident (their gradient is reduced with the last bucket, as below).
   const bool zero3 = par_.zero_stage >= 3 && par_.dp > 1;
+  // The DP gradient reductions' operator (Parallelism::average_in_collective).
+  const ReduceOp grad_reduce_op = par_.average_in_collective ? ReduceOp::Avg : ReduceOp::Sum;
   const double layer_bytes = layer_params * d.e;
   int prev_layer_first = -1;  // first op of the layer pass before (prefetch distance 1)
   auto gather_params = [&](int L, int mb, Phase ph) {
@@ -405,9 +407,11 @@ void IterationBuilder::build_rank(int rank) {
         last_wgrad_of_layer[l] = static_cast<int>(prog.ops.size()) - 2;  // qkv.wgrad precedes ln1.bwd
         return y;
       });
-      if (zero3)
+      if (zero3) {
         pb.collective("zero3.grad_reduce", CollectiveKind::ReduceScatter, c.dp_group, layer_bytes,
                       CommPurpose::DataParallel, kDpCommStream, Phase::Backward, L, mb, {last_wgrad_of_layer[l]});
+        pb.last_op().reduce_op = grad_reduce_op;
+      }
     }
     if (c.first) {
       x = pb.compute("embedding.bwd", ComputeKind::MemoryBound, mem(3.0 * d.T * d.h * d.e), 0,
@@ -444,6 +448,7 @@ void IterationBuilder::build_rank(int rank) {
                                      static_cast<double>(d.V) * d.h / d.t * grad_bytes, CommPurpose::DataParallel,
                                      par_.overlap_grad_reduce ? kDpCommStream : kComputeStream, Phase::GradSync, -1,
                                      -1, {last_bwd}));
+    pb.last_op().reduce_op = grad_reduce_op;
   } else if (par_.dp > 1 && !zero3) {
     const double bucket_min = std::max(4e7, 1e6 * par_.dp);
     double acc = 0;
@@ -460,6 +465,7 @@ void IterationBuilder::build_rank(int rank) {
         if (l == 0) deps.push_back(last_bwd);
         sync_ops.push_back(pb.collective("dp.grad_sync", kind, c.dp_group, bytes, CommPurpose::DataParallel,
                                          par_.overlap_grad_reduce ? kDpCommStream : kComputeStream, Phase::GradSync, -1, -1, deps));
+        pb.last_op().reduce_op = grad_reduce_op;
         acc = 0;
       }
     }

@@ -168,6 +168,7 @@ BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, Be
       c.match = 0;
       c.channels = static_cast<int16_t>(opt.channels);
       c.algorithm = opt.algorithm;
+      c.reduce_op = opt.replay.collectives.reduce_op;
       c.purpose = CommPurpose::DataParallel;
       c.name = to_string(op);
       c.collective = kind;

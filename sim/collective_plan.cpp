@@ -389,7 +389,9 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   if (!nccl_has(alg)) alg = CollectiveAlgorithm::Ring;
   // Its protocol, when the op runs the rule's algorithm and does not force a protocol.
   const Protocol* proto = rule && opt.protocol_auto && alg == rule->algorithm ? &rule->protocol : nullptr;
-  const bool pat = gather && pat_supported(topo, ranks, opt);
+  // NCCL skips PAT for a ReduceScatter it scales (ncclAvg as PreMulSum or SumPostDiv, enqueue.cc).
+  const bool pat = gather && pat_supported(topo, ranks, opt) &&
+                   !(kind == CollectiveKind::ReduceScatter && scales(opt.reduce_op));
   if (alg == CollectiveAlgorithm::Pat) {
     if (pat) return plan_pat(topo, eff, ranks, kind, bytes, forced, tuner_inputs(topo, eff, ranks, nodes, opt));
     // Forced where PAT cannot run (a node holding two members): the ring; a rule's: the automatic choice.

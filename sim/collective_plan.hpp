@@ -100,7 +100,10 @@
 // PAT (AllGather and ReduceScatter, NCCL ≥ 2.23: Parallel Aggregated Trees, src/device/
 // all_gather.h and reduce_scatter.h runPat, src/include/collectives.h PatAGAlgorithm): where every
 // member is on a node of its own (NCCL's ncclPatEnable: "PAT only supports 1 GPU per node"; a DP
-// group beside TP 8 on 8-GPU nodes), Simple only. Each member's part travels a binomial tree to
+// group beside TP 8 on 8-GPU nodes), Simple only, and not for a ReduceScatter that averages
+// (CollectiveOptions::reduce_op Avg: NCCL scales it as PreMulSum or SumPostDiv, which its PAT
+// kernel does not support; Megatron-LM's average_in_collective, PyTorch's ReduceOp.AVG: the
+// ring runs it). Each member's part travels a binomial tree to
 // the others, all n trees at once and aggregated, so the exchange has log2 n levels instead of
 // the ring's n − 1 steps. Its time is NCCL's tuning model's (src/graph/tuning.cc), for want of
 // a published measurement to fit:
@@ -472,6 +475,9 @@ struct CollectiveOptions {
                      ///< rings for large collectives: one per NIC); an op that does not set its
                      ///< own runs on fewer when NCCL would for its size (nccl_launch)
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
+  /// The collective's reduction (Op::reduce_op): a ReduceScatter that NCCL scales (Avg,
+  /// PreMulSum) never runs as PAT, as in NCCL (header, PAT).
+  ReduceOp reduce_op = ReduceOp::Sum;
   bool protocol_auto = true;
   Protocol protocol = Protocol::Simple;  ///< used when !protocol_auto
   /// The textbook ring: no base latency, no protocol step latency, Simple's wire bytes — each

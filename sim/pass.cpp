@@ -366,11 +366,12 @@ LinkEfficiency efficiency(const PassContext& ctx) { return LinkEfficiency::of_pr
 
 double predict_collective_s(const Schedule& s, const Op& op, const PassContext& ctx) {
   OVERLAPSIM_CHECK(op.type == OpType::Collective, "not a collective: " + op.name);
-  return predict_collective_s(s.groups.at(op.group).ranks, op.collective, op.bytes, ctx, op.channels, op.algorithm);
+  return predict_collective_s(s.groups.at(op.group).ranks, op.collective, op.bytes, ctx, op.channels, op.algorithm,
+                              op.reduce_op);
 }
 
 double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, double bytes, const PassContext& ctx,
-                            int channels, CollectiveAlgorithm algorithm) {
+                            int channels, CollectiveAlgorithm algorithm, ReduceOp reduce_op) {
   const int n = static_cast<int>(ranks.size());
   if (n <= 1) return 0;
   if (kind == CollectiveKind::AllToAll) {
@@ -384,6 +385,7 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
   CollectiveOptions o;
   o.read_profile(ctx.cost.profile());  // as the replay (simulate.cpp): the profile's measured rules and costs
   if (algorithm != CollectiveAlgorithm::Auto) o.algorithm = algorithm;
+  o.reduce_op = reduce_op;
   return plan_collective(ctx.topology, efficiency(ctx), ranks, kind, bytes, channels, o).closed_form_s();
 }
 

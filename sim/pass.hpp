@@ -188,9 +188,11 @@ Op memory_kernel(const std::string& name, double bytes, const PassContext& ctx);
 /// Contention-free time of a collective op over its group as the replay would plan it
 /// (sim/collective_plan.hpp's closed form: NCCL ring, channels, protocol).
 double predict_collective_s(const Schedule& s, const Op& op, const PassContext& ctx);
-/// The same for a collective described by its members (ring order), kind and buffer size.
+/// The same for a collective described by its members (ring order), kind, buffer size and
+/// reduction (an averaging ReduceScatter never runs as PAT).
 double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, double bytes, const PassContext& ctx,
-                            int channels = 0, CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
+                            int channels = 0, CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto,
+                            ReduceOp reduce_op = ReduceOp::Sum);
 /// Time of one step in which every (src, dst) pair sends `bytes` at once: each flow takes its
 /// route's latency plus bytes over the least bandwidth left to it on its links, a link's bandwidth
 /// (after the profile's efficiency) being shared by the step's flows crossing it in the same

@@ -19,8 +19,11 @@ std::shared_ptr<detail::PlanCache> make_plan_cache() { return std::make_shared<d
 namespace detail {
 
 const PlannedCollective& Replayer::plan_of(const Op& op) {
+  // The reduction only matters where it bars PAT (a ReduceScatter that averages): one key bit.
+  const int alg_key = static_cast<int>(op.algorithm) |
+                      (op.collective == CollectiveKind::ReduceScatter && scales(op.reduce_op) ? 0x100 : 0);
   const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes, static_cast<int>(op.channels),
-                                   static_cast<int>(op.algorithm));
+                                   alg_key);
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   PlanCache& cache = opt_.plan_cache ? *opt_.plan_cache : own_plans_;
@@ -33,6 +36,7 @@ const PlannedCollective& Replayer::plan_of(const Op& op) {
   if (fresh) {
     CollectiveOptions o = opt_.collectives;
     if (op.algorithm != CollectiveAlgorithm::Auto) o.algorithm = op.algorithm;
+    o.reduce_op = op.reduce_op;
     pc.plan = plan_collective(topo_, opt_.link_efficiency, ranks, op.collective, op.bytes, op.channels, o);
     pc.member_ends = pc.plan.member_ends_s();
     for (const ChannelPlan& cp : pc.plan.rings) {

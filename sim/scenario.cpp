@@ -95,7 +95,7 @@ void load_model(const YamlFile& f, const YAML::Node& n, ModelConfig& m) {
 void load_parallelism(const YamlFile& f, const YAML::Node& n, Scenario& s) {
   if (!n.IsMap()) fail(f, n, "parallelism", "expected a map such as {tp: 8, pp: 1, global_batch: 512}");
   check_keys(f, n, {"tp", "pp", "dp", "sp", "micro_batch", "global_batch", "pipeline_schedule", "zero_stage",
-                    "recompute", "overlap_grad_reduce", "async_tp_reduce", "flash_attention"},
+                    "recompute", "overlap_grad_reduce", "async_tp_reduce", "flash_attention", "average_in_collective"},
              "parallelism");
   Parallelism& p = s.parallelism;
   p.tp = n["tp"] ? positive_int(f, n["tp"], "parallelism.tp") : 1;
@@ -116,6 +116,8 @@ void load_parallelism(const YamlFile& f, const YAML::Node& n, Scenario& s) {
     p.overlap_grad_reduce = as_bool(f, n["overlap_grad_reduce"], "parallelism.overlap_grad_reduce");
   if (n["async_tp_reduce"]) p.async_tp_reduce = as_bool(f, n["async_tp_reduce"], "parallelism.async_tp_reduce");
   if (n["flash_attention"]) p.flash_attention = as_bool(f, n["flash_attention"], "parallelism.flash_attention");
+  if (n["average_in_collective"])
+    p.average_in_collective = as_bool(f, n["average_in_collective"], "parallelism.average_in_collective");
 }
 
 std::vector<std::string> parse_strategies(const YamlFile& f, const YAML::Node& n) {
@@ -240,6 +242,7 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
     else if (key == "parallelism.overlap_grad_reduce") p.overlap_grad_reduce = to_bool();
     else if (key == "parallelism.async_tp_reduce") p.async_tp_reduce = to_bool();
     else if (key == "parallelism.flash_attention") p.flash_attention = to_bool();
+    else if (key == "parallelism.average_in_collective") p.average_in_collective = to_bool();
     else if (key == "parallelism.pipeline_schedule") p.pipeline_schedule = parse_pipeline(value);
     else if (key == "fidelity") s.fidelity = parse_fidelity(value);
     else if (key == "model.preset") {
@@ -251,7 +254,8 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
     }
     else if (key.rfind("topology_overrides.", 0) == 0) s.topology_overrides[key.substr(19)] = value;
     else bad("unknown setting; expected parallelism.{tp,pp,dp,sp,micro_batch,global_batch,zero_stage,recompute,"
-             "pipeline_schedule,overlap_grad_reduce,async_tp_reduce,flash_attention}, fidelity, model.preset or "
+             "pipeline_schedule,overlap_grad_reduce,async_tp_reduce,flash_attention,average_in_collective}, fidelity, "
+             "model.preset or "
              "topology_overrides.KEY");
   } catch (const std::invalid_argument& e) {
     bad(e.what());

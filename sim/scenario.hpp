@@ -8,8 +8,9 @@
 //   topology_overrides: {node.count: 128}
 //   parallelism: {tp: 8, pp: 16, dp: 8, sp: true, micro_batch: 1, global_batch: 1536,
 //                 pipeline_schedule: 1f1b|gpipe, zero_stage: 0..3, recompute: none|selective|full,
-//                 overlap_grad_reduce: true, async_tp_reduce: true, flash_attention: true}
-//                 (the last three: Megatron-LM training-loop flags, models/model_config.hpp)
+//                 overlap_grad_reduce: true, async_tp_reduce: true, flash_attention: true,
+//                 average_in_collective: false}
+//                 (the last four: Megatron-LM training-loop flags, models/model_config.hpp)
 //   calibration: ../calibrate/profiles/a100-sxm4-80gb.json   # optional: default per GPU model
 //   strategies: [serial, megatron]    # or: all; entries as --strategy takes them (megatron+workload-partition:4)
 //   fidelity: flow                    # flow | analytic

@@ -41,6 +41,14 @@ enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllTo
 /// nodes); Pat: NCCL's Parallel Aggregated Trees (AllGather and ReduceScatter over one GPU per
 /// node, NCCL >= 2.23; collective_plan.hpp).
 enum class CollectiveAlgorithm : uint8_t { Auto, Ring, Tree, Nvls, NvlsTree, Pat };
+/// A reduction's operator (ncclRedOp_t; nccl-tests' `-o`): what a collective's time depends
+/// on is only whether NCCL scales it (Avg, as ncclDevPreMulSum or ncclDevSumPostDiv), which
+/// NCCL's PAT ReduceScatter does not support (src/enqueue.cc: "Tree reduceScatter doesn't
+/// support scaling yet").
+/// PreMulSum (nccl-tests' "mulsum", ncclRedOpCreatePreMulSum) scales too.
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, Avg, PreMulSum };
+/// Whether NCCL scales the reduction (Avg, PreMulSum), which its PAT ReduceScatter cannot.
+inline bool scales(ReduceOp r) { return r == ReduceOp::Avg || r == ReduceOp::PreMulSum; }
 /// Which part of the iteration an op belongs to (for the breakdown in Result).
 enum class Phase : uint8_t { Forward, Backward, Recompute, GradSync, Optimizer };
 /// What a compute kernel does (for the breakdown and for strategies that pick GEMMs).
@@ -54,6 +62,10 @@ const char* to_string(Phase p);
 const char* to_string(CommPurpose p);
 /// "auto", "ring", "tree", "nvls", "nvlstree" or "pat" (NCCL_ALGO's names, lower case).
 const char* to_string(CollectiveAlgorithm a);
+/// "sum", "prod", "max", "min", "avg" or "mulsum" (nccl-tests' names).
+const char* to_string(ReduceOp r);
+/// Parses one of to_string(ReduceOp)'s names, any case; false for anything else.
+bool parse_reduce_op(const std::string& text, ReduceOp* out);
 
 /// An op's name, interned: one copy of each distinct name for the whole process (a schedule has
 /// 10^5–10^7 ops and a few hundred distinct names), so an op holds a pointer, not a string.
@@ -114,6 +126,7 @@ struct Op {
   int32_t peer = -1;         ///< Send/Recv: global rank of the other side
   int64_t match = -1;        ///< Collective instance id, or send/recv pair id
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;  ///< Collective only
+  ReduceOp reduce_op = ReduceOp::Sum;  ///< AllReduce, ReduceScatter, Reduce: the reduction
   int16_t channels = 0;      ///< Collective: parallel rings/trees (NCCL channels); 0: NCCL's choice
   int16_t num_sm = -1;       ///< Collective/Send/Recv: SMs the communication kernel occupies while it
                              ///< runs (slowing compute on that GPU); -1: NCCL's, one per channel its

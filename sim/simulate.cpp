@@ -26,6 +26,7 @@ std::string describe_layout(const Parallelism& p) {
                               to_string(p.recompute), p.zero_stage);
   if (!p.overlap_grad_reduce) s += ", DP reduce after backward";
   if (!p.async_tp_reduce) s += ", sync TP reduce";
+  if (p.average_in_collective) s += ", DP gradients averaged in NCCL";
   s += p.flash_attention ? ", flash attention" : ", unfused attention";
   return s;
 }

@@ -258,6 +258,12 @@ TEST_CASE("bad command-line values name the flag") {
     const Run r = run_cli("run -q " + scenario + " --set parallelism.tp=zero");
     CHECK(r.status == 2);
     CHECK(r.output.find("parallelism.tp") != std::string::npos);
+    const Run avg = run_cli("run -q --fidelity analytic " + scenario + " --set parallelism.average_in_collective=maybe");
+    CHECK(avg.status == 2);
+    CHECK(avg.output.find("parallelism.average_in_collective") != std::string::npos);
+    const Run on = run_cli("run -q --fidelity analytic " + scenario + " --set parallelism.average_in_collective=true");
+    CHECK(on.status == 0);
+    CHECK(on.output.find(", DP gradients averaged in NCCL") != std::string::npos);
   }
   SUBCASE("run takes a topology override through --set, and says so when given --override") {
     // (regression: CLI11's "The following arguments were not expected: node.count=4 --override")
@@ -782,6 +788,24 @@ TEST_CASE("collective: a forced algorithm that cannot run says what ran, sizes b
     CHECK(pat.output.find(" pat/Simple/") != std::string::npos);
     CHECK(pat.output.find("# note:") == std::string::npos);
   }
+  // An averaging ReduceScatter runs as the ring (NCCL's PAT cannot scale); --redop is nccl-tests' -o.
+  for (const char* flag : {" --redop avg", " -o AVG", " --redop mulsum"}) {
+    CAPTURE(flag);
+    const Run avg = run_cli(std::string("collective --op reducescatter") + flag + one_gpu);
+    REQUIRE(avg.status == 0);
+    CHECK(avg.output.find(" ring/") != std::string::npos);
+    CHECK(avg.output.find(" pat/") == std::string::npos);
+  }
+  const Run avg_row = run_cli("collective --op reducescatter --redop avg" + one_gpu);
+  CHECK(avg_row.output.find("  float    avg     -1") != std::string::npos);
+  const Run ag_avg = run_cli("collective --op allgather --redop avg" + one_gpu);
+  REQUIRE(ag_avg.status == 0);
+  CHECK(ag_avg.output.find(" pat/Simple/") != std::string::npos);
+  CHECK(ag_avg.output.find("# note: --redop avg leaves AllGather alone: it reduces nothing") != std::string::npos);
+  const Run bad_redop = run_cli("collective --op reducescatter --redop mean" + one_gpu);
+  CHECK(bad_redop.status == 2);
+  CHECK(bad_redop.output.find("--redop") != std::string::npos);
+  CHECK(bad_redop.output.find("expected sum, prod, max, min, avg or mulsum, found 'mean'") != std::string::npos);
   const Run bad = run_cli("collective --op allgather --algo bruck" + one_gpu);
   CHECK(bad.status == 2);
   CHECK(bad.output.find("expected auto, ring, tree, nvls, nvlstree or pat") != std::string::npos);

@@ -309,3 +309,39 @@ TEST_CASE("Auto's PAT is not slower than the ring it was preferred to at small s
     CHECK(auto_row.time_s < ring_row.time_s);
   }
 }
+
+TEST_CASE("PAT: a ReduceScatter NCCL scales (avg, mulsum) runs as the ring, a summing one or an AllGather as PAT") {
+  // NCCL 2.30.7 src/enqueue.cc: "Tree reduceScatter doesn't support scaling yet" (PAT skipped
+  // for ncclDevPreMulSum and ncclDevSumPostDiv, which ncclAvg becomes).
+  const Topology topo = one_gpu_nodes(16);
+  for (ReduceOp r : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum}) {
+    CAPTURE(to_string(r));
+    for (CollectiveAlgorithm a : {CollectiveAlgorithm::Auto, CollectiveAlgorithm::Pat}) {
+      CollectiveOptions o;
+      o.algorithm = a;
+      o.reduce_op = r;
+      CHECK(plan_collective(topo, {}, first(16), CollectiveKind::ReduceScatter, kMiB, 0, o).algorithm ==
+            (scales(r) ? CollectiveAlgorithm::Ring : CollectiveAlgorithm::Pat));
+      CHECK(plan_collective(topo, {}, first(16), CollectiveKind::AllGather, kMiB, 0, o).algorithm ==
+            CollectiveAlgorithm::Pat);
+    }
+    // The replay plans each op with its own reduction, in both fidelities.
+    for (Fidelity f : {Fidelity::Analytic, Fidelity::Flow}) {
+      BenchOptions b;
+      b.replay.fidelity = f;
+      b.replay.collectives.reduce_op = r;
+      CHECK(run_collective_bench(topo, BenchOp::ReduceScatter, 16, {kMiB}, b).at(0).plan.rfind(
+                scales(r) ? "ring/" : "pat/", 0) == 0);
+    }
+  }
+  ReduceOp parsed = ReduceOp::Sum;
+  for (const char* name : {"sum", "prod", "max", "min", "avg", "mulsum"}) {
+    CAPTURE(name);
+    REQUIRE(parse_reduce_op(name, &parsed));
+    CHECK(std::string(to_string(parsed)) == name);
+  }
+  CHECK(parse_reduce_op("AVG", &parsed));
+  CHECK(parsed == ReduceOp::Avg);
+  CHECK_FALSE(parse_reduce_op("mean", &parsed));
+  CHECK_FALSE(parse_reduce_op("", &parsed));
+}

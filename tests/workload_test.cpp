@@ -117,6 +117,31 @@ TEST_CASE("the unknown strategy error lists the known ones") {
   }
 }
 
+TEST_CASE("average_in_collective: the DP gradient reductions average in NCCL, nothing else does") {
+  const CostModel cost = a100_cost();
+  ModelConfig m = model_preset("megatron-18.4b");
+  m.layers = 4;
+  m.seq_len = 512;
+  for (int zero : {0, 1, 3})
+    for (bool avg : {false, true}) {
+      CAPTURE(zero);
+      CAPTURE(avg);
+      Parallelism p = layout(2, 2, 4, 1, 8, Recompute::None, true);
+      p.zero_stage = zero;
+      p.average_in_collective = avg;
+      const Schedule w = build_iteration(m, p, cost);
+      int grad = 0;
+      for (const RankProgram& prog : w.programs)
+        for (const Op& op : prog.ops) {
+          if (op.type != OpType::Collective) continue;
+          const bool dp_grad = op.name == "dp.grad_sync" || op.name == "zero3.grad_reduce";
+          grad += dp_grad;
+          CHECK(op.reduce_op == (dp_grad && avg ? ReduceOp::Avg : ReduceOp::Sum));
+        }
+      CHECK(grad > 0);
+    }
+}
+
 TEST_CASE("ZeRO-3: each layer's parameters gathered before every pass, prefetched one layer ahead") {
   const CostModel cost = a100_cost();
   ModelConfig m = model_preset("megatron-18.4b");  // hidden 6144, ffn 24576

@@ -48,6 +48,11 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--protocol", a.protocol, "auto | ll | ll128 | simple (NCCL_PROTO)")->check(non_empty);
   c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat (NCCL_ALGO; tree, nvls and nvlstree apply to allreduce only; nvls inside one Hopper NVSwitch node, nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; else the ring)")
       ->check(non_empty);
+  c->add_option("--redop,-o", a.redop,
+                "sum | prod | max | min | avg | mulsum: the reduction of allreduce, reducescatter and reduce (nccl-tests -o; "
+                "default sum, or the log's with --compare): avg and mulsum keep a reducescatter off NCCL's PAT, "
+                "which cannot scale")
+      ->check(non_empty);
   c->add_option("--channels", a.channels,
                  "NCCL's channels for every size (NCCL_MIN/MAX_NCHANNELS): the SMs held, Simple's slices and the "
                  "rings the flows run on, and the communicator's channels that a sendrecv or alltoall splits its "
@@ -288,6 +293,21 @@ int collective_command(const CollectiveArgs& a) {
       notes.push_back("--protocol " + protocol + " leaves " + to_string(op) +
                       " alone: point-to-point messages take LL up to 16 KiB and Simple above (NCCL_P2P_LL_THRESHOLD)");
   }
+  // The reduction: given, or the log's (every row prints the one it ran), else sum.
+  const bool reducing = op == BenchOp::AllReduce || op == BenchOp::ReduceScatter || op == BenchOp::Reduce;
+  const char* const redop_names = "sum, prod, max, min, avg or mulsum";
+  if (!a.redop.empty() && !parse_reduce_op(a.redop, &opt.replay.collectives.reduce_op))
+    throw InputError(cli, "--redop", std::string("expected ") + redop_names + ", found '" + a.redop + "'");
+  if (comparing && a.redop.empty())
+    for (const NcclTestsRow& r : log.rows)
+      if (!r.redop.empty() && r.redop != "none") {
+        if (!parse_reduce_op(r.redop, &opt.replay.collectives.reduce_op))
+          throw InputError(SourceLocation{a.compare, r.line, 0}, "redop",
+                           std::string("expected ") + redop_names + ", found '" + r.redop + "'");
+        break;
+      }
+  if (!a.redop.empty() && !reducing)
+    notes.push_back("--redop " + a.redop + " leaves " + to_string(op) + " alone: it reduces nothing");
   if (!parse_algorithm(algo, &opt.algorithm))
     throw InputError(cli, "--algo", "expected auto, ring, tree, nvls, nvlstree or pat, found '" + algo + "'");
   if (comparing) {
@@ -386,9 +406,10 @@ int collective_command(const CollectiveArgs& a) {
     const NcclTestsRow* lr = comparing ? &log.rows[i] : nullptr;
     const double count = lr && lr->count > 0 ? static_cast<double>(lr->count) : std::floor(r.size_bytes / 4);
     const std::string type = lr && !lr->type.empty() ? lr->type : "float";
-    const std::string redop = lr && !lr->redop.empty() ? lr->redop : reduces ? "sum" : "none";
+    const std::string row_redop =
+        lr && !lr->redop.empty() ? lr->redop : reduces ? to_string(opt.replay.collectives.reduce_op) : "none";
     std::cout << fmt::format("  {:>12.0f} {:>12.0f} {:>6} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}  {}\n", r.size_bytes,
-                             count, type, redop, rooted ? "0" : "-1", r.time_s * 1e6, r.algbw_Bps / 1e9,
+                             count, type, row_redop, rooted ? "0" : "-1", r.time_s * 1e6, r.algbw_Bps / 1e9,
                              r.busbw_Bps / 1e9, extra, r.plan);
     sum_busbw += r.busbw_Bps;
   }

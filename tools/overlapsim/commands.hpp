@@ -47,6 +47,7 @@ struct CollectiveArgs {
   std::string fidelity;
   std::string protocol;   ///< "" (flag not given): auto, or the log's NCCL_PROTO with --compare
   std::string algo;       ///< "" (flag not given): auto, or the log's NCCL_ALGO with --compare
+  std::string redop;      ///< "" (flag not given): sum, or the log's redop with --compare
   int channels = 0;
   std::string calibration;
   bool unfold = false;
