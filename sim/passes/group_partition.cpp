@@ -183,9 +183,12 @@ double predict_group_partition_s(const Schedule& s, const Op& op, TopologyLevel 
   const double S = op.bytes;
   if (k == CollectiveKind::AllGather)
     return predict_collective_s(across, k, S / a, ctx) + predict_collective_s(intra, k, S, ctx);
+  // A ReduceScatter's reduction decides whether the one across nodes (a GPU a node) may run as PAT.
+  const CollectiveAlgorithm any = CollectiveAlgorithm::Auto;
   if (k == CollectiveKind::ReduceScatter)
-    return predict_collective_s(intra, k, S, ctx) + predict_collective_s(across, k, S / a, ctx);
-  return predict_collective_s(intra, CollectiveKind::ReduceScatter, S, ctx) +
+    return predict_collective_s(intra, k, S, ctx, 0, any, op.reduce_op) +
+           predict_collective_s(across, k, S / a, ctx, 0, any, op.reduce_op);
+  return predict_collective_s(intra, CollectiveKind::ReduceScatter, S, ctx, 0, any, op.reduce_op) +
          predict_collective_s(across, CollectiveKind::AllReduce, S / a, ctx) +
          predict_collective_s(intra, CollectiveKind::AllGather, S, ctx);
 }

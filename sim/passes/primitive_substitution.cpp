@@ -220,7 +220,8 @@ double predict_substitution_s(const Schedule& s, const Op& op, Substitution sub,
       return whole;
     case Substitution::ReduceScatterAllGather:
       if (k != CollectiveKind::AllReduce) return whole;
-      return predict_collective_s(g, CollectiveKind::ReduceScatter, op.bytes, ctx, op.channels) +
+      return predict_collective_s(g, CollectiveKind::ReduceScatter, op.bytes, ctx, op.channels, CollectiveAlgorithm::Auto,
+                                  op.reduce_op) +
              predict_collective_s(g, CollectiveKind::AllGather, op.bytes, ctx, op.channels);
     case Substitution::RingPermutes: {
       if (k != CollectiveKind::AllGather && k != CollectiveKind::ReduceScatter && k != CollectiveKind::AllReduce)
@@ -240,7 +241,8 @@ double predict_substitution_s(const Schedule& s, const Op& op, Substitution sub,
       const int a = static_cast<int>(islands[0].size());
       std::vector<int> across;
       for (const auto& isl : islands) across.push_back(isl[0]);
-      return predict_collective_s(islands[0], CollectiveKind::ReduceScatter, op.bytes, ctx) +
+      return predict_collective_s(islands[0], CollectiveKind::ReduceScatter, op.bytes, ctx, 0, CollectiveAlgorithm::Auto,
+                                  op.reduce_op) +
              predict_collective_s(across, CollectiveKind::AllReduce, op.bytes / a, ctx) +
              predict_collective_s(islands[0], CollectiveKind::AllGather, op.bytes, ctx);
     }
