@@ -577,8 +577,9 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     // A step across nodes with one member per node pays the tree's network hwLat, as NCCL's
     // tuner has it (tuning.cc: "with ppn=1 latencies are fully exposed, use the Tree network
     // latency"; LL 5.0 against 2.7 us, LL128 8.5 against 4.0), so that the ring is timed on
-    // the terms NCCL ranks it against PAT by (nccl_tuning.cpp ring_latency_s).
-    const bool ppn1 = nodes == n;
+    // the terms NCCL ranks it against PAT by (nccl_tuning.cpp ring_latency_s). Not a chain:
+    // NCCL's tuner times Broadcast and Reduce with the ring's own network hwLat.
+    const bool ppn1 = nodes == n && !q.chain;
     for (auto& ch : q.rings) {
       for (auto& h : ch.hops) {
         const double hw_lat = ppn1 && h.kind == HopKind::Network ? nccl::kHwLatTree[2][pi]

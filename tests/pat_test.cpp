@@ -292,6 +292,16 @@ TEST_CASE("A ring over one GPU per node pays the tree's network hwLat per step a
           }
     }
     CHECK(network_hops > 0);
+    // A Broadcast's chain over one GPU a node keeps the ring's network hwLat (NCCL's tuner
+    // times Broadcast and Reduce with it).
+    int chain_hops = 0;
+    for (const ChannelPlan& ch : plan_collective(topo, eff, first(4), CollectiveKind::Broadcast, kMiB, 0, o).rings)
+      for (const Hop2& h : ch.hops) {
+        ++chain_hops;
+        REQUIRE(h.kind == HopKind::Network);
+        CHECK(h.step_latency_s == approx(std::max(h.route_latency_s, ring_net[pi])).epsilon(1e-12));
+      }
+    CHECK(chain_hops > 0);
   }
 }
 
