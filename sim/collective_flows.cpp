@@ -116,6 +116,7 @@ void Replayer::coll_ready(int ri, int oi) {
     return;
   }
   if (c.all_to_all && !c.timed) {
+    m.a2a_started_s = be_.now();
     // One kernel of grouped sends: its latency first (every piece pays the same, concurrently;
     // the slowest hop's), then the flows.
     double lat = 0;

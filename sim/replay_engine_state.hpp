@@ -81,6 +81,7 @@ struct Member {
   bool ready = false;
   int channels_left = 0;
   int a2a_left = 0;   ///< AllToAll: flows in and out still to finish
+  double a2a_started_s = 0;  ///< AllToAll: when it reached the collective (its floor's origin), s
   int sm_held = 0;    ///< SMs its communication kernel holds
 };
 
