@@ -383,14 +383,14 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
   if (!collective.empty() && from_flag.empty())
     throw InputError(SourceLocation{path, at, 0}, "",
                      "expected a collective (all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast, "
-                     "reduce), found --collective '" + collective + "'");
+                     "reduce), found '" + collective + "' on the command line");
   if (!log.program.empty() && from_program.empty())
     throw InputError(SourceLocation{path, at, 0}, "",
                      "expected a log of all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, "
                      "sendrecv_perf, broadcast_perf or reduce_perf, found " + log.program);
   if (!from_program.empty() && !from_flag.empty() && from_program != from_flag)
     throw InputError(SourceLocation{path, at, 0}, "",
-                     "the log is from " + log.program + " but --collective says " + collective);
+                     "the log is from " + log.program + " but the command line names " + collective);
   log.collective = !from_program.empty() ? from_program : !from_flag.empty() ? from_flag : collective_from_file_name(path);
   if (log.collective.empty())
     throw InputError(SourceLocation{path, at, 0}, "",

@@ -312,7 +312,7 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
   }
   SUBCASE("--collective contradicting the log") {
     const auto [msg, line] = input_error([] { read_nccl_tests_log(kLogs + "all_reduce_perf_8xh100.log", "all_gather"); });
-    CHECK(contains(msg, "the log is from all_reduce_perf but --collective says all_gather"));
+    CHECK(contains(msg, "the log is from all_reduce_perf but the command line names all_gather"));
   }
   SUBCASE("without rank lines the group size comes from busbw / algbw") {
     std::ifstream f(kLogs + "all_gather_perf_8xh100.log");

@@ -675,6 +675,9 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       // 16 ranks on 2 nodes against one H100 node: the error says how many nodes to give it.
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "reduce_scatter_perf_2x8xh100.log",
        "the log ran 16 ranks but dgx-h100-superpod has 8 GPUs (give it more nodes, e.g. --override node.count=2)"},
+      // A topology without a fabric does not grow by node.count: no such hint.
+      {"-t " + a100 + " --compare " + logs + "reduce_scatter_perf_2x8xh100.log",
+       "the log ran 16 ranks but dgx-a100 has 8 GPUs (a topology of that many GPUs)"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);

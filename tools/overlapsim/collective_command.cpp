@@ -39,7 +39,19 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e); each size counts whole floats")
       ->check([](const std::string& v) { return v.empty() ? std::string("expected FROM:TO, found an empty value") : std::string(); });
   c->add_option("--factor,-f", a.factor, "size multiplication factor, default 2 (nccl-tests -f)")
-      ->check(CLI::Range(2, 1 << 20));
+      ->check([](const std::string& v) {
+        // nccl-tests' -f is a whole number: say so, not "not in range", for 2.5 or abc.
+        size_t used = 0;
+        long long f = 0;
+        try {
+          f = std::stoll(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        return used == v.size() && !v.empty() && f >= 2 && f <= (1 << 20)
+                   ? std::string()
+                   : "expected a whole number from 2 to 1048576, found '" + v + "'";
+      });
   c->add_option("--fidelity", a.fidelity, "flow | analytic");
   // An empty value would read as "not given" (auto, or the log's with --compare): refused.
   const CLI::Validator non_empty(
@@ -166,11 +178,19 @@ int collective_command(const CollectiveArgs& a) {
   if (comparing && a.ranks != kAllRanks && a.ranks != log.ranks)
     throw InputError(cli, "--ranks", fmt::format("expected the log's {} ranks ({}), found {}", log.ranks, a.compare, a.ranks));
   if (comparing && log.ranks > topo.num_gpus()) {
+    // Name the override only where it works: a template topology with a fabric for more nodes.
     const int per_node = std::max(1, topo.gpus_per_node);
+    const int nodes = (log.ranks + per_node - 1) / per_node;
+    std::string hint = "a topology of that many GPUs";
+    TopologyOverrides bigger = ov;
+    bigger["node.count"] = std::to_string(nodes);
+    try {
+      if (topo.gpus_per_node > 0 && load_topology(a.topology, bigger).num_gpus() >= log.ranks)
+        hint = fmt::format("give it more nodes, e.g. --override node.count={}", nodes);
+    } catch (const std::exception&) {  // no fabric for more nodes: the general hint
+    }
     throw InputError(cli, "--topology",
-                     fmt::format("the log ran {} ranks but {} has {} GPUs (give it more nodes, e.g. --override "
-                                 "node.count={})",
-                                 log.ranks, topo.name, topo.num_gpus(), (log.ranks + per_node - 1) / per_node));
+                     fmt::format("the log ran {} ranks but {} has {} GPUs ({})", log.ranks, topo.name, topo.num_gpus(), hint));
   }
   const int ranks = comparing ? log.ranks : a.ranks == kAllRanks ? topo.num_gpus() : a.ranks;
   // One rank has nothing to communicate (nccl-tests would time a local copy, which this does
