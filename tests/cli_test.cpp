@@ -654,6 +654,10 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
   const Case cases[] = {
       {"-t " + a100 + " --compare " + log + " --sizes 1MiB:1GiB", "--sizes: not with --compare: the sizes are the log's"},
       {"-t " + a100 + " --compare " + log + " -f 4", "--factor: not with --compare"},
+      // nccl-tests' -f is a whole number (regression: 2.5 and abc read "not in range 2 to 1048576").
+      {"-t " + a100 + " --op allreduce -f 2.5", "--factor: expected a whole number from 2 to 1048576, found '2.5'"},
+      {"-t " + a100 + " --op allreduce -f abc", "--factor: expected a whole number from 2 to 1048576, found 'abc'"},
+      {"-t " + a100 + " --op allreduce -f 1", "--factor: expected a whole number from 2 to 1048576, found '1'"},
       {"-t " + a100 + " --compare " + log + " --op allgather", "--op: expected the log's collective (all_reduce"},
       {"-t " + a100 + " --compare " + log + " -n 4", "--ranks: expected the log's 8 ranks"},
       {"-t " + a100 + " --op allreduce --tolerance 5", "--tolerance: only with --compare"},
