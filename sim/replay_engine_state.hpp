@@ -1,4 +1,5 @@
-// The replay engine's state (internal to sim/replay_engine.cpp and sim/collective_flows.cpp):
+// The replay engine's state (internal to sim/replay_engine.cpp, sim/collective_flows.cpp and
+// sim/collective_all_to_all.cpp):
 // ops become activities only when they are ready (design §7: an activity DAG built up front is
 // quadratic in SimGrid 3.32), and successors start from the completion callback. Semantics are
 // documented in replay.hpp; the collectives' flows in collective_plan.hpp and tree_flows.hpp.
@@ -234,6 +235,9 @@ class Replayer {
   void member_channel_done(CollState& c, int pos);
   void tree_start(CollState& c, int64_t match, std::vector<TreeAction>& acts);
   void tree_done(const Task& t);
+  /// An AllToAll piece's flow (or its floor) has ended: its source's and destination's members
+  /// end when all their pieces have, folded no sooner than the closed form (all_to_all_s).
+  void a2a_done(const Task& t);
   void bulk_done(const Task& t);
   void member_finish(CollState& c, int pos);
   void coll_maybe_erase(int64_t match);
