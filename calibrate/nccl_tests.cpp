@@ -397,9 +397,14 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
                      "cannot tell which collective this log measured (it has no \"# Collective test starting\" line and "
                      "the file name names none); expected a file name such as all_reduce_perf.log, or the collective "
                      "named on the command line");
-  if (log.rows.empty())
+  if (log.rows.empty()) {
+    // A table of published figures (tests/data/nccl-tests-published/*.csv) is not a log.
+    const bool csv = path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
     throw InputError(SourceLocation{path, at, 0}, "",
-                     "expected nccl-tests result rows (size count type ... time algbw busbw ...), found none");
+                     std::string("expected nccl-tests result rows (size count type ... time algbw busbw ...), found "
+                                 "none") +
+                         (csv ? " (a CSV file: expected the text a *_perf binary prints, not a table of figures)" : ""));
+  }
 
   // Group size and nodes.
   if (!ranks.empty()) {

@@ -679,6 +679,9 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       // 16 ranks on 2 nodes against one H100 node: the error says how many nodes to give it.
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "reduce_scatter_perf_2x8xh100.log",
        "the log ran 16 ranks but dgx-h100-superpod has 8 GPUs (give it more nodes, e.g. --override node.count=2)"},
+      // A table of published figures is not a log: the error says what was expected.
+      {"-t " + a100 + " --compare " + kSrc + "/tests/data/nccl-tests-published/dgx-a100-1node-allreduce-stas00.csv",
+       "found none (a CSV file: expected the text a *_perf binary prints, not a table of figures)"},
       // A topology without a fabric does not grow by node.count: no such hint.
       {"-t " + a100 + " --compare " + logs + "reduce_scatter_perf_2x8xh100.log",
        "the log ran 16 ranks but dgx-a100 has 8 GPUs (a topology of that many GPUs)"},
