@@ -679,6 +679,11 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       // 16 ranks on 2 nodes against one H100 node: the error says how many nodes to give it.
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "reduce_scatter_perf_2x8xh100.log",
        "the log ran 16 ranks but dgx-h100-superpod has 8 GPUs (give it more nodes, e.g. --override node.count=2)"},
+      // Every rank's ring flows past a million a size are refused, not left to run for minutes
+      // (an unfolded AllGather over 520 H100s took 204 s a size).
+      {"-t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=65 --op allgather --sizes 128MiB:128MiB --unfold",
+       "--unfold: a ring of every rank would simulate about 2.2 M flows a size (520 ranks x 8 channels x 519 steps); "
+       "expected at most 1.0 M"},
       // A table of published figures is not a log: the error says what was expected.
       {"-t " + a100 + " --compare " + kSrc + "/tests/data/nccl-tests-published/dgx-a100-1node-allreduce-stas00.csv",
        "found none (a CSV file: expected the text a *_perf binary prints, not a table of figures)"},

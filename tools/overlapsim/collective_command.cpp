@@ -25,6 +25,11 @@ namespace {
 /// one collective are the most GPUs of a machine, which load_topology refuses before building
 /// (kMaxTopologyGpus, sim/topology.hpp).
 constexpr int kMaxUnfoldedRanks = 1024;
+/// Most flows per size `--unfold` lets a ring of every rank issue in flow fidelity (members ×
+/// channels × steps): SimGrid re-shares every flow at each end, 25-100 µs a flow here (an
+/// unfolded AllGather over 520 H100s, 2.2 M flows: 204 s and 376 MB for one size; a 1 GiB ring
+/// AllReduce over 128 A100s unfolded, 260 k flows: 8.9 s).
+constexpr double kMaxUnfoldedRingFlows = 1 << 20;
 }  // namespace
 
 void add_collective_command(CLI::App& app, CollectiveArgs& a) {
@@ -275,6 +280,19 @@ int collective_command(const CollectiveArgs& a) {
     } catch (const std::invalid_argument& e) {
       throw InputError(cli, "--fidelity", e.what());
     }
+  }
+  // Every rank's ring flows: refused where they would take minutes a size (kMaxUnfoldedRingFlows).
+  if (a.unfold && opt.replay.fidelity == Fidelity::Flow &&
+      (op == BenchOp::AllReduce || op == BenchOp::AllGather || op == BenchOp::ReduceScatter)) {
+    const double steps = op == BenchOp::AllReduce ? 2.0 * (ranks - 1) : ranks - 1.0;
+    const int channels = a.channels > 0 ? a.channels : 8;
+    const double flows = ranks * channels * steps;
+    if (flows > kMaxUnfoldedRingFlows)
+      throw InputError(cli, "--unfold",
+                       fmt::format("a ring of every rank would simulate about {:.1f} M flows a size ({} ranks x {} "
+                                   "channels x {:.0f} steps); expected at most {:.1f} M (drop --unfold: rank 0 with "
+                                   "mirrors times the same collective; or --fidelity analytic)",
+                                   flows / 1e6, ranks, channels, steps, kMaxUnfoldedRingFlows / 1e6));
   }
   // The log's NCCL_PROTO / NCCL_ALGO (from NCCL's INFO lines) where the flags do not say; an
   // algorithm the simulator does not model (CollNet) is noted and left automatic.
