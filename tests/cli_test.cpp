@@ -687,6 +687,9 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       // A table of published figures is not a log: the error says what was expected.
       {"-t " + a100 + " --compare " + kSrc + "/tests/data/nccl-tests-published/dgx-a100-1node-allreduce-stas00.csv",
        "found none (a CSV file: expected the text a *_perf binary prints, not a table of figures)"},
+      // A reduction that contradicts the log's is refused, as --op is.
+      {"-t " + h100 + " --override node.count=2 --compare " + logs + "reduce_scatter_perf_2x8xh100.log -o avg",
+       "--redop: expected the log's sum ("},
       // A topology without a fabric does not grow by node.count: no such hint.
       {"-t " + a100 + " --compare " + logs + "reduce_scatter_perf_2x8xh100.log",
        "the log ran 16 ranks but dgx-a100 has 8 GPUs (a topology of that many GPUs)"},

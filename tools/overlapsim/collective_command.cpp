@@ -336,12 +336,18 @@ int collective_command(const CollectiveArgs& a) {
   const char* const redop_names = "sum, prod, max, min, avg or mulsum";
   if (!a.redop.empty() && !parse_reduce_op(a.redop, &opt.replay.collectives.reduce_op))
     throw InputError(cli, "--redop", std::string("expected ") + redop_names + ", found '" + a.redop + "'");
-  if (comparing && a.redop.empty())
+  if (comparing)
     for (const NcclTestsRow& r : log.rows)
       if (!r.redop.empty() && r.redop != "none") {
-        if (!parse_reduce_op(r.redop, &opt.replay.collectives.reduce_op))
+        ReduceOp logged = ReduceOp::Sum;
+        if (!parse_reduce_op(r.redop, &logged))
           throw InputError(SourceLocation{a.compare, r.line, 0}, "redop",
                            std::string("expected ") + redop_names + ", found '" + r.redop + "'");
+        // As for --op: a flag that contradicts the log is refused, not silently applied.
+        if (!a.redop.empty() && logged != opt.replay.collectives.reduce_op)
+          throw InputError(cli, "--redop",
+                           fmt::format("expected the log's {} ({}:{}), found {}", r.redop, a.compare, r.line, a.redop));
+        opt.replay.collectives.reduce_op = logged;
         break;
       }
   if (!a.redop.empty() && !reducing)
@@ -388,7 +394,8 @@ int collective_command(const CollectiveArgs& a) {
           "--algo {} did not run at {} of {} size(s), {} ran instead (NCCL runs Tree, NVLS and NVLSTree for AllReduce "
           "only; NVLS inside one node of 3 or more Hopper-or-later GPUs on NVSwitch, NVLSTree across 2 or more such "
           "nodes with NICs and the same number of GPUs each, both with Simple and 2 or more channels; PAT for "
-          "AllGather and ReduceScatter over 2 or more ranks each on a node of its own, with Simple; NCCL itself, "
+          "AllGather and ReduceScatter over 2 or more ranks each on a node of its own, with Simple, not for a "
+          "ReduceScatter that averages (avg, mulsum); NCCL itself, "
           "given NCCL_ALGO={} where it cannot run, fails: \"no algorithm/protocol available\")",
           to_string(opt.algorithm), other, rows.size(), ran, to_string(opt.algorithm)));
   }
