@@ -869,3 +869,21 @@ TEST_CASE("the flow fidelity's SimGrid module is loaded only by a flow replay, a
   ::unsetenv("OVERLAPSIM_FLOW_MODULE");
   std::remove(json.c_str());
 }
+
+TEST_CASE("collective's count column is nccl-tests': elements per rank for allgather, reducescatter, alltoall") {
+  // nccl-tests prints a rank's part for these (1024 B over 8 ranks: 32 floats), the buffer's
+  // elements for the others (regression: 256 printed for every collective).
+  const std::string t = " -t " + kSrc + "/topologies/dgx-a100.yaml --sizes 1KiB:1KiB --fidelity analytic";
+  for (const char* op : {"allgather", "reducescatter", "alltoall"}) {
+    CAPTURE(op);
+    const Run r = run_cli(std::string("collective --op ") + op + t);
+    REQUIRE(r.status == 0);
+    CHECK(r.output.find("          1024           32  float") != std::string::npos);
+  }
+  for (const char* op : {"allreduce", "broadcast", "reduce", "sendrecv"}) {
+    CAPTURE(op);
+    const Run r = run_cli(std::string("collective --op ") + op + t);
+    REQUIRE(r.status == 0);
+    CHECK(r.output.find("          1024          256  float") != std::string::npos);
+  }
+}

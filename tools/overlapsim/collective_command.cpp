@@ -449,7 +449,11 @@ int collective_command(const CollectiveArgs& a) {
     }
     // The log's count, type and redop where it prints them (the simulation moves bytes).
     const NcclTestsRow* lr = comparing ? &log.rows[i] : nullptr;
-    const double count = lr && lr->count > 0 ? static_cast<double>(lr->count) : std::floor(r.size_bytes / 4);
+    // nccl-tests' count: elements per rank for AllGather, ReduceScatter and AllToAll (a rank's
+    // part of the size), of the buffer for the others.
+    const bool per_rank = op == BenchOp::AllGather || op == BenchOp::ReduceScatter || op == BenchOp::AllToAll;
+    const double count = lr && lr->count > 0 ? static_cast<double>(lr->count)
+                                             : std::floor(r.size_bytes / 4 / (per_rank ? ranks : 1));
     const std::string type = lr && !lr->type.empty() ? lr->type : "float";
     const std::string row_redop =
         lr && !lr->redop.empty() ? lr->redop : reduces ? to_string(opt.replay.collectives.reduce_op) : "none";
