@@ -26,6 +26,16 @@ bool parse_protocol(const std::string& text, Protocol* out) {
   return true;
 }
 
+bool parse_reduce_op(const std::string& text, ReduceOp* out) {
+  const std::string t = ascii_lower(text);
+  for (ReduceOp r : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum})
+    if (t == to_string(r)) {
+      *out = r;
+      return true;
+    }
+  return false;
+}
+
 bool parse_algorithm(const std::string& text, CollectiveAlgorithm* out) {
   const std::string t = ascii_lower(text);
   if (t == "auto") *out = CollectiveAlgorithm::Auto;

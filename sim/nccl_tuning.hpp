@@ -47,6 +47,9 @@ bool parse_protocol(const std::string& text, Protocol* out);
 /// output spells it, "nvls_tree"), and "auto" (the tuner's choice).
 /// Returns false (and leaves *out) for any other text.
 bool parse_algorithm(const std::string& text, CollectiveAlgorithm* out);
+/// nccl-tests' reduction names (`-o`) in any case: to_string(ReduceOp)'s, "sum" ... "mulsum".
+/// Returns false (and leaves *out) for any other text.
+bool parse_reduce_op(const std::string& text, ReduceOp* out);
 
 /// NCCL's channel and thread count for one collective call.
 struct NcclLaunch {

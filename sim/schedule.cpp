@@ -81,17 +81,6 @@ const char* to_string(ReduceOp r) {
   return "?";
 }
 
-bool parse_reduce_op(const std::string& text, ReduceOp* out) {
-  std::string t;
-  for (char c : text) t += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  for (ReduceOp r : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum})
-    if (t == to_string(r)) {
-      *out = r;
-      return true;
-    }
-  return false;
-}
-
 int Schedule::intern_group(const std::vector<int>& ranks, CommPurpose purpose) {
   for (size_t i = 0; i < groups.size(); ++i)
     if (groups[i].purpose == purpose && groups[i].ranks == ranks) return static_cast<int>(i);

@@ -62,10 +62,8 @@ const char* to_string(Phase p);
 const char* to_string(CommPurpose p);
 /// "auto", "ring", "tree", "nvls", "nvlstree" or "pat" (NCCL_ALGO's names, lower case).
 const char* to_string(CollectiveAlgorithm a);
-/// "sum", "prod", "max", "min", "avg" or "mulsum" (nccl-tests' names).
+/// "sum", "prod", "max", "min", "avg" or "mulsum" (nccl-tests' names; parse_reduce_op reads them).
 const char* to_string(ReduceOp r);
-/// Parses one of to_string(ReduceOp)'s names, any case; false for anything else.
-bool parse_reduce_op(const std::string& text, ReduceOp* out);
 
 /// An op's name, interned: one copy of each distinct name for the whole process (a schedule has
 /// 10^5–10^7 ops and a few hundred distinct names), so an op holds a pointer, not a string.

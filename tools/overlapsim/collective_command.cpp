@@ -182,18 +182,24 @@ int collective_command(const CollectiveArgs& a) {
                      fmt::format("the topology has {} GPU; a collective needs at least 2", topo.num_gpus()));
   if (comparing && a.ranks != kAllRanks && a.ranks != log.ranks)
     throw InputError(cli, "--ranks", fmt::format("expected the log's {} ranks ({}), found {}", log.ranks, a.compare, a.ranks));
-  if (comparing && log.ranks > topo.num_gpus()) {
-    // Name the override only where it works: a template topology with a fabric for more nodes.
-    const int per_node = std::max(1, topo.gpus_per_node);
-    const int nodes = (log.ranks + per_node - 1) / per_node;
-    std::string hint = "a topology of that many GPUs";
+  // A template topology with a fabric grows by its node count: the node.count that gives
+  // `want` GPUs and the GPUs it gives, or {0, 0} where none does (an explicit topology).
+  const auto grown = [&](int want) -> std::pair<int, int> {
+    if (topo.gpus_per_node <= 0) return {0, 0};
+    const int nodes = (want + topo.gpus_per_node - 1) / topo.gpus_per_node;
     TopologyOverrides bigger = ov;
     bigger["node.count"] = std::to_string(nodes);
     try {
-      if (topo.gpus_per_node > 0 && load_topology(a.topology, bigger).num_gpus() >= log.ranks)
-        hint = fmt::format("give it more nodes, e.g. --override node.count={}", nodes);
-    } catch (const std::exception&) {  // no fabric for more nodes: the general hint
+      const int gpus = load_topology(a.topology, bigger).num_gpus();
+      if (gpus >= want) return {nodes, gpus};
+    } catch (const std::exception&) {  // no fabric for more nodes
     }
+    return {0, 0};
+  };
+  if (comparing && log.ranks > topo.num_gpus()) {
+    const int nodes = grown(log.ranks).first;
+    const std::string hint = nodes > 0 ? fmt::format("give it more nodes, e.g. --override node.count={}", nodes)
+                                       : std::string("a topology of that many GPUs");
     throw InputError(cli, "--topology",
                      fmt::format("the log ran {} ranks but {} has {} GPUs ({})", log.ranks, topo.name, topo.num_gpus(), hint));
   }
@@ -201,18 +207,11 @@ int collective_command(const CollectiveArgs& a) {
   // One rank has nothing to communicate (nccl-tests would time a local copy, which this does
   // not model): refuse it rather than print zeros.
   if (ranks < 2 || ranks > topo.num_gpus()) {
-    // A template topology with a fabric grows by its node count: name the override that fits.
+    // Name the override that fits, where the topology grows by its node count.
     std::string more;
-    if (ranks > topo.num_gpus() && topo.gpus_per_node > 0) {
-      const int nodes = (ranks + topo.gpus_per_node - 1) / topo.gpus_per_node;
-      TopologyOverrides bigger = ov;
-      bigger["node.count"] = std::to_string(nodes);
-      try {
-        const Topology t = load_topology(a.topology, bigger);
-        if (t.num_gpus() >= ranks)
-          more = fmt::format("; --override node.count={} gives {} GPUs", nodes, t.num_gpus());
-      } catch (const std::exception&) {  // no fabric for more nodes: no hint
-      }
+    if (ranks > topo.num_gpus()) {
+      const auto [nodes, gpus] = grown(ranks);
+      if (nodes > 0) more = fmt::format("; --override node.count={} gives {} GPUs", nodes, gpus);
     }
     throw InputError(comparing ? SourceLocation{a.compare, 0, 0} : cli, "--ranks",
                      fmt::format("expected 2 to {} (the GPUs of {}), found {}{}", topo.num_gpus(), topo.name, ranks, more));
@@ -332,7 +331,7 @@ int collective_command(const CollectiveArgs& a) {
                       " alone: point-to-point messages take LL up to 16 KiB and Simple above (NCCL_P2P_LL_THRESHOLD)");
   }
   // The reduction: given, or the log's (every row prints the one it ran), else sum.
-  const bool reducing = op == BenchOp::AllReduce || op == BenchOp::ReduceScatter || op == BenchOp::Reduce;
+  const bool reduces = op == BenchOp::AllReduce || op == BenchOp::ReduceScatter || op == BenchOp::Reduce;
   const char* const redop_names = "sum, prod, max, min, avg or mulsum";
   if (!a.redop.empty() && !parse_reduce_op(a.redop, &opt.replay.collectives.reduce_op))
     throw InputError(cli, "--redop", std::string("expected ") + redop_names + ", found '" + a.redop + "'");
@@ -350,7 +349,7 @@ int collective_command(const CollectiveArgs& a) {
         opt.replay.collectives.reduce_op = logged;
         break;
       }
-  if (!a.redop.empty() && !reducing)
+  if (!a.redop.empty() && !reduces)
     notes.push_back("--redop " + a.redop + " leaves " + to_string(op) + " alone: it reduces nothing");
   if (!parse_algorithm(algo, &opt.algorithm))
     throw InputError(cli, "--algo", "expected auto, ring, tree, nvls, nvlstree or pat, found '" + algo + "'");
@@ -421,7 +420,6 @@ int collective_command(const CollectiveArgs& a) {
   std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}{}  {}\n", "(B)", "(elements)", "", "", "",
                            "(us)", "(GB/s)", "(GB/s)", extra_unit, "(/protocol/channels)");
   const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
-  const bool reduces = op == BenchOp::AllReduce || op == BenchOp::ReduceScatter || op == BenchOp::Reduce;
   double sum_busbw = 0;
   int counted = 0, within = 0, over = 0;
   const double bound_pct = a.tolerance_pct >= 0 ? a.tolerance_pct : 10.0;  // the summary's bound
