@@ -182,7 +182,8 @@ BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, Be
   if (s.programs[0].ops.empty()) return row;
   // sendrecv_perf's pairs run on one communicator of all its ranks (NCCL's p2p channels), of
   // the channels forced for every size where --channels sets them (NCCL_MIN/MAX_NCHANNELS).
-  opt.replay.collectives.p2p_comm = {std::max(2, ranks), node_count(topo, all), std::max(0, opt.channels)};
+  opt.replay.collectives.p2p_comm = {std::max(2, ranks), node_count(topo, all), std::max(0, opt.channels),
+                                     local_ranks(topo, all)};
   const ReplayTimes t = replay(s, topo, opt.replay);
   // The last rank's end (a send/recv pair: its receive), from the last rank's start.
   double begin = 0, end = 0;

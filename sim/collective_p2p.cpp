@@ -63,7 +63,7 @@ NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, con
   // doubled into execution channels by ncclTopoPostset (A100's 12 links: the 24 its logs show;
   // H800's 8: 16, NVIDIA/nccl#892 "16 coll channels ... 16 p2p channels per peer"; H100's 18:
   // 32, which the 4, 8 and 16 channels of a published H100 sendrecv_perf curve need).
-  const int stated = topo.nccl_channels(nodes);
+  const int stated = topo.nccl_channels(nodes, comm.local_ranks > 0 ? comm.local_ranks : one_node ? 2 : 1);
   const int channels = comm.channels > 0 ? comm.channels : stated > 0 ? stated : 2 * std::min(16, links);
   // NCCL_P2P_NVL_CHUNKSIZE where every GPU pair of the node is NVLink (ncclTopoPathAllNVLink),
   // else NCCL_P2P_PCI_CHUNKSIZE; across nodes NCCL_P2P_NET_CHUNKSIZE for every peer (src/init.cc).
@@ -86,7 +86,7 @@ NcclP2pSplit p2p_split(const Topology& topo, int src, int dst, double bytes, con
 }
 
 P2pCommunicator group_communicator(const Topology& topo, const std::vector<int>& ranks, int channels) {
-  return {std::max(2, static_cast<int>(ranks.size())), node_count(topo, ranks), channels};
+  return {std::max(2, static_cast<int>(ranks.size())), node_count(topo, ranks), channels, local_ranks(topo, ranks)};
 }
 
 int nccl_p2p_base(const Topology& topo, const std::vector<int>& ranks, int self, int peer, bool send) {

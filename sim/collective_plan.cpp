@@ -89,10 +89,8 @@ int compute_capability_index(const Topology& topo) {
   return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
 }
 
-/// The channels of NCCL's communicator over `nodes` nodes (Topology::nccl_channels), or
-/// `fallback` (the plan's own) where the topology does not state them.
-int communicator_channels(const Topology& topo, int nodes, int fallback) {
-  const int c = topo.nccl_channels(nodes);
+int communicator_channels(const Topology& topo, const std::vector<int>& ranks, int nodes, int fallback) {
+  const int c = topo.nccl_channels(nodes, local_ranks(topo, ranks));
   return c > 0 ? c : std::max(1, fallback);
 }
 
@@ -338,6 +336,21 @@ int node_count(const Topology& topo, const std::vector<int>& ranks) {
   return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
 }
 
+int local_ranks(const Topology& topo, const std::vector<int>& ranks) {
+  std::vector<int> nodes;
+  for (int r : ranks) nodes.push_back(topo.node_of(r));
+  std::sort(nodes.begin(), nodes.end());
+  int least = 0;
+  for (std::size_t i = 0; i < nodes.size();) {
+    std::size_t j = i;
+    while (j < nodes.size() && nodes[j] == nodes[i]) ++j;
+    const int here = static_cast<int>(j - i);
+    least = least == 0 ? here : std::min(least, here);
+    i = j;
+  }
+  return least;
+}
+
 namespace plan_detail {
 
 NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, int nodes,
@@ -347,9 +360,9 @@ NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, co
   in.nodes = nodes;
   in.cc_index = compute_capability_index(topo);
   in.amd_cpu = topo.cpu_vendor == "amd";
-  const int comm = communicator_channels(topo, nodes, opt.channels);
+  const int comm = communicator_channels(topo, ranks, nodes, opt.channels);
   in.comm_channels = comm;
-  in.graph_channels = topo.nccl_channels(nodes) > 0 ? std::max(1, comm / 2) : std::max(1, opt.channels);
+  in.graph_channels = topo.nccl_channels(nodes, local_ranks(topo, ranks)) > 0 ? std::max(1, comm / 2) : std::max(1, opt.channels);
   const Protocol simple = Protocol::Simple;
   const CollectivePlan rings =
       plan_ring(topo, eff, ranks, CollectiveKind::AllReduce, 0, in.graph_channels, opt, &simple);
@@ -554,7 +567,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     q.wire_bytes = q.step_bytes / kWireFraction[pi];
     q.rings = r.rings;
     // NCCL's thread blocks: its launch loop over the communicator's channels (header).
-    const int comm = communicator_channels(topo, nodes, p.channels);
+    const int comm = communicator_channels(topo, ranks, nodes, p.channels);
     const int nc = channels_forced > 0 || opt.textbook
                        ? q.channels
                        : nccl_launch(CollectiveAlgorithm::Ring, proto, bytes, n, comm, ring_bw).channels;

@@ -464,6 +464,7 @@ struct P2pCommunicator {
   int ranks = 2;     ///< nRanks (at least 2)
   int nodes = 0;     ///< nNodes; 0: the nodes of the message's own two GPUs (a pair's communicator)
   int channels = 0;  ///< comm->nChannels (NCCL_MIN/MAX_NCHANNELS); 0: the topology's (p2p_split)
+  int local_ranks = 0;  ///< the fewest ranks on one node (local_ranks); 0: the pair's (1 across nodes)
 };
 
 /// The communicator of a group of `ranks` (their count, at least 2, and their nodes) with
@@ -524,6 +525,9 @@ double simple_slices_per_step(double bytes, int ranks, int nccl_channels);
 
 /// Number of distinct nodes the ranks are on.
 int node_count(const Topology& topo, const std::vector<int>& ranks);
+/// NCCL's localRanks of a communicator of `ranks`: the fewest of them on one node (NCCL's
+/// channel search runs per node and the communicator keeps the least; src/init.cc). 0 for none.
+int local_ranks(const Topology& topo, const std::vector<int>& ranks);
 
 /// Plans a collective of `bytes` (NCCL buffer size per rank, schedule.hpp) over `ranks`, with
 /// opt.algorithm (Auto: the header's choice; Tree for a collective other than AllReduce: the

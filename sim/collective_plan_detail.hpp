@@ -13,9 +13,10 @@ namespace overlapsim::plan_detail {
 std::vector<std::vector<int>> members_by_node(const Topology& topo, const std::vector<int>& ranks);
 /// NCCL's compute capability index of the topology's GPU: Volta 0, Ampere 1, Hopper 2, Blackwell 3.
 int compute_capability_index(const Topology& topo);
-/// The channels of NCCL's communicator over `nodes` nodes (Topology::nccl_channels), or
-/// `fallback` (the plan's own) where the topology does not state them.
-int communicator_channels(const Topology& topo, int nodes, int fallback);
+/// The channels of NCCL's communicator of `ranks` over `nodes` nodes (Topology::nccl_channels
+/// with the group's local_ranks), or `fallback` (the plan's own) where the topology does not
+/// state them.
+int communicator_channels(const Topology& topo, const std::vector<int>& ranks, int nodes, int fallback);
 /// The key of the directed link a route's hop crosses: 2·id, + 1 against the link's stored
 /// direction (a half-duplex link is one resource for both directions: always 2·id).
 inline int directed_link(const Hop& hop, const Link& l) {

@@ -297,7 +297,7 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
     q.channels = channels_forced > 0 || opt.textbook
                      ? std::max(1, channels_forced > 0 ? channels_forced : opt.channels)
                      : nccl_launch(CollectiveAlgorithm::Tree, proto, bytes, n, std::max(1, opt.channels)).channels;
-    const int comm = communicator_channels(topo, nodes, opt.channels);
+    const int comm = communicator_channels(topo, ranks, nodes, opt.channels);
     q.sm_blocks = channels_forced > 0 || opt.textbook ? q.channels
                                                       : nccl_launch(CollectiveAlgorithm::Tree, proto, bytes, n, comm).channels;
     const double per_channel = bytes / q.channels;

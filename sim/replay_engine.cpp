@@ -195,7 +195,7 @@ int Replayer::hold_sms(int ri, int num_sm) {
 }
 
 int Replayer::p2p_sms(int src, int dst, double bytes, const P2pCommunicator& comm) {
-  const auto key = std::make_tuple(src, dst, bytes, comm.ranks, comm.nodes);
+  const auto key = std::make_tuple(src, dst, bytes, comm.ranks, comm.nodes, comm.local_ranks);
   auto it = p2p_sms_.find(key);
   if (it == p2p_sms_.end()) it = p2p_sms_.emplace(key, p2p_split(topo_, src, dst, bytes, comm).channels).first;
   return it->second;

@@ -266,7 +266,7 @@ class Replayer {
   };
   std::unordered_map<int64_t, int64_t> p2p_holds_;  // (rank index << 32 | op) → its peer kernel's key
   std::unordered_map<int64_t, PeerKernel> p2p_kernels_;  // (rank index << 32 | peer, or 2^31 | group) → kernel
-  std::map<std::tuple<int, int, double, int, int>, int> p2p_sms_;  // (src, dst, bytes, comm ranks, nodes) → SMs
+  std::map<std::tuple<int, int, double, int, int, int>, int> p2p_sms_;  // (src, dst, bytes, comm ranks, nodes, local ranks) → SMs
   std::map<std::pair<int, double>, int> a2a_sms_;        // (group, bytes) → SMs
   std::map<std::tuple<int, int, int, bool>, int> p2p_base_;  // (group, self, peer, send) → channel base
   std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds

@@ -91,9 +91,11 @@ Topology::Topology(Topology&& other) { *this = static_cast<const Topology&>(othe
 
 Topology& Topology::operator=(Topology&& other) { return *this = static_cast<const Topology&>(other); }
 
-int Topology::nccl_channels(int nodes) const {
+int Topology::nccl_channels(int nodes, int local_ranks) const {
   if (nodes <= 1) return nccl_channels_one_node;
-  return 2 * nics_per_node;
+  if (nics_per_node <= 0) return 0;
+  if (local_ranks <= 0 || gpus_per_node <= 0 || local_ranks >= gpus_per_node) return 2 * nics_per_node;
+  return 2 * std::max(1, nics_per_node * local_ranks / gpus_per_node);
 }
 
 int Topology::node_of(int rank) const {

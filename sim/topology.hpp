@@ -88,13 +88,18 @@ class Topology {
   /// NICs per node (template form; 0: none, or the explicit form).
   int nics_per_node = 0;
 
-  /// Channels NCCL's communicator opens over a group on `nodes` nodes, or 0 where not known.
-  /// One node: nccl_channels_one_node. Several (template form with NICs): two per NIC of a node —
-  /// NCCL's ring search gives one channel per NIC rail at the NIC's speed (src/graph/search.cc:
-  /// 200 Gb/s HDR runs at 24 GB/s, 400 Gb/s NDR at 45 GB/s, below the 25 and 50 GB/s at which
-  /// ncclTopoDupChannels would double them) and ncclTopoPostset doubles every ring
-  /// (src/graph/connect.cc); a 3-node H100 communicator logs "Channel 05/16" (NVIDIA/nccl#1453).
-  int nccl_channels(int nodes) const;
+  /// Channels NCCL's communicator opens over a group on `nodes` nodes holding `local_ranks` GPUs
+  /// of each (NCCL's localRanks; 0: every GPU of the node), or 0 where not known.
+  /// One node: nccl_channels_one_node. Several (template form with NICs): two per NIC local to
+  /// the group's GPUs of a node — NCCL's ring search runs over the communicator's GPUs of the
+  /// node and the NICs nearest them (src/graph/search.cc, ncclTopoSelectNets: the GPU's own
+  /// NICs first), one channel per NIC rail at the NIC's speed (200 Gb/s HDR runs at 24 GB/s,
+  /// 400 Gb/s NDR at 45 GB/s, below the 25 and 50 GB/s at which ncclTopoDupChannels would double
+  /// them), and ncclTopoPostset doubles every ring (src/graph/connect.cc). A DGX's NICs are one
+  /// per GPU pair or GPU, so a group of g of a node's G GPUs reaches max(1, NICs · g / G) of
+  /// them: a 3-node H100 communicator of every GPU logs "Channel 05/16" (NVIDIA/nccl#1453); a
+  /// data-parallel group beside TP 8 (one GPU a node) opens 2.
+  int nccl_channels(int nodes, int local_ranks = 0) const;
 
   Topology() = default;
   /// Copies (and moves, which Boost's adjacency_list can only do by copying) re-point the

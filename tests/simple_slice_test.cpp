@@ -87,6 +87,42 @@ TEST_CASE("the communicator's channels: the topology's for one node, two per NIC
   CHECK(h100.nccl_channels(2) == 16);
   const Topology star = load_topology(kSrc + "/tests/data/replay/star8.yaml");  // explicit form
   CHECK(star.nccl_channels(1) == 0);
+  // A group holding some GPUs of each node: two per NIC local to them (one NIC per H100).
+  CHECK(h100.nccl_channels(2, 8) == 16);
+  CHECK(h100.nccl_channels(2, 4) == 8);
+  CHECK(h100.nccl_channels(2, 1) == 2);
+  CHECK(h100.nccl_channels(1, 1) == 32);  // inside a node the topology's count
+  CHECK(local_ranks(h100, {0, 8}) == 1);
+  CHECK(local_ranks(h100, {0, 1, 2, 8, 9}) == 2);  // the fewest on one node
+  CHECK(local_ranks(h100, {}) == 0);
+}
+
+TEST_CASE("a data-parallel group beside TP 8 plans as the same group on one-GPU nodes") {
+  // 64 DGX H100 nodes, one GPU of each (a DP group of TP 8 x DP 64): NCCL's communicator has the
+  // one NIC of that GPU, 2 channels, as on 64 nodes of one GPU and one NIC. The ZeRO-1 gradient
+  // ReduceScatter of GPT-3 175B's stage (66,807,808 B) and an AllGather and AllReduce of it.
+  const Topology eight = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "64"}});
+  const Topology one =
+      load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "64"}, {"node.gpus.count", "1"}});
+  const LinkEfficiency eff = shipped_link_efficiency("h100-sxm5-80gb");
+  std::vector<int> dp, all;
+  for (int i = 0; i < 64; ++i) {
+    dp.push_back(8 * i);
+    all.push_back(i);
+  }
+  CollectiveOptions opt;
+  for (CollectiveKind kind : {CollectiveKind::ReduceScatter, CollectiveKind::AllGather, CollectiveKind::AllReduce})
+    for (double bytes : {64.0 * 1024, 66807808.0, 1024.0 * kMiB}) {
+      CAPTURE(static_cast<int>(kind));
+      CAPTURE(bytes);
+      const CollectivePlan a = plan_collective(eight, eff, dp, kind, bytes, 0, opt);
+      const CollectivePlan b = plan_collective(one, eff, all, kind, bytes, 0, opt);
+      CHECK(a.algorithm == b.algorithm);
+      CHECK(a.protocol == b.protocol);
+      CHECK(a.sm_blocks == b.sm_blocks);
+      CHECK(a.sm_blocks <= 2);
+      CHECK(a.closed_form_s() == doctest::Approx(b.closed_form_s()).epsilon(1e-9));
+    }
 }
 
 TEST_CASE("a uniform NVSwitch ring pays steps x slices x the slice cost on top, exactly") {
