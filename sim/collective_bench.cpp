@@ -64,9 +64,32 @@ std::vector<double> size_range(double from, double to, double factor) {
   return out;
 }
 
+std::vector<int> bench_members(const Topology& topo, int ranks, int ranks_per_node) {
+  if (ranks < 1) throw std::invalid_argument(fmt::format("expected 1 or more ranks, found {}", ranks));
+  if (ranks_per_node < 0)
+    throw std::invalid_argument(fmt::format("expected 1 or more ranks per node, found {}", ranks_per_node));
+  std::vector<int> members;
+  if (ranks_per_node == 0 || (topo.gpus_per_node > 0 && ranks_per_node == topo.gpus_per_node)) {
+    if (ranks > topo.num_gpus())
+      throw std::invalid_argument(fmt::format("expected at most {} ranks (the GPUs of {}), found {}", topo.num_gpus(),
+                                              topo.name, ranks));
+    for (int r = 0; r < ranks; ++r) members.push_back(r);
+    return members;
+  }
+  if (ranks_per_node > topo.gpus_per_node)
+    throw std::invalid_argument(fmt::format("expected at most {} ranks per node (the GPUs of a node of {}), found {}",
+                                            topo.gpus_per_node, topo.name, ranks_per_node));
+  const int nodes = (ranks + ranks_per_node - 1) / ranks_per_node;
+  if (nodes > topo.num_nodes)
+    throw std::invalid_argument(fmt::format("{} ranks at {} per node need {} nodes; {} has {}", ranks, ranks_per_node,
+                                            nodes, topo.name, topo.num_nodes));
+  for (int r = 0; r < ranks; ++r) members.push_back(r / ranks_per_node * topo.gpus_per_node + r % ranks_per_node);
+  return members;
+}
+
 namespace {
 
-BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, BenchOptions opt);
+BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& all, double size, BenchOptions opt);
 
 }  // namespace
 
@@ -75,20 +98,20 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
   // Each size alone from time 0 (regression: run one after the other, a size started on some
   // ranks while others finished the previous one, so a Broadcast of 256 B "took" less than one
   // of 8 B): the time of one collective, whatever came before it.
+  const std::vector<int> all = bench_members(topo, ranks, opt.ranks_per_node);
   std::vector<BenchRow> rows;
-  for (double size : sizes) rows.push_back(bench_size(topo, op, ranks, size, opt));
+  for (double size : sizes) rows.push_back(bench_size(topo, op, all, size, opt));
   return rows;
 }
 
 namespace {
 
-BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, BenchOptions opt) {
-  OVERLAPSIM_CHECK(ranks >= 1 && ranks <= topo.num_gpus(), "rank count out of range");
+BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& all, double size, BenchOptions opt) {
+  const int ranks = static_cast<int>(all.size());
+  OVERLAPSIM_CHECK(ranks >= 1 && all.back() < topo.num_gpus(), "rank count out of range");
   Schedule s;
-  s.world_size = ranks;
+  s.world_size = all.back() + 1;
   s.stream_names = {"comm"};
-  std::vector<int> all;
-  for (int r = 0; r < ranks; ++r) all.push_back(r);
   const int g = s.intern_group(all, CommPurpose::DataParallel);
   // A rooted collective, or an AllReduce run as a tree, ends at different times on different
   // ranks (the root first): time it on every rank, so that the slowest is seen whether or not
@@ -134,27 +157,30 @@ BenchRow bench_size(const Topology& topo, BenchOp op, int ranks, double size, Be
   // fold: their closed form covers every hop, and the representative's flows move no faster than
   // their share of links it does not see the other ranks load (Task::Step).
   if (!opt.unfold && (op == BenchOp::SendRecv ||
-                      (op == BenchOp::AllToAll && (!topo.ranks_fill_nodes_alike(ranks) || !topo.uniform_within_nodes(all)))))
+                      (op == BenchOp::AllToAll && (topo.node_shape(all).first == 0 || !topo.uniform_within_nodes(all)))))
     opt.unfold = true;
-  std::vector<int> simulated{0};
+  std::vector<int> simulated{all[0]};
   if (slowest > 0) {
-    simulated.push_back(slowest);
+    simulated.push_back(all[static_cast<size_t>(slowest)]);
   } else if (opt.unfold || (rooted && slowest < 0)) {
     simulated = all;
   }
+  std::vector<int> position(static_cast<size_t>(s.world_size), -1);
+  for (int i = 0; i < ranks; ++i) position[static_cast<size_t>(all[static_cast<size_t>(i)])] = i;
   for (int r : simulated) {
     RankProgram p{r, 1, {}};
+    const int i = position[static_cast<size_t>(r)];
     if (op == BenchOp::SendRecv && ranks >= 2) {
       // nccl-tests sendrecv_perf: every rank sends to the next and receives from the previous.
       Op send;
       send.type = OpType::Send;
-      send.peer = (r + 1) % ranks;
+      send.peer = all[static_cast<size_t>((i + 1) % ranks)];
       send.bytes = size;
       send.match = -2 - static_cast<int64_t>(r);
       send.name = "send";
       Op recv = send;
       recv.type = OpType::Recv;
-      recv.peer = (r + ranks - 1) % ranks;
+      recv.peer = all[static_cast<size_t>((i + ranks - 1) % ranks)];
       recv.match = -2 - static_cast<int64_t>(recv.peer);
       recv.name = "recv";
       p.ops.push_back(send);

@@ -1,4 +1,5 @@
-// A simulated nccl-tests: one collective over the first N ranks of a machine, timed at a range
+// A simulated nccl-tests: one collective over N ranks of a machine (its first N GPUs, or the first
+// K GPUs of each node as `mpirun -N K` / `srun --ntasks-per-node=K` place them), timed at a range
 // of sizes, reported in nccl-tests' terms (NVIDIA/nccl-tests, doc/PERFORMANCE.md):
 //   algbw = size / time;  busbw = algbw · factor, factor = 2(n−1)/n for AllReduce,
 //   (n−1)/n for AllGather, ReduceScatter and AllToAll, 1 for Broadcast, Reduce and SendRecv.
@@ -42,10 +43,20 @@ struct BenchOptions {
                         ///< AllReduce run as a tree, and AllToAll on a non-uniform node)
   int channels = 0;     ///< 0: the replay's default
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
+  /// GPUs taken from each node (the job's ranks per node: nccl-tests under `mpirun -N K`); 0:
+  /// every GPU of a node, i.e. GPUs 0..ranks−1 (bench_members).
+  int ranks_per_node = 0;
 };
 
-/// Times `op` over ranks 0..ranks−1 of `topo` at each size, all in one replay (the collectives
-/// run one after the other on one stream). REQUIRES: 1 <= ranks <= topo.num_gpus().
+/// The GPUs (global ranks of `topo`) a bench of `ranks` ranks runs on, in rank order: GPUs
+/// 0..ranks−1 when `ranks_per_node` is 0 or the node's GPU count, else the first
+/// `ranks_per_node` GPUs of nodes 0, 1, ... (the last node may hold fewer).
+/// Throws std::invalid_argument when ranks < 1, ranks_per_node < 0, ranks_per_node exceeds the
+/// GPUs of a node, or the nodes are too few (the message names how many are needed).
+std::vector<int> bench_members(const Topology& topo, int ranks, int ranks_per_node);
+
+/// Times `op` over bench_members(topo, ranks, opt.ranks_per_node) at each size, each size alone
+/// from time 0. REQUIRES: those members exist (bench_members does not throw).
 std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int ranks,
                                            const std::vector<double>& sizes, const BenchOptions& opt);
 

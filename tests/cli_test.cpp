@@ -887,3 +887,44 @@ TEST_CASE("collective's count column is nccl-tests': elements per rank for allga
     CHECK(r.output.find("          1024          256  float") != std::string::npos);
   }
 }
+
+TEST_CASE("collective --ranks-per-node: the first K GPUs of each node, the log's per host with --compare") {
+  const std::string h100 = kSrc + "/topologies/dgx-h100-superpod.yaml";
+  const std::string log = kSrc + "/tests/data/nccl-tests/all_gather_perf_10x2xh100_xxrjun.log";
+  // A real 20-rank log, 2 per host on 10 hosts: compared on 2 GPUs of each of 10 nodes.
+  const Run cmp = run_cli("collective -t " + h100 + " --override node.count=10 --compare " + log + " --fidelity analytic");
+  CHECK(cmp.status == 0);
+  CHECK(cmp.output.find("AllGather over 20 of 80 GPUs of dgx-h100-superpod (h100-sxm5-80gb, 2 per node on 10 nodes)") !=
+        std::string::npos);
+  CHECK(cmp.output.find("20 ranks on 10 node(s)") != std::string::npos);
+  CHECK(cmp.output.find("here on") == std::string::npos);  // no node-count mismatch note
+  CHECK(cmp.output.find("6 of 6 sizes within 10%") != std::string::npos);
+  // Without --compare: every node's first GPU by default rank count.
+  const Run one = run_cli("collective -t " + h100 + " --override node.count=4 --op allreduce --ranks-per-node 1 "
+                          "--sizes 1GiB:1GiB --fidelity analytic");
+  CHECK(one.status == 0);
+  CHECK(one.output.find("AllReduce over 4 of 32 GPUs of dgx-h100-superpod (h100-sxm5-80gb, 1 per node on 4 nodes)") !=
+        std::string::npos);
+  struct Case {
+    std::string args, says;
+  };
+  const Case cases[] = {
+      {"-t " + h100 + " --override node.count=10 --compare " + log + " --ranks-per-node 4",
+       "--ranks-per-node: expected the log's 2 ranks per host (20 ranks on 10 hosts"},
+      {"-t " + h100 + " --override node.count=5 --compare " + log,
+       "--ranks-per-node: 20 ranks at 2 per node need 10 nodes, dgx-h100-superpod has 5; --override node.count=10 "
+       "gives them"},
+      {"-t " + h100 + " --override node.count=2 --op allreduce --ranks-per-node 9",
+       "--ranks-per-node: expected at most 8 (the GPUs of a node of dgx-h100-superpod), found 9"},
+      {"-t " + h100 + " --override node.count=10 --op allreduce --ranks-per-node 1 --ranks 16",
+       "--ranks-per-node: 16 ranks at 1 per node need 16 nodes, dgx-h100-superpod has 10; --override node.count=16"},
+      {"-t " + h100 + " --override node.count=2 --op allreduce --ranks-per-node 1 --ranks 1", "--ranks: expected 2 or more, found 1"},
+      {"-t " + h100 + " --op allreduce --ranks-per-node 0", "--ranks-per-node"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const Run r = run_cli("collective " + c.args);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(c.says) != std::string::npos);
+  }
+}

@@ -39,6 +39,10 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                  "unless --compare gives it)");
   c->add_option("--ranks,-n", a.ranks,
                 "GPUs taking part (2 or more): ranks 0..N-1 of the topology (default: all; --compare: the log's)");
+  c->add_option("--ranks-per-node", a.ranks_per_node,
+                "GPUs taken from each node, the first K of nodes 0, 1, ... (nccl-tests under mpirun -N K or srun "
+                "--ntasks-per-node=K; default: every GPU of a node; --compare: the log's ranks per host)")
+      ->check(CLI::Range(1, 1 << 20));
   c->add_option("--topology,-t", a.topology, "topology YAML file")->required();
   c->add_option("--override", a.overrides, "topology override KEY=VALUE, e.g. node.count=16 (repeatable)");
   c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e); each size counts whole floats")
@@ -196,17 +200,47 @@ int collective_command(const CollectiveArgs& a) {
     }
     return {0, 0};
   };
-  if (comparing && log.ranks > topo.num_gpus()) {
+  // Ranks per node: the flag's, else the log's (its rank lines' hosts), else every GPU of a node.
+  int rpn = a.ranks_per_node;
+  if (comparing && log.nodes > 1 && log.ranks % log.nodes == 0 && log.ranks_from == "rank lines") {
+    const int from_log = log.ranks / log.nodes;
+    if (rpn > 0 && rpn != from_log)
+      throw InputError(cli, "--ranks-per-node",
+                       fmt::format("expected the log's {} ranks per host ({} ranks on {} hosts, {}), found {}", from_log,
+                                   log.ranks, log.nodes, a.compare, rpn));
+    if (topo.gpus_per_node > 0 && from_log < topo.gpus_per_node) rpn = from_log;
+  }
+  if (rpn > 0 && topo.gpus_per_node > 0 && rpn > topo.gpus_per_node)
+    throw InputError(cli, "--ranks-per-node",
+                     fmt::format("expected at most {} (the GPUs of a node of {}), found {}", topo.gpus_per_node,
+                                 topo.name, rpn));
+  if (rpn > 0 && topo.gpus_per_node > 0 && rpn == topo.gpus_per_node) rpn = 0;
+  if (rpn > 0) {
+    const int want = comparing ? log.ranks : a.ranks == kAllRanks ? rpn * topo.num_nodes : a.ranks;
+    const int nodes = (want + rpn - 1) / rpn;
+    if (want >= 2 && nodes > topo.num_nodes) {
+      const int fit = grown(nodes * topo.gpus_per_node).first;
+      const std::string hint = fit > 0 ? fmt::format("; --override node.count={} gives them", nodes) : std::string();
+      throw InputError(comparing ? SourceLocation{a.compare, 0, 0} : cli, "--ranks-per-node",
+                       fmt::format("{} ranks at {} per node need {} nodes, {} has {}{}", want, rpn, nodes, topo.name,
+                                   topo.num_nodes, hint));
+    }
+  }
+  if (comparing && rpn == 0 && log.ranks > topo.num_gpus()) {
     const int nodes = grown(log.ranks).first;
     const std::string hint = nodes > 0 ? fmt::format("give it more nodes, e.g. --override node.count={}", nodes)
                                        : std::string("a topology of that many GPUs");
     throw InputError(cli, "--topology",
                      fmt::format("the log ran {} ranks but {} has {} GPUs ({})", log.ranks, topo.name, topo.num_gpus(), hint));
   }
-  const int ranks = comparing ? log.ranks : a.ranks == kAllRanks ? topo.num_gpus() : a.ranks;
+  const int capacity = rpn > 0 ? rpn * topo.num_nodes : topo.num_gpus();
+  const int ranks = comparing ? log.ranks : a.ranks == kAllRanks ? capacity : a.ranks;
   // One rank has nothing to communicate (nccl-tests would time a local copy, which this does
   // not model): refuse it rather than print zeros.
-  if (ranks < 2 || ranks > topo.num_gpus()) {
+  if (rpn > 0 && ranks < 2)
+    throw InputError(comparing ? SourceLocation{a.compare, 0, 0} : cli, "--ranks",
+                     fmt::format("expected 2 or more, found {}", ranks));
+  if (rpn == 0 && (ranks < 2 || ranks > topo.num_gpus())) {
     // Name the override that fits, where the topology grows by its node count.
     std::string more;
     if (ranks > topo.num_gpus()) {
@@ -272,6 +306,8 @@ int collective_command(const CollectiveArgs& a) {
                      fmt::format("profile is for '{}' but the topology's GPUs are '{}'", profile.device, dev.model));
   BenchOptions opt;
   opt.unfold = a.unfold;
+  opt.ranks_per_node = rpn;
+  const std::vector<int> members = bench_members(topo, ranks, rpn);
   opt.channels = a.channels;
   if (!a.fidelity.empty()) {
     try {
@@ -362,7 +398,7 @@ int collective_command(const CollectiveArgs& a) {
                            a.topology + " with node.gpus.model: " + m + ")");
     if (m.empty() && !log.gpu_name.empty())
       notes.push_back("the log's GPUs (" + log.gpu_name + ") are not in the device catalog; compared with " + dev.model);
-    const int nodes = topo.node_of(ranks - 1) + 1;
+    const int nodes = topo.node_of(members.back()) + 1;
     if (nodes != log.nodes)
       notes.push_back(fmt::format("the log's ranks ran on {} node(s), here on {}", log.nodes, nodes));
   }
@@ -399,8 +435,10 @@ int collective_command(const CollectiveArgs& a) {
           to_string(opt.algorithm), other, rows.size(), ran, to_string(opt.algorithm)));
   }
 
-  std::cout << fmt::format("# overlapsim collective: {} over {} of {} GPUs of {} ({}), {} fidelity, profile {}\n",
+  std::cout << fmt::format("# overlapsim collective: {} over {} of {} GPUs of {} ({}{}), {} fidelity, profile {}\n",
                            to_string(op), ranks, topo.num_gpus(), topo.name, topo.gpu_model(),
+                           rpn > 0 ? fmt::format(", {} per node on {} nodes", rpn, topo.node_of(members.back()) + 1)
+                                   : std::string(),
                            to_string(opt.replay.fidelity), profile_path);
   if (comparing)
     std::cout << fmt::format("# compared with {}: {}, {} ranks on {} node(s){}{}; measured: busbw from the "

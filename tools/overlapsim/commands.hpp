@@ -40,6 +40,7 @@ inline constexpr int kAllRanks = std::numeric_limits<int>::min();
 struct CollectiveArgs {
   std::string op;         ///< "" with --compare: the log's collective
   int ranks = kAllRanks;  ///< kAllRanks (flag not given): every GPU of the topology (--compare: the log's)
+  int ranks_per_node = 0; ///< 0 (flag not given): every GPU of a node (--compare: the log's ranks per host)
   std::string topology;
   std::vector<std::string> overrides;
   std::string sizes;      ///< "" (flag not given): 8B:8GiB, or the log's sizes with --compare
