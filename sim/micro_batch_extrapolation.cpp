@@ -162,6 +162,8 @@ std::optional<ReplaySample> extrapolate_micro_batches(const std::array<ReplaySam
     p.instances = *inst;
     r.plan.push_back(p);
   }
+  r.communication = s[2].communication;
+  r.micro_batches = s[2].micro_batches;
   return r;
 }
 

@@ -40,6 +40,7 @@
 // centauri within 4.2e-7.
 #pragma once
 
+#include "sim/comm_report.hpp"
 #include "sim/replay.hpp"
 #include "sim/strategy.hpp"
 
@@ -56,6 +57,10 @@ struct ReplaySample {
   long long ops = 0, activities = 0;
   std::vector<std::string> notes;  ///< the strategy's notes (counts in them grow with m)
   std::vector<OpPlan> plan;        ///< a searching strategy's choices (instances grow with m)
+  /// How the replay ran its communication (SimulateOptions::communication_report; else empty)
+  /// and the micro-batches that replay ran; an extension keeps its largest sample's.
+  std::vector<CommOpSummary> communication;
+  int micro_batches = 0;
 };
 
 /// Whether a replayed schedule of m micro-batches ran periodically before its end: on every

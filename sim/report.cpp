@@ -79,6 +79,32 @@ std::string size_label(double bytes) {
 }
 }  // namespace
 
+void print_communication(std::ostream& out, const StrategyResult& s, const RunResult& r) {
+  if (s.communication.empty()) return;
+  out << fmt::format("\n{}: communication as replayed ({} of the {} micro-batches; per op on the {} simulated "
+                     "rank(s), from its last member's start; us)\n",
+                     s.strategy, s.communication_micro_batches, r.micro_batches, r.simulated_ranks);
+  const auto group_of = [](const CommOpSummary& c) {
+    std::string g = (c.purpose.empty() ? "pair" : c.purpose) + fmt::format(" {}", c.group_size);
+    if (c.nodes > 1) g += fmt::format(" ({}x{})", c.nodes, c.local_ranks);
+    return g;
+  };
+  size_t wop = 2, wgroup = 5, wplan = 9;
+  for (const CommOpSummary& c : s.communication) {
+    wop = std::max(wop, c.op.size());
+    wgroup = std::max(wgroup, group_of(c).size());
+    wplan = std::max(wplan, c.plan.size());
+  }
+  out << fmt::format("  {:<{}} {:<13} {:<{}} {:>10} {:>9}  {:<{}} {:>4} {:>10} {:>10} {:>10}\n", "op", wop, "kind",
+                     "group", wgroup, "size", "instances", "NCCL plan", wplan, "SMs", "alone", "mean", "max");
+  for (const CommOpSummary& c : s.communication) {
+    const std::string alone = c.alone_s < 0 ? "-" : fmt::format("{:.1f}", 1e6 * c.alone_s);
+    out << fmt::format("  {:<{}} {:<13} {:<{}} {:>10} {:>9}  {:<{}} {:>4} {:>10} {:>10.1f} {:>10.1f}\n", c.op, wop,
+                       c.kind, group_of(c), wgroup, size_label(c.bytes), c.instances, c.plan, wplan, c.sms, alone,
+                       1e6 * c.mean_s, 1e6 * c.max_s);
+  }
+}
+
 void print_plans(std::ostream& out, const RunResult& r) {
   for (const auto& s : r.strategies) {
     if (s.out_of_memory) {
@@ -86,6 +112,7 @@ void print_plans(std::ostream& out, const RunResult& r) {
                          s.strategy, s.peak_memory_bytes / kGiB, r.device_memory_bytes / kGiB);
       continue;
     }
+    print_communication(out, s, r);
     if (s.plan.empty()) {
       out << fmt::format("\n{}: no per-op plan (only searching strategies, e.g. centauri, have one)\n", s.strategy);
       continue;
@@ -140,6 +167,17 @@ nlohmann::json to_json(const RunResult& r) {
         e["plan"].push_back({{"op", p.op}, {"kind", p.kind}, {"purpose", p.purpose}, {"group_size", p.group_size},
                              {"bytes", p.bytes}, {"gemm", p.gemm}, {"instances", p.instances},
                              {"chosen", p.alternatives[p.chosen].plan}, {"alternatives", alts}});
+      }
+    }
+    if (!s.communication.empty()) {
+      e["communication"] = {{"micro_batches_replayed", s.communication_micro_batches}, {"ops", nlohmann::json::array()}};
+      for (const CommOpSummary& c : s.communication) {
+        nlohmann::json x{{"op", c.op},         {"kind", c.kind},           {"purpose", c.purpose},
+                         {"group_size", c.group_size}, {"nodes", c.nodes}, {"local_ranks", c.local_ranks},
+                         {"bytes", c.bytes},   {"instances", c.instances}, {"plan", c.plan},
+                         {"sms", c.sms},       {"mean_s", c.mean_s},       {"max_s", c.max_s}};
+        if (c.alone_s >= 0) x["alone_s"] = c.alone_s;
+        e["communication"]["ops"].push_back(x);
       }
     }
     if (!s.out_of_memory) {

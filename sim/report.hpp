@@ -18,6 +18,10 @@ void print_table(std::ostream& out, const RunResult& r);
 /// alternatives considered with their predicted time and exposed communication (milliseconds),
 /// the chosen one marked. Strategies without a plan get one line saying so.
 void print_plans(std::ostream& out, const RunResult& r);
+/// Strategy `s`'s communication as replayed (StrategyResult::communication), one row per op:
+/// name, kind, group (purpose, ranks, nodes x ranks on each), size, instances, NCCL's plan, SMs,
+/// contention-free and replayed mean and longest times (µs). Nothing when it has none.
+void print_communication(std::ostream& out, const StrategyResult& s, const RunResult& r);
 
 /// The same figures as JSON (keys carry units: iteration_s, peak_memory_bytes, ...).
 nlohmann::json to_json(const RunResult& r);

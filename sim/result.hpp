@@ -12,6 +12,7 @@
 //   speedup          — megatron's iteration_s / this iteration_s (0 when megatron is not in the run).
 #pragma once
 
+#include "sim/comm_report.hpp"
 #include "sim/replay.hpp"
 #include "sim/schedule.hpp"
 #include "sim/strategy.hpp"
@@ -38,6 +39,10 @@ struct StrategyResult {
   long long activities = 0;   ///< SimGrid activities (kernels and flows) created
   std::vector<std::string> notes;  ///< what the strategy did not do and why (e.g. a fallback), one line each
   std::vector<OpPlan> plan;        ///< a searching strategy's choice per communication op (`--explain`)
+  /// How the replay ran each communication op (SimulateOptions::communication_report, `--explain`),
+  /// from a replay of `communication_micro_batches` micro-batches (an extended run: its largest sample).
+  std::vector<CommOpSummary> communication;
+  int communication_micro_batches = 0;
 };
 
 struct RunResult {
@@ -48,6 +53,7 @@ struct RunResult {
   std::string profile_source;  ///< its provenance line
   std::string layout;          ///< e.g. "TP 8 · PP 8 · DP 24, SP on, micro-batch 1, 1f1b, recompute full"
   int gpus = 0;
+  int micro_batches = 0;       ///< per pipeline in the iteration
   int simulated_ranks = 0;
   std::string fidelity;
   double device_memory_bytes = 0;

@@ -142,6 +142,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   rr.profile_source = profile.provenance_kind + ": " + profile.provenance_source;
   rr.layout = describe_layout(par);
   rr.gpus = par.world();
+  rr.micro_batches = par.num_micro_batches();
   rr.device_memory_bytes = dev.hbm_bytes;
   rr.peak_flops = dev.peak_flops(sc.model.dtype);
   rr.notes = sc.notes;
@@ -221,6 +222,8 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     if (opt.on_replayed) opt.on_replayed(name, sched, t, topo);
     if (periodic != nullptr)
       *periodic = runs_periodically(sched, t, p.rank_of(0, 0, p.pp - 1), 1e-7 * t.makespan_s, period);
+    if (opt.communication_report) out.communication = summarize_communication(sched, t, topo, ro);
+    out.micro_batches = p.num_micro_batches();
     const Breakdown b = breakdown(sched, t);
     out.iteration_s = t.makespan_s;
     out.activities = t.activities;
@@ -345,6 +348,8 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     r.bubble_s = s.bubble_s;
     r.notes = std::move(s.notes);
     r.plan = std::move(s.plan);
+    r.communication = std::move(s.communication);
+    r.communication_micro_batches = s.micro_batches;
     r.tflops_per_gpu = flops_recompute / (r.iteration_s * rr.gpus) / 1e12;
     r.model_tflops_per_gpu = flops_model / (r.iteration_s * rr.gpus) / 1e12;
     r.mfu = flops_model / (r.iteration_s * rr.gpus) / rr.peak_flops;

@@ -31,6 +31,8 @@ struct SimulateOptions {
   bool every_micro_batch = false;
   /// Have the replay record every flow (ReplayTimes::flows, for the trace's link tracks).
   bool record_flows = false;
+  /// Summarize how each replay ran its communication (StrategyResult::communication).
+  bool communication_report = false;
 };
 
 /// Runs the scenario. Throws InputError for inputs that do not fit together (a layout larger

@@ -45,8 +45,10 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   };
   run->add_option_function<std::vector<std::string>>("--override", refuse_override)->group("");
   run->add_flag("--explain", a.explain,
-               "after the table, each searching strategy's choice per communication op and the predicted time of "
-               "every alternative it considered (e.g. --strategy centauri)");
+               "after the table, how each strategy's replay ran every communication op (NCCL's algorithm, "
+               "protocol and channels, SMs, its time alone and as replayed), and each searching strategy's choice "
+               "per communication op with the predicted time of every alternative it considered (e.g. --strategy "
+               "centauri)");
   run->add_flag("--unfold", a.unfold, "simulate every rank instead of one representative per pipeline stage");
   run->add_flag("--every-micro-batch", a.every_micro_batch,
                "replay every micro-batch instead of extending the steady state of a few "
@@ -118,6 +120,7 @@ int run_command(const RunArgs& a) {
     }
   }
   opt.every_micro_batch = a.every_micro_batch;
+  opt.communication_report = a.explain;
   opt.folding = a.unfold ? Folding::None : Folding::Representatives;
   if (!a.quiet) opt.progress = [](const std::string& line) { std::cerr << "overlapsim: " << line << "\n"; };
   std::unique_ptr<TraceWriter> trace;

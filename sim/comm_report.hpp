@@ -1,0 +1,43 @@
+// How a replay ran its communication: per distinct communication op (its name, kind, group and
+// size), how many instances the simulated ranks ran, what NCCL runs it as (algorithm, protocol
+// and channels, the SMs its kernel holds), its contention-free closed form and the time it took
+// in the replay: from when its last member joined (the latest start among the simulated ranks'
+// instances of it, a mirror starting with its representative; a send: its receive's too) to
+// its end on the rank, contention on shared links and NICs included. What `overlapsim run
+// --explain` prints under a strategy's table.
+#pragma once
+
+#include "sim/replay.hpp"
+#include "sim/schedule.hpp"
+#include "sim/topology.hpp"
+
+#include <string>
+#include <vector>
+
+namespace overlapsim {
+
+struct CommOpSummary {
+  std::string op;         ///< the op's name, e.g. "ar.proj", "dp.rs"
+  std::string kind;       ///< "AllReduce", ..., "AllToAll", "Send"
+  std::string purpose;    ///< "tp", "dp", "pp", "embedding"; "" for a send on the pair's own communicator
+  int group_size = 0;     ///< ranks of the op's communicator (2 for a pair's send)
+  int nodes = 0;          ///< nodes it spans
+  int local_ranks = 0;    ///< its fewest ranks on one node (NCCL's localRanks)
+  double bytes = 0;       ///< NCCL buffer size per rank (a send: the message), bytes
+  long long instances = 0;  ///< ops over the simulated ranks (each stands for its mirrors)
+  std::string plan;       ///< "ring/Simple/8" (algorithm/protocol/rings), "chain/...", "p2p/4" (NCCL's p2p
+                          ///< channels), "measured" (a profile's fit times it, analytic fidelity)
+  int sms = 0;            ///< SMs the kernel holds (NCCL's channels, or the op's num_sm; 0: copy engine)
+  double alone_s = -1;    ///< contention-free closed form of the plan, seconds (−1: none, a send)
+  double mean_s = 0;      ///< mean replayed time from the last member's start to the end, seconds
+  double max_s = 0;       ///< the longest, seconds
+};
+
+/// The summary of `times` (a replay of `schedule` on `topo` with `options`), one row per distinct
+/// (name, kind, group, size, channels, algorithm, reduction) in order of first appearance; rows
+/// for collectives and sends (a send's receive is its other end, not counted again).
+/// REQUIRES: times from replay(schedule, topo, options).
+std::vector<CommOpSummary> summarize_communication(const Schedule& schedule, const ReplayTimes& times,
+                                                   const Topology& topo, const ReplayOptions& options);
+
+}  // namespace overlapsim
