@@ -45,10 +45,13 @@ int topo_command(const TopoArgs& a) {
   std::cout << fmt::format("topology {} ({}): {} GPUs of {}, {} node(s)\n", t.name, t.source_file, t.num_gpus(),
                            t.gpu_model(), t.num_nodes);
   if (!t.cpu_vendor.empty() || t.nccl_channels_one_node > 0 || t.nics_per_node > 0)
-    std::cout << fmt::format("nccl: cpu vendor {}, channels {} in one node, {} across nodes\n",
+    std::cout << fmt::format("nccl: cpu vendor {}, channels {} in one node, {} across nodes{}\n",
                              t.cpu_vendor.empty() ? "not stated" : t.cpu_vendor,
                              t.nccl_channels(1) > 0 ? std::to_string(t.nccl_channels(1)) : "not stated",
-                             t.nccl_channels(2) > 0 ? std::to_string(t.nccl_channels(2)) : "not known");
+                             t.nccl_channels(2) > 0 ? std::to_string(t.nccl_channels(2)) : "not known",
+                             t.nccl_channels(2) > 0 && t.gpus_per_node > 1
+                                 ? fmt::format(" ({} for a communicator of one GPU a node)", t.nccl_channels(2, 1))
+                                 : std::string());
   std::cout << "devices:\n";
   for (const auto& [k, n] : devices) std::cout << fmt::format("  {:>6} {}\n", n, k);
   std::cout << "links (per direction when full duplex):\n";
