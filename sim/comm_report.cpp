@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -30,18 +32,16 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
     }
     return sh;
   };
-  // When each collective instance (group, match) and each send/recv pair (match) could begin: the
-  // latest start among its simulated members (a mirror starts with its representative).
-  std::map<std::pair<int, int64_t>, double> joined, paired;
+  // When each collective instance (group, match) could begin: the latest start among its
+  // simulated members (a mirror starts with its representative). A send's data leaves when it is
+  // posted (the replay's sends do not wait for their receive): it is timed from its own start.
+  std::map<std::pair<int, int64_t>, double> joined;
   for (size_t pi = 0; pi < s.programs.size(); ++pi)
     for (size_t i = 0; i < s.programs[pi].ops.size(); ++i) {
       const Op& op = s.programs[pi].ops[i];
       const double st = t.start_s[pi][i];
       if (op.type == OpType::Collective) {
         auto [it, fresh] = joined.try_emplace({op.group, op.match}, st);
-        if (!fresh) it->second = std::max(it->second, st);
-      } else if (op.type == OpType::Send || op.type == OpType::Recv) {
-        auto [it, fresh] = paired.try_emplace({0, op.match}, st);
         if (!fresh) it->second = std::max(it->second, st);
       }
     }
@@ -57,7 +57,7 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
       const Key key{op.name.str(), static_cast<int>(op.type), shape, static_cast<int>(op.collective), op.bytes,
                     op.channels, static_cast<int>(op.algorithm), static_cast<int>(op.reduce_op), op.num_sm, hop};
       auto [it, fresh] = index.try_emplace(key, rows.size());
-      const double begin = coll ? joined.at({op.group, op.match}) : paired.at({0, op.match});
+      const double begin = coll ? joined.at({op.group, op.match}) : t.start_s[pi][i];
       const double d = std::max(0.0, t.end_s[pi][i] - begin);
       if (!fresh) {
         CommOpSummary& r = rows[it->second];
@@ -114,6 +114,21 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
         const int ch = p2p_split(topo, p.rank, op.peer, op.bytes, comm).channels;
         r.plan = fmt::format("p2p/{}", ch);
         r.sms = op.num_sm >= 0 ? op.num_sm : ch;
+        // Alone: the route's latency and NCCL's p2p latency, then the message at the route's
+        // bottleneck (after link efficiency) or NCCL's p2p channels' copy rate, the lesser, as the
+        // replay times a send that shares nothing.
+        const bool copy_engine = op.num_sm == 0;
+        double lat = p2p_extra_latency_s(topo, p.rank, op.peer, op.bytes, copy_engine, o.launch_overhead_s,
+                                         o.collectives.textbook);
+        double bw = std::numeric_limits<double>::infinity();
+        for (const Hop& h : topo.route(p.rank, op.peer)) {
+          const Link& l = topo.link(h.link_id);
+          lat += l.latency_s;
+          bw = std::min(bw, l.bandwidth_Bps * o.link_efficiency.of(l.kind));
+        }
+        if (o.collectives.p2p_channel_nvlink_Bps > 0)
+          bw = std::min(bw, p2p_rate_cap_Bps(topo, p.rank, op.peer, op.bytes, copy_engine, comm, o.collectives));
+        r.alone_s = lat + (std::isfinite(bw) ? op.bytes / bw : 0.0);
       }
       rows.push_back(std::move(r));
     }

@@ -2,8 +2,8 @@
 // size), how many instances the simulated ranks ran, what NCCL runs it as (algorithm, protocol
 // and channels, the SMs its kernel holds), its contention-free closed form and the time it took
 // in the replay: from when its last member joined (the latest start among the simulated ranks'
-// instances of it, a mirror starting with its representative; a send: its receive's too) to
-// its end on the rank, contention on shared links and NICs included. What `overlapsim run
+// instances of it, a mirror starting with its representative; a send: its own start, its data
+// leaving when it is posted) to its end on the rank, contention on shared links and NICs included. What `overlapsim run
 // --explain` prints under a strategy's table.
 #pragma once
 
@@ -28,7 +28,9 @@ struct CommOpSummary {
   std::string plan;       ///< "ring/Simple/8" (algorithm/protocol/rings), "chain/...", "p2p/4" (NCCL's p2p
                           ///< channels), "measured" (a profile's fit times it, analytic fidelity)
   int sms = 0;            ///< SMs the kernel holds (NCCL's channels, or the op's num_sm; 0: copy engine)
-  double alone_s = -1;    ///< contention-free closed form of the plan, seconds (−1: none, a send)
+  double alone_s = -1;    ///< contention-free time, seconds: the plan's closed form (a send: its route's and
+                          ///< NCCL's latency plus the message at the lesser of the route's bottleneck and
+                          ///< the p2p channels' copy rate)
   double mean_s = 0;      ///< mean replayed time from the last member's start to the end, seconds
   double max_s = 0;       ///< the longest, seconds
 };

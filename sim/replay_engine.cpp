@@ -362,7 +362,8 @@ double Replayer::p2p_latency(int src, int dst, double bytes, bool copy_engine) {
 
 double Replayer::p2p_rate(int src, int dst, double bytes, bool copy_engine, const P2pCommunicator& comm) {
   if (!(opt_.collectives.p2p_channel_nvlink_Bps > 0)) return std::numeric_limits<double>::infinity();
-  const auto key = std::make_tuple(src, dst, bytes, copy_engine, comm.ranks, comm.nodes, comm.channels);
+  const auto key = std::make_tuple(src, dst, bytes, copy_engine, comm.ranks, comm.nodes, comm.channels,
+                                   comm.local_ranks);
   auto it = p2p_rate_.find(key);
   if (it == p2p_rate_.end())
     it = p2p_rate_.emplace(key, p2p_rate_cap_Bps(topo_, src, dst, bytes, copy_engine, comm, opt_.collectives)).first;

@@ -271,8 +271,8 @@ class Replayer {
   std::map<std::tuple<int, int, int, bool>, int> p2p_base_;  // (group, self, peer, send) → channel base
   std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds
   std::unordered_map<int, AllToAllRoutes> all_to_all_routes_;  // by group
-  // (src, dst, bytes, copy engine, communicator ranks, nodes, channels) → bytes/s
-  std::map<std::tuple<int, int, double, bool, int, int, int>, double> p2p_rate_;
+  // (src, dst, bytes, copy engine, communicator ranks, nodes, channels, local ranks) → bytes/s
+  std::map<std::tuple<int, int, double, bool, int, int, int, int>, double> p2p_rate_;
   std::unordered_map<int64_t, double> route_latency_;                    // src·W + dst → seconds
   std::unordered_map<const Task*, double> flow_floors_;  // rate-bound flows → earliest end, seconds
   std::unordered_map<int64_t, double> p2p_latency_;  // (src·W + dst)·4 + LL·2 + copy engine → seconds

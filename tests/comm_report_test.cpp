@@ -1,6 +1,6 @@
 // `run --explain`'s communication table (sim/comm_report.hpp): every communication op counted,
-// NCCL's plan and SMs as the replay ran them, and in analytic fidelity (no contention) each
-// collective's replayed time equal to its plan's closed form.
+// NCCL's plan and SMs as the replay ran them, and in analytic fidelity (no contention) each ring
+// collective's and each send's replayed time equal to its closed form.
 #include "sim/comm_report.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
@@ -36,22 +36,24 @@ TEST_CASE("the communication report counts every collective and send, and analyt
   CHECK(s.communication_micro_batches == r.micro_batches);
   REQUIRE(!s.communication.empty());
   long long instances = 0;
-  int rings = 0;
+  int rings = 0, sends = 0;
   for (const CommOpSummary& c : s.communication) {
     CAPTURE(c.op);
     instances += c.instances;
     CHECK(c.sms >= 1);
     CHECK(c.max_s >= c.mean_s);
     CHECK(c.mean_s > 0);
-    if (c.plan.rfind("ring/", 0) == 0) {
-      ++rings;
+    if (c.plan.rfind("ring/", 0) == 0 || c.kind == "Send") {
+      rings += c.kind != "Send";
+      sends += c.kind == "Send";
       // One DGX A100: NCCL's communicator of 24 channels, one SM each for a large ring.
-      if (c.bytes >= 32.0 * 1024 * 1024) CHECK(c.sms == 24);
+      if (c.kind != "Send" && c.bytes >= 32.0 * 1024 * 1024) CHECK(c.sms == 24);
       CHECK(c.mean_s == doctest::Approx(c.alone_s).epsilon(1e-9));
       CHECK(c.max_s == doctest::Approx(c.alone_s).epsilon(1e-9));
     }
   }
   CHECK(rings >= 10);
+  CHECK(sends == 2);  // the activations forward, the gradients back
   CHECK(instances == comm_ops);
   // Off by default: nothing is summarized.
   opt.communication_report = false;
