@@ -35,7 +35,8 @@ bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const C
                     int channels_forced) {
   // NCCL leaves NVLS out for 2 GPUs or fewer (src/transport/nvls.cc ncclNvlsInit), below 2
   // channels (src/graph/tuning.cc) and for any protocol but Simple.
-  if (opt.textbook || ranks.size() <= 2 || node_count(topo, ranks) != 1 || channels_forced == 1) return false;
+  if (opt.textbook || !opt.nvls_enable || ranks.size() <= 2 || node_count(topo, ranks) != 1 || channels_forced == 1)
+    return false;
   if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
   if (device_spec(topo.gpu_model()).compute_capability < 90) return false;
   for (size_t i = 1; i < ranks.size(); ++i)
@@ -89,7 +90,7 @@ bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ranks, co
                          int channels_forced) {
   // NCCL enables NVLS_TREE across nodes where every node runs NVLS (more than 2 local GPUs on a
   // Hopper-or-later NVSwitch) and reaches the others through its NICs (src/graph/tuning.cc).
-  if (opt.textbook || channels_forced == 1 || topo.nics_per_node <= 0) return false;
+  if (opt.textbook || !opt.nvls_enable || channels_forced == 1 || topo.nics_per_node <= 0) return false;
   const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
   if (nodes.size() < 2) return false;
   for (const auto& members : nodes) {

@@ -13,7 +13,7 @@ namespace overlapsim::plan_detail {
 bool pat_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt) {
   // NCCL 2.30.7 src/graph/tuning.cc ncclPatEnable: SM 6.0 or later (CUDA atomics), one GPU per
   // node, no network device offload; Simple only.
-  if (opt.textbook || ranks.size() < 2) return false;
+  if (opt.textbook || !opt.pat_enable || ranks.size() < 2) return false;
   if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
   if (device_spec(topo.gpu_model()).compute_capability < 60) return false;
   return node_count(topo, ranks) == static_cast<int>(ranks.size());

@@ -481,6 +481,10 @@ struct CollectiveOptions {
   ReduceOp reduce_op = ReduceOp::Sum;
   bool protocol_auto = true;
   Protocol protocol = Protocol::Simple;  ///< used when !protocol_auto
+  /// NCCL_NVLS_ENABLE: false leaves NVLS and NVLS_TREE out (forced, they run the ring).
+  bool nvls_enable = true;
+  /// NCCL_PAT_ENABLE: false leaves PAT out (forced, it runs the ring).
+  bool pat_enable = true;
   /// The textbook ring: no base latency, no protocol step latency, Simple's wire bytes — each
   /// step costs exactly its route's latency plus its bytes over the bandwidth.
   bool textbook = false;

@@ -362,6 +362,13 @@ Op memory_kernel(const std::string& name, double bytes, const PassContext& ctx) 
 
 namespace {
 LinkEfficiency efficiency(const PassContext& ctx) { return LinkEfficiency::of_profile(ctx.cost.profile()); }
+
+CollectiveOptions collective_options(const PassContext& ctx) {
+  if (ctx.collectives != nullptr) return *ctx.collectives;
+  CollectiveOptions o;
+  o.read_profile(ctx.cost.profile());  // the profile's measured rules and costs
+  return o;
+}
 }  // namespace
 
 double predict_collective_s(const Schedule& s, const Op& op, const PassContext& ctx) {
@@ -382,8 +389,7 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
     // Its pieces, and NCCL's n rounds of its p2p schedule (collective_plan.hpp, AllToAll as measured).
     return predict_p2p_step_s(ctx.topology, ctx, flows, bytes / n) + n * ctx.cost.profile().p2p_round_s;
   }
-  CollectiveOptions o;
-  o.read_profile(ctx.cost.profile());  // as the replay (simulate.cpp): the profile's measured rules and costs
+  CollectiveOptions o = collective_options(ctx);  // as the replay (simulate.cpp)
   if (algorithm != CollectiveAlgorithm::Auto) o.algorithm = algorithm;
   o.reduce_op = reduce_op;
   return plan_collective(ctx.topology, efficiency(ctx), ranks, kind, bytes, channels, o).closed_form_s();
@@ -392,8 +398,7 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
 double predict_p2p_step_s(const Topology& topo, const PassContext& ctx, const std::vector<std::pair<int, int>>& flows,
                           double bytes, bool copy_engine, const P2pCommunicator& comm) {
   const LinkEfficiency eff = efficiency(ctx);
-  CollectiveOptions opts;
-  opts.read_profile(ctx.cost.profile());
+  const CollectiveOptions opts = collective_options(ctx);
   std::vector<std::vector<Hop>> routes;
   std::map<std::pair<int, int>, int> load;  // (link, direction or 2 for half duplex) → flows
   for (const auto& [a, b] : flows) {

@@ -20,10 +20,10 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 }
 
 void print_table(std::ostream& out, const RunResult& r) {
-  out << fmt::format("scenario  {}\nmodel     {} on {} GPUs of {}\nlayout    {}\nprofile   {} ({})\nfidelity  {}, "
+  out << fmt::format("scenario  {}\nmodel     {} on {} GPUs of {}\nlayout    {}\nprofile   {} ({})\n{}fidelity  {}, "
                      "{} simulated rank(s)\n\n",
-                     r.scenario, r.model, r.gpus, r.topology, r.layout, r.profile, r.profile_source, r.fidelity,
-                     r.simulated_ranks);
+                     r.scenario, r.model, r.gpus, r.topology, r.layout, r.profile, r.profile_source,
+                     r.nccl.empty() ? "" : "nccl      " + r.nccl + "\n", r.fidelity, r.simulated_ranks);
   size_t w = 12;  // composed strategy names (megatron+PASS...) widen the first column
   for (const auto& s : r.strategies) w = std::max(w, s.strategy.size());
   // Each row's cells first, so that a column widens for a value too long for it (an iteration of
@@ -139,6 +139,7 @@ nlohmann::json to_json(const RunResult& r) {
   j["profile"] = r.profile;
   j["profile_source"] = r.profile_source;
   j["layout"] = r.layout;
+  if (!r.nccl.empty()) j["nccl"] = r.nccl;
   j["gpus"] = r.gpus;
   j["simulated_ranks"] = r.simulated_ranks;
   if (!r.notes.empty()) j["notes"] = r.notes;

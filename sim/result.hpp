@@ -52,6 +52,7 @@ struct RunResult {
   std::string profile;         ///< path of the calibration profile used
   std::string profile_source;  ///< its provenance line
   std::string layout;          ///< e.g. "TP 8 · PP 8 · DP 24, SP on, micro-batch 1, 1f1b, recompute full"
+  std::string nccl;            ///< the scenario's NCCL environment where it sets one, e.g. "NCCL_NVLS_ENABLE=0"; "" none
   int gpus = 0;
   int micro_batches = 0;       ///< per pipeline in the iteration
   int simulated_ranks = 0;

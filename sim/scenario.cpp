@@ -1,5 +1,6 @@
 #include "sim/scenario.hpp"
 
+#include "sim/nccl_tuning.hpp"
 #include "sim/strategy.hpp"
 #include "sim/yaml_input.hpp"
 
@@ -140,12 +141,51 @@ std::vector<std::string> parse_strategies(const YamlFile& f, const YAML::Node& n
 
 }  // namespace
 
+CollectiveAlgorithm parse_nccl_algo(const std::string& text) {
+  CollectiveAlgorithm a = CollectiveAlgorithm::Auto;
+  if (!parse_algorithm(text, &a))
+    throw std::invalid_argument("expected auto, ring, tree, nvls, nvlstree or pat (NCCL_ALGO), found '" + text + "'");
+  return a;
+}
+
+void parse_nccl_proto(const std::string& text, NcclEnvironment& env) {
+  if (ascii_lower(text) == "auto") {
+    env.protocol_auto = true;
+    return;
+  }
+  Protocol p = Protocol::Simple;
+  if (!parse_protocol(text, &p))
+    throw std::invalid_argument("expected auto, ll, ll128 or simple (NCCL_PROTO), found '" + text + "'");
+  env.protocol_auto = false;
+  env.protocol = p;
+}
+
+std::string describe(const NcclEnvironment& env) {
+  std::string out;
+  const auto add = [&](const std::string& kv) { out += (out.empty() ? "" : " ") + kv; };
+  if (env.algorithm != CollectiveAlgorithm::Auto) add(std::string("NCCL_ALGO=") + to_string(env.algorithm));
+  if (!env.protocol_auto) add(std::string("NCCL_PROTO=") + to_string(env.protocol));
+  if (!env.nvls_enable) add("NCCL_NVLS_ENABLE=0");
+  if (!env.pat_enable) add("NCCL_PAT_ENABLE=0");
+  return out;
+}
+
+void NcclEnvironment::apply(CollectiveOptions& o) const {
+  if (algorithm != CollectiveAlgorithm::Auto) o.algorithm = algorithm;
+  if (!protocol_auto) {
+    o.protocol_auto = false;
+    o.protocol = protocol;
+  }
+  o.nvls_enable = nvls_enable;
+  o.pat_enable = pat_enable;
+}
+
 Scenario load_scenario(const std::string& path) {
   const YamlFile f = load_yaml_file(path);
   const YAML::Node& r = f.root;
   if (!r.IsMap()) fail(f, r, "", "expected a scenario: a map with name, model, topology, parallelism");
   check_keys(f, r, {"name", "model", "topology", "topology_overrides", "parallelism", "calibration", "strategies",
-                    "fidelity", "published", "notes"},
+                    "fidelity", "nccl", "published", "notes"},
              "");
   Scenario s;
   s.path = path;
@@ -192,6 +232,20 @@ Scenario load_scenario(const std::string& path) {
   if (r["fidelity"]) {
     const YAML::Node n = r["fidelity"];
     s.fidelity = parse_with(f, n, "fidelity", parse_fidelity);
+  }
+  if (const YAML::Node n = r["nccl"]) {
+    if (!n.IsMap()) fail(f, n, "nccl", "expected a map such as {algo: ring, proto: simple, nvls_enable: false}");
+    check_keys(f, n, {"algo", "proto", "nvls_enable", "pat_enable"}, "nccl");
+    if (n["algo"]) s.nccl.algorithm = parse_with(f, n["algo"], "nccl.algo", parse_nccl_algo);
+    if (n["proto"]) {
+      const YAML::Node v = n["proto"];
+      parse_with(f, v, "nccl.proto", [&](const std::string& t) {
+        parse_nccl_proto(t, s.nccl);
+        return 0;
+      });
+    }
+    if (n["nvls_enable"]) s.nccl.nvls_enable = as_bool(f, n["nvls_enable"], "nccl.nvls_enable");
+    if (n["pat_enable"]) s.nccl.pat_enable = as_bool(f, n["pat_enable"], "nccl.pat_enable");
   }
   if (const YAML::Node p = r["published"]) {
     if (!p.IsMap()) fail(f, p, "published", "expected {tflops_per_gpu: N, source: \"...\"}");
@@ -245,6 +299,10 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
     else if (key == "parallelism.average_in_collective") p.average_in_collective = to_bool();
     else if (key == "parallelism.pipeline_schedule") p.pipeline_schedule = parse_pipeline(value);
     else if (key == "fidelity") s.fidelity = parse_fidelity(value);
+    else if (key == "nccl.algo") s.nccl.algorithm = parse_nccl_algo(value);
+    else if (key == "nccl.proto") parse_nccl_proto(value, s.nccl);
+    else if (key == "nccl.nvls_enable") s.nccl.nvls_enable = to_bool();
+    else if (key == "nccl.pat_enable") s.nccl.pat_enable = to_bool();
     else if (key == "model.preset") {
       try {
         s.model = model_preset(value);
@@ -255,7 +313,7 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
     else if (key.rfind("topology_overrides.", 0) == 0) s.topology_overrides[key.substr(19)] = value;
     else bad("unknown setting; expected parallelism.{tp,pp,dp,sp,micro_batch,global_batch,zero_stage,recompute,"
              "pipeline_schedule,overlap_grad_reduce,async_tp_reduce,flash_attention,average_in_collective}, fidelity, "
-             "model.preset or "
+             "nccl.{algo,proto,nvls_enable,pat_enable}, model.preset or "
              "topology_overrides.KEY");
   } catch (const std::invalid_argument& e) {
     bad(e.what());

@@ -14,6 +14,8 @@
 //   calibration: ../calibrate/profiles/a100-sxm4-80gb.json   # optional: default per GPU model
 //   strategies: [serial, megatron]    # or: all; entries as --strategy takes them (megatron+workload-partition:4)
 //   fidelity: flow                    # flow | analytic
+//   nccl: {algo: auto, proto: auto, nvls_enable: true, pat_enable: true}   # optional: NCCL_ALGO,
+//                                     # NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_PAT_ENABLE of the job
 //   published: {tflops_per_gpu: 148, source: "Narayanan et al. SC'21, Table 1"}   # optional
 //   notes: "free text printed with the result"
 // dp may be omitted: it is then the machine's GPU count / (tp · pp). An inline model may omit
@@ -21,6 +23,7 @@
 #pragma once
 
 #include "models/model_config.hpp"
+#include "sim/collective_plan.hpp"
 #include "sim/replay.hpp"
 #include "sim/topology.hpp"
 
@@ -35,6 +38,32 @@ struct Published {
   std::string source;
 };
 
+/// What a training job sets in NCCL's environment for every collective of the iteration (an op
+/// whose strategy forces its own algorithm keeps it): NCCL_ALGO, NCCL_PROTO (one name each;
+/// auto: NCCL's choice), NCCL_NVLS_ENABLE and NCCL_PAT_ENABLE (src/transport/nvls.cc,
+/// src/graph/tuning.cc ncclPatEnable). A forced algorithm that cannot run for a collective runs
+/// the ring, as `overlapsim collective --algo` (NCCL itself fails there).
+struct NcclEnvironment {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
+  bool protocol_auto = true;
+  Protocol protocol = Protocol::Simple;  ///< when !protocol_auto
+  bool nvls_enable = true;
+  bool pat_enable = true;
+  /// Applies these to `o` (the replay's and the strategies' predictions' collective options).
+  void apply(CollectiveOptions& o) const;
+};
+
+/// The environment as NCCL's variables, those it sets only ("NCCL_ALGO=Ring NCCL_NVLS_ENABLE=0");
+/// "" for NCCL's defaults.
+std::string describe(const NcclEnvironment& env);
+
+/// Parses an NCCL_ALGO name for the scenario's `nccl.algo` (auto, ring, tree, nvls, nvlstree,
+/// pat; any case). Throws std::invalid_argument naming what was expected.
+CollectiveAlgorithm parse_nccl_algo(const std::string& text);
+/// Parses an NCCL_PROTO name for `nccl.proto` (auto, ll, ll128, simple; any case) into `env`.
+/// Throws std::invalid_argument naming what was expected.
+void parse_nccl_proto(const std::string& text, NcclEnvironment& env);
+
 struct Scenario {
   std::string path;
   std::string name;
@@ -46,6 +75,7 @@ struct Scenario {
   std::string calibration_path;     ///< resolved; empty: the GPU model's default profile
   std::vector<std::string> strategies;
   Fidelity fidelity = Fidelity::Flow;
+  NcclEnvironment nccl;
   std::optional<Published> published;
   std::string notes;
 };

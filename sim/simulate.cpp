@@ -156,6 +156,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   }
   const Fidelity fidelity = opt.fidelity.value_or(sc.fidelity);
   rr.fidelity = to_string(fidelity);
+  rr.nccl = describe(sc.nccl);
 
   double peak_mem = 0;
   for (int stage = 0; stage < par.pp; ++stage)
@@ -170,6 +171,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.link_efficiency = LinkEfficiency::of_profile(profile);
   ro.launch_overhead_s = profile.launch_overhead_s;
   ro.collectives.read_profile(profile);  // measured algorithm/protocol rules, slice and LL128 costs
+  sc.nccl.apply(ro.collectives);           // the job's NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_PAT_ENABLE
   ro.measured = profile.collectives;       // measured collective times (analytic), if any
   // Communication kernels take SMs from computation (design §4): by the profile's measured
   // coefficient, or exactly the SMs taken when it has none.
@@ -201,7 +203,8 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     ReplaySample out;
     auto strategy = make_strategy(name);
     StrategyContext ctx{topo, cost, &sc.model, &p, &out.notes, &out.plan, ro.sm_count, ro.sm_interference};
-    ctx.max_ops = opt.max_ops;  // a pass that would grow past it stops early (sim/pass.hpp OpBudget)
+    ctx.max_ops = opt.max_ops;
+    ctx.collectives = &ro.collectives;  // a pass that would grow past it stops early (sim/pass.hpp OpBudget)
     // The last strategy takes the workload itself (copying 10^5–10^6 ops took a seventh of the
     // default scenario's analytic run).
     Schedule sched;

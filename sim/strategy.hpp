@@ -22,6 +22,8 @@
 
 namespace overlapsim {
 
+struct CollectiveOptions;  // sim/collective_plan.hpp
+
 /// One alternative a searching strategy considered for a communication op (`--explain`).
 struct PlanAlternative {
   std::string plan;          ///< e.g. "chunks:4 · rs-ag", "ring (bidirectional)", "keep"
@@ -63,6 +65,9 @@ struct StrategyContext {
   /// Most ops the transformed schedule may hold over all simulated ranks (`--max-ops`, a memory
   /// guard); 0: no limit. Passes that rewrite programs stop early through OpBudget (sim/pass.hpp).
   long long max_ops = 0;
+  /// The replay's collective options (the profile's measured costs and rules, the scenario's
+  /// NCCL environment), which the strategies' predictions use too; null: the profile's alone.
+  const CollectiveOptions* collectives = nullptr;
   void note(const std::string& line) const {
     if (notes != nullptr) notes->push_back(line);
   }

@@ -1,0 +1,156 @@
+// A scenario's NCCL environment (`nccl:`, `--set nccl.*`: NCCL_ALGO, NCCL_PROTO,
+// NCCL_NVLS_ENABLE, NCCL_PAT_ENABLE): parsed with clear errors, and applied to every collective
+// the replay and the strategies' predictions plan.
+#include "sim/collective_plan.hpp"
+#include "sim/error.hpp"
+#include "sim/link_efficiency.hpp"
+#include "sim/scenario.hpp"
+#include "sim/simulate.hpp"
+#include "tests/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <string>
+
+using namespace overlapsim;
+using overlapsim::testing::shipped_link_efficiency;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+
+/// A scenario file with `nccl` as its nccl line ("" for none): a small model as TP 8 x DP 4 on
+/// four DGX H100 nodes, no SP (TP AllReduces inside a node), ZeRO 1 (DP ReduceScatter and
+/// AllGather over one GPU of each node).
+std::string scenario_file(const std::string& nccl) {
+  const std::string path = overlapsim::testing::temp_path(".yaml");
+  std::ofstream out(path);
+  out << "name: small-h100\n"
+         "model: {name: tiny-gpt, layers: 2, hidden: 4096, heads: 32, ffn_hidden: 16384, seq_len: 2048, vocab: "
+         "32768, dtype: bf16}\n"
+         "topology: " << kSrc << "/topologies/dgx-h100-superpod.yaml\n"
+         "topology_overrides: {node.count: 4}\n"
+         "parallelism: {tp: 8, pp: 1, dp: 4, sp: false, micro_batch: 1, global_batch: 8, recompute: none, "
+         "zero_stage: 1}\n"
+         "strategies: [megatron]\n"
+         "fidelity: analytic\n"
+      << nccl;
+  return path;
+}
+
+std::string input_error(const std::string& nccl) {
+  try {
+    load_scenario(scenario_file(nccl));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<CommOpSummary> communication(const Scenario& sc) {
+  SimulateOptions opt;
+  opt.communication_report = true;
+  return simulate(sc, opt).strategies.at(0).communication;
+}
+
+}  // namespace
+
+TEST_CASE("a scenario's nccl section: NCCL_ALGO, NCCL_PROTO, NVLS and PAT switches, and its errors") {
+  const Scenario none = load_scenario(scenario_file(""));
+  CHECK(none.nccl.algorithm == CollectiveAlgorithm::Auto);
+  CHECK(none.nccl.protocol_auto);
+  CHECK(none.nccl.nvls_enable);
+  CHECK(none.nccl.pat_enable);
+  const Scenario s =
+      load_scenario(scenario_file("nccl: {algo: Ring, proto: LL128, nvls_enable: false, pat_enable: false}\n"));
+  CHECK(s.nccl.algorithm == CollectiveAlgorithm::Ring);
+  CHECK_FALSE(s.nccl.protocol_auto);
+  CHECK(s.nccl.protocol == Protocol::LL128);
+  CHECK_FALSE(s.nccl.nvls_enable);
+  CHECK_FALSE(s.nccl.pat_enable);
+  CHECK(input_error("nccl: {algo: rings}\n").find(":8:14: nccl.algo: expected auto, ring, tree, nvls, nvlstree or pat "
+                                                 "(NCCL_ALGO), found 'rings'") != std::string::npos);
+  CHECK(input_error("nccl: {proto: ll256}\n").find("nccl.proto: expected auto, ll, ll128 or simple (NCCL_PROTO), found "
+                                                  "'ll256'") != std::string::npos);
+  CHECK(input_error("nccl: {nvls: false}\n").find("nccl.nvls: unknown key") != std::string::npos);
+  CHECK(input_error("nccl: {nvls_enable: 0}\n").find("nccl.nvls_enable") != std::string::npos);
+  CHECK(input_error("nccl: ring\n").find("nccl: expected a map") != std::string::npos);
+  // --set takes the same keys.
+  Scenario t = none;
+  apply_setting(t, "nccl.algo", "tree");
+  apply_setting(t, "nccl.proto", "simple");
+  apply_setting(t, "nccl.nvls_enable", "false");
+  CHECK(t.nccl.algorithm == CollectiveAlgorithm::Tree);
+  CHECK(t.nccl.protocol == Protocol::Simple);
+  CHECK_FALSE(t.nccl.nvls_enable);
+  apply_setting(t, "nccl.proto", "auto");
+  CHECK(t.nccl.protocol_auto);
+  CHECK_THROWS_WITH_AS(apply_setting(t, "nccl.pat_enable", "no"), doctest::Contains("expected true or false"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(apply_setting(t, "nccl.algo", "x"), doctest::Contains("nccl.algo: expected auto, ring"),
+                       InputError);
+  // What the result's header prints: the variables set, NCCL's names.
+  CHECK(describe(none.nccl).empty());
+  CHECK(describe(s.nccl) == "NCCL_ALGO=ring NCCL_PROTO=LL128 NCCL_NVLS_ENABLE=0 NCCL_PAT_ENABLE=0");
+}
+
+TEST_CASE("NCCL_NVLS_ENABLE=0 and NCCL_PAT_ENABLE=0 leave NVLS, NVLS_TREE and PAT out of the choice") {
+  const LinkEfficiency eff = shipped_link_efficiency("h100-sxm5-80gb");
+  const Topology node = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "1"}});
+  const std::vector<int> eight = {0, 1, 2, 3, 4, 5, 6, 7};
+  CollectiveOptions on, off;
+  off.nvls_enable = false;
+  off.pat_enable = false;
+  const double mib = 1024.0 * 1024;
+  CHECK(plan_collective(node, eff, eight, CollectiveKind::AllReduce, 256 * mib, 0, on).algorithm ==
+        CollectiveAlgorithm::Nvls);
+  CHECK(plan_collective(node, eff, eight, CollectiveKind::AllReduce, 256 * mib, 0, off).algorithm ==
+        CollectiveAlgorithm::Ring);
+  // Forced, NVLS runs the ring when it is disabled, as a forced algorithm that cannot run does.
+  off.algorithm = CollectiveAlgorithm::Nvls;
+  CHECK(plan_collective(node, eff, eight, CollectiveKind::AllReduce, 256 * mib, 0, off).algorithm ==
+        CollectiveAlgorithm::Ring);
+  off.algorithm = CollectiveAlgorithm::Auto;
+  // Across 4 nodes of 8: NVLS_TREE for a large AllReduce, not when disabled.
+  const Topology four = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "4"}});
+  std::vector<int> all;
+  for (int r = 0; r < 32; ++r) all.push_back(r);
+  CHECK(plan_collective(four, eff, all, CollectiveKind::AllReduce, 256 * mib, 0, on).algorithm ==
+        CollectiveAlgorithm::NvlsTree);
+  CHECK(plan_collective(four, eff, all, CollectiveKind::AllReduce, 256 * mib, 0, off).algorithm !=
+        CollectiveAlgorithm::NvlsTree);
+  // One GPU of each of 16 nodes: PAT for a small AllGather, the ring when disabled.
+  const Topology sixteen =
+      load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "16"}, {"node.gpus.count", "1"}});
+  std::vector<int> sixteen_ranks;
+  for (int r = 0; r < 16; ++r) sixteen_ranks.push_back(r);
+  CHECK(plan_collective(sixteen, eff, sixteen_ranks, CollectiveKind::AllGather, 64 * 1024.0, 0, on).algorithm ==
+        CollectiveAlgorithm::Pat);
+  CHECK(plan_collective(sixteen, eff, sixteen_ranks, CollectiveKind::AllGather, 64 * 1024.0, 0, off).algorithm ==
+        CollectiveAlgorithm::Ring);
+}
+
+TEST_CASE("a scenario's NCCL environment reaches every collective of the replay") {
+  // Default: the TP AllReduces of 16 MiB run NVLS inside each node.
+  const auto has = [](const std::vector<CommOpSummary>& rows, const std::string& prefix) {
+    for (const CommOpSummary& c : rows)
+      if (c.plan.rfind(prefix, 0) == 0) return true;
+    return false;
+  };
+  const Scenario base = load_scenario(scenario_file(""));
+  CHECK(has(communication(base), "nvls/"));
+  Scenario no_nvls = base;
+  apply_setting(no_nvls, "nccl.nvls_enable", "false");
+  const std::vector<CommOpSummary> off = communication(no_nvls);
+  CHECK_FALSE(has(off, "nvls"));
+  CHECK(has(off, "ring/"));
+  Scenario simple = base;
+  apply_setting(simple, "nccl.algo", "ring");
+  apply_setting(simple, "nccl.proto", "simple");
+  for (const CommOpSummary& c : communication(simple)) {
+    CAPTURE(c.op);
+    if (c.kind == "Send" || c.kind == "AllToAll") continue;
+    CHECK(c.plan.rfind("ring/Simple/", 0) == 0);
+  }
+}
