@@ -410,14 +410,17 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
   if (!ranks.empty()) {
     const int group = ranks.front().group;
     std::set<int> members;
-    std::set<std::string> hosts;
+    std::map<std::string, std::set<int>> hosts;
     for (const RankLine& r : ranks)
       if (r.group == group) {
         members.insert(r.rank);
-        hosts.insert(r.host);
+        hosts[r.host].insert(r.rank);
       }
     log.ranks = static_cast<int>(members.size());
     log.nodes = static_cast<int>(hosts.size());
+    log.ranks_per_host = static_cast<int>(hosts.begin()->second.size());
+    for (const auto& [host, on] : hosts)
+      if (static_cast<int>(on.size()) != log.ranks_per_host) log.ranks_per_host = 0;
     log.gpu_name = ranks.front().gpu;
     log.ranks_from = "rank lines";
   }
@@ -450,6 +453,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
                      "the rank lines give a group of " + std::to_string(log.ranks) + " ranks but busbw/algbw gives " +
                          std::to_string(n_from_ratio) + "; expected a log of one group (check NCCL_TESTS_SPLIT)");
   }
+  if (log.ranks_from != "rank lines") log.ranks_per_host = log.ranks;  // one host assumed
   if (log.ranks < 2)
     throw InputError(SourceLocation{path, at, 0}, "",
                      "expected a collective over at least 2 ranks, found " + std::to_string(log.ranks) + " (" +

@@ -92,6 +92,9 @@ struct NcclTestsLog {
   int threads = 0, gpus_per_thread = 0;  ///< from "# nThread N nGpus M"
   int ranks = 0;                 ///< group size n
   int nodes = 1;
+  /// Ranks on each host where every host of the group holds as many (the rank lines'), 0 where
+  /// they differ; without rank lines ranks (one host assumed).
+  int ranks_per_host = 0;
   std::string ranks_from;        ///< how n was found: "rank lines", "busbw/algbw", "nThread x nGpus"
   std::string gpu_name;          ///< of rank 0 ("" without rank lines)
   std::string nccl_version;      ///< "2.28.9", "" when the log does not say

@@ -888,13 +888,27 @@ TEST_CASE("collective's count column is nccl-tests': elements per rank for allga
   }
 }
 
+TEST_CASE("collective --compare: a log whose hosts hold different numbers of ranks says so") {
+  // The 10 x 2 log with one rank moved from the last host to the first: 3, 2, ..., 2, 1.
+  std::string text = slurp(kSrc + "/tests/data/nccl-tests/all_gather_perf_10x2xh100_xxrjun.log");
+  const std::string from = "Rank 19 Group  0 Pid 1596832 on cnode3-011", to = "Rank 19 Group  0 Pid 1596832 on cnode3-002";
+  REQUIRE(text.find(from) != std::string::npos);
+  text.replace(text.find(from), from.size(), to);
+  const std::string path = temp_path("_all_gather_perf.log");
+  std::ofstream(path) << text;
+  const Run r = run_cli("collective -t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=10 --compare " +
+                        path + " --fidelity analytic");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("note: the log's 10 hosts hold different numbers of its 20 ranks") != std::string::npos);
+}
+
 TEST_CASE("collective --ranks-per-node: the first K GPUs of each node, the log's per host with --compare") {
   const std::string h100 = kSrc + "/topologies/dgx-h100-superpod.yaml";
   const std::string log = kSrc + "/tests/data/nccl-tests/all_gather_perf_10x2xh100_xxrjun.log";
   // A real 20-rank log, 2 per host on 10 hosts: compared on 2 GPUs of each of 10 nodes.
   const Run cmp = run_cli("collective -t " + h100 + " --override node.count=10 --compare " + log + " --fidelity analytic");
   CHECK(cmp.status == 0);
-  CHECK(cmp.output.find("AllGather over 20 of 80 GPUs of dgx-h100-superpod (h100-sxm5-80gb, 2 per node on 10 nodes)") !=
+  CHECK(cmp.output.find("AllGather over 20 of 80 GPUs of dgx-h100-superpod (h100-sxm5-80gb, 2 per node on 10 node(s))") !=
         std::string::npos);
   CHECK(cmp.output.find("20 ranks on 10 node(s)") != std::string::npos);
   CHECK(cmp.output.find("here on") == std::string::npos);  // no node-count mismatch note
@@ -903,14 +917,14 @@ TEST_CASE("collective --ranks-per-node: the first K GPUs of each node, the log's
   const Run one = run_cli("collective -t " + h100 + " --override node.count=4 --op allreduce --ranks-per-node 1 "
                           "--sizes 1GiB:1GiB --fidelity analytic");
   CHECK(one.status == 0);
-  CHECK(one.output.find("AllReduce over 4 of 32 GPUs of dgx-h100-superpod (h100-sxm5-80gb, 1 per node on 4 nodes)") !=
+  CHECK(one.output.find("AllReduce over 4 of 32 GPUs of dgx-h100-superpod (h100-sxm5-80gb, 1 per node on 4 node(s))") !=
         std::string::npos);
   struct Case {
     std::string args, says;
   };
   const Case cases[] = {
       {"-t " + h100 + " --override node.count=10 --compare " + log + " --ranks-per-node 4",
-       "--ranks-per-node: expected the log's 2 ranks per host (20 ranks on 10 hosts"},
+       "--ranks-per-node: expected the log's 2 ranks per host (20 ranks on 10 host(s)"},
       {"-t " + h100 + " --override node.count=5 --compare " + log,
        "--ranks-per-node: 20 ranks at 2 per node need 10 nodes, dgx-h100-superpod has 5; --override node.count=10 "
        "gives them"},
@@ -920,6 +934,17 @@ TEST_CASE("collective --ranks-per-node: the first K GPUs of each node, the log's
        "--ranks-per-node: 16 ranks at 1 per node need 16 nodes, dgx-h100-superpod has 10; --override node.count=16"},
       {"-t " + h100 + " --override node.count=2 --op allreduce --ranks-per-node 1 --ranks 1", "--ranks: expected 2 or more, found 1"},
       {"-t " + h100 + " --op allreduce --ranks-per-node 0", "--ranks-per-node"},
+      {"-t " + h100 + " --op allreduce --ranks-per-node 1.5", "expected a whole number from 1 to 1048576, found '1.5'"},
+      // One node, one rank a node: the flag that gave one rank is named, not --ranks.
+      {"-t " + kSrc + "/topologies/dgx-a100.yaml --op allreduce --ranks-per-node 1",
+       "--ranks-per-node: 1 per node on the 1 node(s) of dgx-a100 gives 1 rank; expected 2 or more"},
+      // 2 ranks a host against one-GPU nodes: refused, not compared on 20 hosts of one.
+      {"-t " + h100 + " --override node.count=10 --override node.gpus.count=1 --compare " + log,
+       "--topology: the log ran 2 ranks on each of its 10 hosts but a node of dgx-h100-superpod has 1 GPU(s)"},
+      // A one-host log contradicts another count per node as a many-host one does.
+      {"-t " + h100 + " --override node.count=4 --compare " + kSrc +
+           "/tests/data/nccl-tests/all_reduce_perf_8xh100.log --ranks-per-node 2",
+       "--ranks-per-node: expected the log's 8 ranks per host (8 ranks on 1 host(s)"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);

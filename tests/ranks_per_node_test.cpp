@@ -69,17 +69,18 @@ TEST_CASE("one GPU of each of 10 DGX H100 nodes runs as 10 one-GPU nodes, in bot
 }
 
 TEST_CASE("K GPUs of each node reach K NICs' rate: a large ring's busbw grows with K, per NIC the same") {
-  // 10 DGX H100 nodes, 1 GiB AllReduce on the ring: 1, 2 and 4 GPUs a node put 1, 2 and 4 NICs
-  // of each node to work (NCCL's 2, 4 and 8 channels); the per-NIC busbw stays within 1%.
+  // 10 DGX H100 nodes, 1 GiB AllReduce on the ring: K GPUs a node put K NICs of each node to
+  // work (NCCL's 2K channels); the per-NIC busbw stays within 5% (7: 4.4% below; regression: at 3, 5, 6 and 7
+  // the 8 rings loaded one NIC more than the others, and 4 to 7 GPUs moved the same busbw).
   const Topology topo = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "10"}});
   double per_nic = 0;
-  for (int k : {1, 2, 4}) {
+  for (int k : {1, 2, 3, 4, 5, 6, 7}) {
     BenchOptions opt = h100_options(Fidelity::Analytic, k);
     opt.algorithm = CollectiveAlgorithm::Ring;
     const BenchRow r = run_collective_bench(topo, BenchOp::AllReduce, 10 * k, {1024 * kMiB}, opt)[0];
     CAPTURE(k);
     if (k == 1) per_nic = r.busbw_Bps;
-    CHECK(r.busbw_Bps / k == doctest::Approx(per_nic).epsilon(0.01));
+    CHECK(r.busbw_Bps / k == doctest::Approx(per_nic).epsilon(0.05));
     CHECK(r.busbw_Bps / k > 40e9);  // near a 400 Gb/s NIC (50 GB/s) at the profile's efficiency
   }
 }

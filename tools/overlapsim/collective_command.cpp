@@ -42,7 +42,18 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--ranks-per-node", a.ranks_per_node,
                 "GPUs taken from each node, the first K of nodes 0, 1, ... (nccl-tests under mpirun -N K or srun "
                 "--ntasks-per-node=K; default: every GPU of a node; --compare: the log's ranks per host)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check([](const std::string& v) {
+        size_t used = 0;
+        long long k = 0;
+        try {
+          k = std::stoll(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        return used == v.size() && !v.empty() && k >= 1 && k <= (1 << 20)
+                   ? std::string()
+                   : "expected a whole number from 1 to 1048576, found '" + v + "'";
+      });
   c->add_option("--topology,-t", a.topology, "topology YAML file")->required();
   c->add_option("--override", a.overrides, "topology override KEY=VALUE, e.g. node.count=16 (repeatable)");
   c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e); each size counts whole floats")
@@ -200,15 +211,25 @@ int collective_command(const CollectiveArgs& a) {
     }
     return {0, 0};
   };
+  std::vector<std::string> notes;
   // Ranks per node: the flag's, else the log's (its rank lines' hosts), else every GPU of a node.
   int rpn = a.ranks_per_node;
-  if (comparing && log.nodes > 1 && log.ranks % log.nodes == 0 && log.ranks_from == "rank lines") {
-    const int from_log = log.ranks / log.nodes;
+  if (comparing && log.ranks_per_host == 0)
+    notes.push_back(fmt::format("the log's {} hosts hold different numbers of its {} ranks; simulated on whole nodes "
+                                "of the topology, in rank order",
+                                log.nodes, log.ranks));
+  if (comparing && log.ranks_per_host > 0) {
+    const int from_log = log.ranks_per_host;
     if (rpn > 0 && rpn != from_log)
       throw InputError(cli, "--ranks-per-node",
-                       fmt::format("expected the log's {} ranks per host ({} ranks on {} hosts, {}), found {}", from_log,
-                                   log.ranks, log.nodes, a.compare, rpn));
-    if (topo.gpus_per_node > 0 && from_log < topo.gpus_per_node) rpn = from_log;
+                       fmt::format("expected the log's {} ranks per host ({} ranks on {} host(s), {}), found {}",
+                                   from_log, log.ranks, log.nodes, a.compare, rpn));
+    if (log.nodes > 1 && topo.gpus_per_node > 0 && from_log > topo.gpus_per_node)
+      throw InputError(cli, "--topology",
+                       fmt::format("the log ran {} ranks on each of its {} hosts but a node of {} has {} GPU(s): "
+                                   "expected nodes of {} or more GPUs",
+                                   from_log, log.nodes, topo.name, topo.gpus_per_node, from_log));
+    if (log.nodes > 1 && topo.gpus_per_node > 0 && from_log < topo.gpus_per_node) rpn = from_log;
   }
   if (rpn > 0 && topo.gpus_per_node > 0 && rpn > topo.gpus_per_node)
     throw InputError(cli, "--ranks-per-node",
@@ -238,8 +259,12 @@ int collective_command(const CollectiveArgs& a) {
   // One rank has nothing to communicate (nccl-tests would time a local copy, which this does
   // not model): refuse it rather than print zeros.
   if (rpn > 0 && ranks < 2)
-    throw InputError(comparing ? SourceLocation{a.compare, 0, 0} : cli, "--ranks",
-                     fmt::format("expected 2 or more, found {}", ranks));
+    throw InputError(comparing ? SourceLocation{a.compare, 0, 0} : cli, a.ranks == kAllRanks ? "--ranks-per-node" : "--ranks",
+                     a.ranks == kAllRanks
+                         ? fmt::format("{} per node on the {} node(s) of {} gives {} rank; expected 2 or more (more "
+                                       "nodes, or more ranks per node)",
+                                       rpn, topo.num_nodes, topo.name, ranks)
+                         : fmt::format("expected 2 or more, found {}", ranks));
   if (rpn == 0 && (ranks < 2 || ranks > topo.num_gpus())) {
     // Name the override that fits, where the topology grows by its node count.
     std::string more;
@@ -331,7 +356,6 @@ int collective_command(const CollectiveArgs& a) {
   }
   // The log's NCCL_PROTO / NCCL_ALGO (from NCCL's INFO lines) where the flags do not say; an
   // algorithm the simulator does not model (CollNet) is noted and left automatic.
-  std::vector<std::string> notes;
   if (!run_note.empty()) notes.push_back(run_note);
   std::string protocol = a.protocol.empty() ? "auto" : a.protocol;
   std::string algo = a.algo.empty() ? "auto" : a.algo;
@@ -437,7 +461,7 @@ int collective_command(const CollectiveArgs& a) {
 
   std::cout << fmt::format("# overlapsim collective: {} over {} of {} GPUs of {} ({}{}), {} fidelity, profile {}\n",
                            to_string(op), ranks, topo.num_gpus(), topo.name, topo.gpu_model(),
-                           rpn > 0 ? fmt::format(", {} per node on {} nodes", rpn, topo.node_of(members.back()) + 1)
+                           rpn > 0 ? fmt::format(", {} per node on {} node(s)", rpn, topo.node_of(members.back()) + 1)
                                    : std::string(),
                            to_string(opt.replay.fidelity), profile_path);
   if (comparing)
