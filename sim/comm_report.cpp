@@ -112,7 +112,7 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
         r.nodes = op.group >= 0 ? node_count(topo, s.groups[op.group].ranks) : hop;
         r.local_ranks = op.group >= 0 ? local_ranks(topo, s.groups[op.group].ranks) : (hop == 1 ? 2 : 1);
         const int ch = p2p_split(topo, p.rank, op.peer, op.bytes, comm).channels;
-        r.plan = fmt::format("p2p/{}", ch);
+        r.plan = op.num_sm == 0 ? "copy engine" : fmt::format("p2p/{}", ch);
         r.sms = op.num_sm >= 0 ? op.num_sm : ch;
         // Alone: the route's latency and NCCL's p2p latency, then the message at the route's
         // bottleneck (after link efficiency) or NCCL's p2p channels' copy rate, the lesser, as the

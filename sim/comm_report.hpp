@@ -26,7 +26,8 @@ struct CommOpSummary {
   double bytes = 0;       ///< NCCL buffer size per rank (a send: the message), bytes
   long long instances = 0;  ///< ops over the simulated ranks (each stands for its mirrors)
   std::string plan;       ///< "ring/Simple/8" (algorithm/protocol/rings), "chain/...", "p2p/4" (NCCL's p2p
-                          ///< channels), "measured" (a profile's fit times it, analytic fidelity)
+                          ///< channels), "copy engine" (a send of num_sm 0), "measured" (a profile's
+                          ///< fit times it, analytic fidelity)
   int sms = 0;            ///< SMs the kernel holds (NCCL's channels, or the op's num_sm; 0: copy engine)
   double alone_s = -1;    ///< contention-free time, seconds: the plan's closed form (a send: its route's and
                           ///< NCCL's latency plus the message at the lesser of the route's bottleneck and

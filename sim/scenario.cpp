@@ -163,7 +163,14 @@ void parse_nccl_proto(const std::string& text, NcclEnvironment& env) {
 std::string describe(const NcclEnvironment& env) {
   std::string out;
   const auto add = [&](const std::string& kv) { out += (out.empty() ? "" : " ") + kv; };
-  if (env.algorithm != CollectiveAlgorithm::Auto) add(std::string("NCCL_ALGO=") + to_string(env.algorithm));
+  // NCCL's own spellings (src/graph/tuning.cc ncclAlgoStr), as NCCL_PROTO's are.
+  const char* algo = env.algorithm == CollectiveAlgorithm::Ring       ? "Ring"
+                     : env.algorithm == CollectiveAlgorithm::Tree     ? "Tree"
+                     : env.algorithm == CollectiveAlgorithm::Nvls     ? "NVLS"
+                     : env.algorithm == CollectiveAlgorithm::NvlsTree ? "NVLSTree"
+                     : env.algorithm == CollectiveAlgorithm::Pat      ? "PAT"
+                                                                      : to_string(env.algorithm);
+  if (env.algorithm != CollectiveAlgorithm::Auto) add(std::string("NCCL_ALGO=") + algo);
   if (!env.protocol_auto) add(std::string("NCCL_PROTO=") + to_string(env.protocol));
   if (!env.nvls_enable) add("NCCL_NVLS_ENABLE=0");
   if (!env.pat_enable) add("NCCL_PAT_ENABLE=0");

@@ -92,7 +92,7 @@ TEST_CASE("a scenario's nccl section: NCCL_ALGO, NCCL_PROTO, NVLS and PAT switch
                        InputError);
   // What the result's header prints: the variables set, NCCL's names.
   CHECK(describe(none.nccl).empty());
-  CHECK(describe(s.nccl) == "NCCL_ALGO=ring NCCL_PROTO=LL128 NCCL_NVLS_ENABLE=0 NCCL_PAT_ENABLE=0");
+  CHECK(describe(s.nccl) == "NCCL_ALGO=Ring NCCL_PROTO=LL128 NCCL_NVLS_ENABLE=0 NCCL_PAT_ENABLE=0");
 }
 
 TEST_CASE("NCCL_NVLS_ENABLE=0 and NCCL_PAT_ENABLE=0 leave NVLS, NVLS_TREE and PAT out of the choice") {
