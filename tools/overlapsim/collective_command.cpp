@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iostream>
 
 namespace overlapsim::cli {
@@ -30,6 +31,23 @@ constexpr int kMaxUnfoldedRanks = 1024;
 /// unfolded AllGather over 520 H100s, 2.2 M flows: 204 s and 376 MB for one size; a 1 GiB ring
 /// AllReduce over 128 A100s unfolded, 260 k flows: 8.9 s).
 constexpr double kMaxUnfoldedRingFlows = 1 << 20;
+
+/// A check that a flag's value is a whole number from `lo` to 2^20, saying so for 2.5 or abc
+/// (CLI11's own range check reads "not in range" there).
+std::function<std::string(const std::string&)> whole_number(long long lo) {
+  return [lo](const std::string& v) {
+    size_t used = 0;
+    long long k = 0;
+    try {
+      k = std::stoll(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    return used == v.size() && !v.empty() && k >= lo && k <= (1 << 20)
+               ? std::string()
+               : fmt::format("expected a whole number from {} to 1048576, found '{}'", lo, v);
+  };
+}
 }  // namespace
 
 void add_collective_command(CLI::App& app, CollectiveArgs& a) {
@@ -42,36 +60,13 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--ranks-per-node", a.ranks_per_node,
                 "GPUs taken from each node, the first K of nodes 0, 1, ... (nccl-tests under mpirun -N K or srun "
                 "--ntasks-per-node=K; default: every GPU of a node; --compare: the log's ranks per host)")
-      ->check([](const std::string& v) {
-        size_t used = 0;
-        long long k = 0;
-        try {
-          k = std::stoll(v, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        return used == v.size() && !v.empty() && k >= 1 && k <= (1 << 20)
-                   ? std::string()
-                   : "expected a whole number from 1 to 1048576, found '" + v + "'";
-      });
+      ->check(whole_number(1));
   c->add_option("--topology,-t", a.topology, "topology YAML file")->required();
   c->add_option("--override", a.overrides, "topology override KEY=VALUE, e.g. node.count=16 (repeatable)");
   c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e); each size counts whole floats")
       ->check([](const std::string& v) { return v.empty() ? std::string("expected FROM:TO, found an empty value") : std::string(); });
   c->add_option("--factor,-f", a.factor, "size multiplication factor, default 2 (nccl-tests -f)")
-      ->check([](const std::string& v) {
-        // nccl-tests' -f is a whole number: say so, not "not in range", for 2.5 or abc.
-        size_t used = 0;
-        long long f = 0;
-        try {
-          f = std::stoll(v, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        return used == v.size() && !v.empty() && f >= 2 && f <= (1 << 20)
-                   ? std::string()
-                   : "expected a whole number from 2 to 1048576, found '" + v + "'";
-      });
+      ->check(whole_number(2));  // nccl-tests' -f is a whole number: said so, not "not in range"
   c->add_option("--fidelity", a.fidelity, "flow | analytic");
   // An empty value would read as "not given" (auto, or the log's with --compare): refused.
   const CLI::Validator non_empty(
