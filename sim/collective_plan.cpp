@@ -337,16 +337,10 @@ int node_count(const Topology& topo, const std::vector<int>& ranks) {
 }
 
 int local_ranks(const Topology& topo, const std::vector<int>& ranks) {
-  std::vector<int> nodes;
-  for (int r : ranks) nodes.push_back(topo.node_of(r));
-  std::sort(nodes.begin(), nodes.end());
   int least = 0;
-  for (std::size_t i = 0; i < nodes.size();) {
-    std::size_t j = i;
-    while (j < nodes.size() && nodes[j] == nodes[i]) ++j;
-    const int here = static_cast<int>(j - i);
+  for (const std::vector<int>& on : plan_detail::members_by_node(topo, ranks)) {
+    const int here = static_cast<int>(on.size());
     least = least == 0 ? here : std::min(least, here);
-    i = j;
   }
   return least;
 }
