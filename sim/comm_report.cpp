@@ -77,8 +77,8 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
         r.kind = to_string(op.collective);
         r.purpose = to_string(s.groups[op.group].purpose);
         r.group_size = static_cast<int>(ranks.size());
-        r.nodes = node_count(topo, ranks);
-        r.local_ranks = local_ranks(topo, ranks);
+        r.nodes = std::get<2>(shape);
+        r.local_ranks = std::get<3>(shape);
         if (op.collective == CollectiveKind::AllToAll) {
           const P2pCommunicator comm = group_communicator(topo, ranks, o.collectives.p2p_comm.channels);
           const int ch = alltoall_kernel_channels(topo, ranks, op.bytes, comm);
@@ -109,8 +109,8 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
         r.kind = "Send";
         r.purpose = op.group >= 0 ? to_string(s.groups[op.group].purpose) : "";
         r.group_size = op.group >= 0 ? static_cast<int>(s.groups[op.group].ranks.size()) : 2;
-        r.nodes = op.group >= 0 ? node_count(topo, s.groups[op.group].ranks) : hop;
-        r.local_ranks = op.group >= 0 ? local_ranks(topo, s.groups[op.group].ranks) : (hop == 1 ? 2 : 1);
+        r.nodes = op.group >= 0 ? std::get<2>(shape) : hop;
+        r.local_ranks = op.group >= 0 ? std::get<3>(shape) : (hop == 1 ? 2 : 1);
         const int ch = p2p_split(topo, p.rank, op.peer, op.bytes, comm).channels;
         r.plan = op.num_sm == 0 ? "copy engine" : fmt::format("p2p/{}", ch);
         r.sms = op.num_sm >= 0 ? op.num_sm : ch;
