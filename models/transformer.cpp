@@ -306,7 +306,10 @@ void IterationBuilder::build_rank(int rank) {
   prog.ops.reserve(nprog > 1 ? s_.programs[nprog - 2].ops.size() + 64
                              : static_cast<size_t>(M) * static_cast<size_t>(c.layers_per_stage) * 70 + 64);
   const int layer0 = c.pp_i * c.layers_per_stage;
-  const double p2p_bytes = static_cast<double>(d.T) * d.h * d.e / (par_.sp ? 1 : d.t);  // scatter-gather: /t
+  // A pipeline send carries one TP rank's share of the [s, b, h] activation: [s/t, b, h] with SP
+  // (Megatron-Core get_tensor_shapes: seq_length // tp_size), and without SP the scatter-gather
+  // optimisation's 1/t chunk (Narayanan et al. SC'21 §4.1) — /t in both cases.
+  const double p2p_bytes = static_cast<double>(d.T) * d.h * d.e / d.t;
   const int prev = c.first ? -1 : par_.rank_of(c.tp_i, c.dp_i, c.pp_i - 1);
   const int next = c.last ? -1 : par_.rank_of(c.tp_i, c.dp_i, c.pp_i + 1);
   const double full_act = static_cast<double>(d.Tsp) * d.h * d.e;

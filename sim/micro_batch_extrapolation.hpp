@@ -17,27 +17,29 @@
 // exact rather than assumed: a transient still running, a period of two micro-batches or a choice
 // that depends on m shows as a kink), and extend the line to m. Where the check fails the caller
 // replays all m micro-batches. It does fail where streams overlap and slow each other by SM
-// interference in a pattern that drifts: on the default scenario with SP on, megatron's
-// micro-batch spacing on a stage grows by about 0.05 µs per micro-batch and jumps by 0.4 ms every
-// PP micro-batches, so its samples are not collinear (1e-4 of the iteration) and it is replayed
+// interference in a pattern that drifts: on the default scenario with SP on over 25 Gb/s
+// InfiniBand (tests/data/scenarios/default-sp-25g.yaml, where pipeline sends last about as long
+// as the GEMMs beside them), megatron's T(9) − T(8) and T(10) − T(9) are 0.231947 and 0.231495 s,
+// so its samples are not collinear (6.5e-5 of the iteration) and it is replayed
 // in full. The largest sample is replayed first and its own spacing checked (runs_periodically),
 // so that such a strategy costs one sample, not three, before its full replay.
 //
 // That drift has the pipeline's period: the pattern of stream overlaps repeats every PP
-// micro-batches, so T(m + PP) − T(m) is nearly constant where T(m + 1) − T(m) is not (default
-// scenario with SP on, megatron, analytic: T(16) − T(8) and T(24) − T(16) differ by 4.5e-8 s of
-// 1.85 s, while consecutive samples differ by 0.4 ms). Such a strategy is then sampled at m1, m1
+// micro-batches, so T(m + PP) − T(m) is nearly constant where T(m + 1) − T(m) is not (that
+// scenario, megatron, analytic: T(16) − T(8) and T(24) − T(16) differ by 1.5e-13 s of 1.85 s,
+// while consecutive samples differ by 0.45 ms). Such a strategy is then sampled at m1, m1
 // + PP and m1 + 2 PP (m1 ≡ m mod PP, m1 ≥ m0) and extended along that line, the extension's error
 // estimated as if the second difference d recurred every period (a drift of constant curvature):
 // d · k (k + 1) / 2 after k more periods. It is accepted where twice that estimate is at most
 // kPeriodicExtrapolationBound of the iteration time in every figure; the op count, notes and
-// plans must still be exactly affine. The estimate is not a strict bound, hence the factor: on
-// that case megatron's compute time is 5.7e-6 s off the full replay where its estimate is 4.4e-6
-// (its iteration 24.3067201 against 24.3067199 s), and wang-decomp's bubble time, accepted on
-// the estimate alone, was 1.2e-6 of the iteration off (refused with the factor). Measured with
-// it, analytic, against --every-micro-batch: default-sp megatron and te-overlap within 2.4e-7 of
-// the iteration in every figure; the H100 scenario's megatron, te-overlap, wang-decomp and
-// centauri within 4.2e-7.
+// plans must still be exactly affine. The estimate is not a strict bound, hence the factor
+// (measured on an earlier model of the default scenario with SP on, whose pipeline sends were 8x
+// too large: megatron's compute time was 5.7e-6 s off the full replay where its estimate was
+// 4.4e-6, and wang-decomp's bubble time, accepted on the estimate alone, 1.2e-6 of the iteration
+// off). Measured with it against --every-micro-batch: default-sp-25g's te-overlap within 2.3e-7
+// of the iteration in every figure in both fidelities (`overlapsim run
+// tests/data/scenarios/default-sp-25g.yaml -s te-overlap --json F`, with and without
+// --every-micro-batch).
 #pragma once
 
 #include "sim/comm_report.hpp"

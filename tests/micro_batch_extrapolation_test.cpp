@@ -271,10 +271,10 @@ TEST_CASE("analytic: the extended steady state equals replaying every micro-batc
 }
 
 TEST_CASE("analytic: a strategy whose pipeline drifts is replayed in full, beside one extended") {
-  // The default scenario with SP on, 56 micro-batches: megatron's TP collectives on their own
-  // stream slow the GEMMs beside them in a pattern that drifts (sim/micro_batch_extrapolation.hpp),
-  // serial's one stream does not.
-  Scenario sc = load_scenario(kSrc + "/scenarios/default-sp.yaml");
+  // The default scenario with SP on over 25 Gb/s InfiniBand, 56 micro-batches: megatron's
+  // pipeline sends and TP collectives on their own streams slow the GEMMs beside them in a pattern
+  // that drifts (sim/micro_batch_extrapolation.hpp), serial's one stream does not.
+  Scenario sc = load_scenario(kSrc + "/tests/data/scenarios/default-sp-25g.yaml");
   sc.parallelism.global_batch = 896;
   const std::string notes = check_extended_equals_full(sc, {"serial", "megatron"}, Folding::Representatives, 1);
   CHECK(notes.find("serial: the 56 micro-batches' steady state extended from replays of 8, 9 and 10") !=
@@ -283,14 +283,12 @@ TEST_CASE("analytic: a strategy whose pipeline drifts is replayed in full, besid
 }
 
 TEST_CASE("a drift of the pipeline's period: extended from samples a period apart, within 1e-6 of replaying every micro-batch") {
-  // The default scenario with SP on (96 micro-batches, PP 8): te-overlap's samples of 8, 9 and 10
-  // micro-batches are not collinear (its spacing jumps every PP micro-batches), those of 8, 16
-  // and 24 are (micro_batch_extrapolation.hpp): the extension is within 1e-6 of the full replay
-  // in both fidelities. (Megatron's were too while a pipeline send held one SM; with NCCL's two
-  // p2p channels' SMs the estimated error of its compute time is 2.0e-6 of the iteration, above
-  // kPeriodicExtrapolationBound, and it is replayed in full: `overlapsim run
-  // scenarios/default-sp.yaml -s megatron`'s note.)
-  Scenario sc = load_scenario(kSrc + "/scenarios/default-sp.yaml");
+  // The default scenario with SP on over 25 Gb/s InfiniBand (96 micro-batches, PP 8): te-overlap's
+  // samples of 8, 9 and 10 micro-batches are not collinear (its spacing jumps every PP
+  // micro-batches), those of 8, 16 and 24 are (micro_batch_extrapolation.hpp): the extension is
+  // within 1e-6 of the full replay in both fidelities. (Megatron is replayed in full: `overlapsim
+  // run tests/data/scenarios/default-sp-25g.yaml -s megatron`'s note.)
+  Scenario sc = load_scenario(kSrc + "/tests/data/scenarios/default-sp-25g.yaml");
   for (Fidelity f : {Fidelity::Analytic, Fidelity::Flow}) {
     CAPTURE(static_cast<int>(f));
     const std::string notes =
