@@ -18,8 +18,9 @@
 //             selective — the attention core rerun.
 // First stage: embedding lookup and its TP AllReduce (ReduceScatter with SP). Last stage: final
 // LayerNorm, logits GEMM (T × V/t × h), vocab-parallel cross entropy (three small AllReduces),
-// and their backward. Between stages: activations (T·h/t bytes·sizeof(dtype) with Megatron's
-// scatter-gather optimisation) sent forward and gradients back, under 1F1B or GPipe order.
+// and their backward. Between stages: activations (T·h/t bytes·sizeof(dtype): the [s/t, b, h] shard
+// with SP, Megatron's scatter-gather optimisation without) sent forward and gradients back, under
+// 1F1B or GPipe order.
 // After the last micro-batch: data-parallel gradient reduction in buckets of at least 40 M
 // parameters (Megatron-core's default, max(4e7, 1e6·dp)), AllReduce or (ZeRO ≥ 1) ReduceScatter;
 // the tied-embedding gradient AllReduce between first and last stage; the Adam step on the local

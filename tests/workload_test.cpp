@@ -199,3 +199,24 @@ TEST_CASE("ZeRO-3: each layer's parameters gathered before every pass, prefetche
   const double waited = replay(make_strategy("megatron")->apply(blocking, ctx), dgx, ro).makespan_s;
   CHECK(prefetched < 0.97 * waited);
 }
+
+TEST_CASE("pipeline sends carry one TP rank's share of the activation, with SP and without") {
+  // Megatron-Core's get_tensor_shapes sends [s/t, b, h] with SP; without, the scatter-gather
+  // optimisation's 1/t chunk (Narayanan et al. SC'21 §4.1): b·s·h·bytes/t either way.
+  const CostModel cost = a100_cost();
+  const ModelConfig& m = model_preset("gpt3-175b");
+  for (bool sp : {false, true}) {
+    CAPTURE(sp);
+    const Parallelism p = layout(8, 4, 2, 2, 64, Recompute::Full, sp);
+    const Schedule s = build_iteration(m, p, cost);
+    const double expected = 2.0 * m.seq_len * m.hidden * dtype_bytes(m.dtype) / 8;  // 25,165,824 B
+    int sends = 0;
+    for (const RankProgram& prog : s.programs)
+      for (const Op& op : prog.ops)
+        if (op.purpose == CommPurpose::Pipeline && (op.type == OpType::Send || op.type == OpType::Recv)) {
+          ++sends;
+          CHECK(op.bytes == expected);
+        }
+    CHECK(sends > 0);
+  }
+}
