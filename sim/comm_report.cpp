@@ -107,7 +107,7 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
                                                                         o.collectives.p2p_comm.channels)
                                                    : o.collectives.p2p_comm;
         r.kind = "Send";
-        r.purpose = op.group >= 0 ? to_string(s.groups[op.group].purpose) : "";
+        r.purpose = op.group >= 0 ? to_string(s.groups[op.group].purpose) : "pair";
         r.group_size = op.group >= 0 ? static_cast<int>(s.groups[op.group].ranks.size()) : 2;
         r.nodes = op.group >= 0 ? std::get<2>(shape) : hop;
         r.local_ranks = op.group >= 0 ? std::get<3>(shape) : (hop == 1 ? 2 : 1);

@@ -19,7 +19,7 @@ namespace overlapsim {
 struct CommOpSummary {
   std::string op;         ///< the op's name, e.g. "ar.proj", "dp.rs"
   std::string kind;       ///< "AllReduce", ..., "AllToAll", "Send"
-  std::string purpose;    ///< "tp", "dp", "pp", "embedding"; "" for a send on the pair's own communicator
+  std::string purpose;    ///< "tp", "dp", "pp", "embedding"; "pair" for a send on the pair's own communicator
   int group_size = 0;     ///< ranks of the op's communicator (2 for a pair's send)
   int nodes = 0;          ///< nodes it spans
   int local_ranks = 0;    ///< its fewest ranks on one node (NCCL's localRanks)

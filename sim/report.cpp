@@ -85,24 +85,27 @@ void print_communication(std::ostream& out, const StrategyResult& s, const RunRe
                      "rank(s), from its last member's start; us)\n",
                      s.strategy, s.communication_micro_batches, r.micro_batches, r.simulated_ranks);
   const auto group_of = [](const CommOpSummary& c) {
-    std::string g = (c.purpose.empty() ? "pair" : c.purpose) + fmt::format(" {}", c.group_size);
+    std::string g = c.purpose + fmt::format(" {}", c.group_size);
     if (c.nodes > 1) g += fmt::format(" ({}x{})", c.nodes, c.local_ranks);
     return g;
   };
-  size_t wop = 2, wgroup = 5, wplan = 9;
+  const auto us = [](double s) { return fmt::format("{:.1f}", 1e6 * s); };
+  const auto alone_of = [&](const CommOpSummary& c) { return c.alone_s < 0 ? std::string("-") : us(c.alone_s); };
+  // Columns as wide as their widest entry (a 10 GiB gather's 205493.8 us, a 100 s one's more).
+  size_t wop = 2, wgroup = 5, wplan = 9, wtime = 10;
   for (const CommOpSummary& c : s.communication) {
     wop = std::max(wop, c.op.size());
     wgroup = std::max(wgroup, group_of(c).size());
     wplan = std::max(wplan, c.plan.size());
+    wtime = std::max({wtime, alone_of(c).size(), us(c.mean_s).size(), us(c.max_s).size()});
   }
-  out << fmt::format("  {:<{}} {:<13} {:<{}} {:>10} {:>9}  {:<{}} {:>4} {:>10} {:>10} {:>10}\n", "op", wop, "kind",
-                     "group", wgroup, "size", "instances", "NCCL plan", wplan, "SMs", "alone", "mean", "max");
-  for (const CommOpSummary& c : s.communication) {
-    const std::string alone = c.alone_s < 0 ? "-" : fmt::format("{:.1f}", 1e6 * c.alone_s);
-    out << fmt::format("  {:<{}} {:<13} {:<{}} {:>10} {:>9}  {:<{}} {:>4} {:>10} {:>10.1f} {:>10.1f}\n", c.op, wop,
-                       c.kind, group_of(c), wgroup, size_label(c.bytes), c.instances, c.plan, wplan, c.sms, alone,
-                       1e6 * c.mean_s, 1e6 * c.max_s);
-  }
+  out << fmt::format("  {:<{}} {:<13} {:<{}} {:>10} {:>9}  {:<{}} {:>4} {:>{}} {:>{}} {:>{}}\n", "op", wop, "kind",
+                     "group", wgroup, "size", "instances", "NCCL plan", wplan, "SMs", "alone", wtime, "mean", wtime,
+                     "max", wtime);
+  for (const CommOpSummary& c : s.communication)
+    out << fmt::format("  {:<{}} {:<13} {:<{}} {:>10} {:>9}  {:<{}} {:>4} {:>{}} {:>{}} {:>{}}\n", c.op, wop, c.kind,
+                       group_of(c), wgroup, size_label(c.bytes), c.instances, c.plan, wplan, c.sms, alone_of(c),
+                       wtime, us(c.mean_s), wtime, us(c.max_s), wtime);
 }
 
 void print_plans(std::ostream& out, const RunResult& r) {

@@ -2,13 +2,16 @@
 // NCCL's plan and SMs as the replay ran them, and in analytic fidelity (no contention) each ring
 // collective's and each send's replayed time equal to its closed form.
 #include "sim/comm_report.hpp"
+#include "sim/report.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
 #include "tests/test_support.hpp"
 
 #include <doctest/doctest.h>
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 using namespace overlapsim;
 using overlapsim::testing::Run;
@@ -46,6 +49,7 @@ TEST_CASE("the communication report counts every collective and send, and analyt
     if (c.plan.rfind("ring/", 0) == 0 || c.kind == "Send") {
       rings += c.kind != "Send";
       sends += c.kind == "Send";
+      if (c.kind == "Send") CHECK(c.purpose == "pair");  // the pair's own communicator
       // One DGX A100: NCCL's communicator of 24 channels, one SM each for a large ring.
       if (c.kind != "Send" && c.bytes >= 32.0 * 1024 * 1024) CHECK(c.sms == 24);
       CHECK(c.mean_s == doctest::Approx(c.alone_s).epsilon(1e-9));
@@ -108,4 +112,46 @@ TEST_CASE("run --explain prints the communication table, --json carries it") {
   const Run plain = run_cli("run -q " + kSrc + "/tests/data/scenarios/small.yaml -s megatron --fidelity analytic --json " + json);
   CHECK(plain.status == 0);
   CHECK(overlapsim::testing::slurp(json).find("\"communication\"") == std::string::npos);
+}
+
+TEST_CASE("the communication table's time columns widen to their longest entry") {
+  StrategyResult s;
+  s.strategy = "megatron";
+  s.communication_micro_batches = 1;
+  CommOpSummary a;
+  a.op = "dp.param_gather";
+  a.kind = "AllGather";
+  a.purpose = "dp";
+  a.group_size = 64;
+  a.nodes = 64;
+  a.local_ranks = 1;
+  a.bytes = 80.0 * 1024 * 1024 * 1024;
+  a.instances = 1;
+  a.plan = "ring/Simple/2";
+  a.sms = 2;
+  a.alone_s = 1234.5;  // 1234500000.0 us: 12 characters
+  a.mean_s = 1234.5;
+  a.max_s = 1234.5;
+  CommOpSummary b = a;
+  b.op = "send.act";
+  b.kind = "Send";
+  b.purpose = "pair";
+  b.group_size = 2;
+  b.alone_s = b.mean_s = b.max_s = 1e-4;
+  s.communication = {a, b};
+  RunResult r;
+  r.micro_batches = 1;
+  r.simulated_ranks = 1;
+  std::ostringstream out;
+  print_communication(out, s, r);
+  std::istringstream in(out.str());
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) lines.push_back(l);
+  REQUIRE(lines.size() == 4);  // title, header, two rows
+  CHECK(lines[2].find("1234500000.0 1234500000.0 1234500000.0") != std::string::npos);
+  CHECK(lines[3].find("pair 2") != std::string::npos);
+  // Header and rows end in the same column: every time right-aligned under its heading.
+  CHECK(lines[1].size() == lines[2].size());
+  CHECK(lines[1].size() == lines[3].size());
 }
