@@ -525,10 +525,12 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
   // per ring in turn: a ring count those NICs do not divide (8 rings over 3) loads one NIC more
   // than the others, which NCCL's one channel per NIC does not. The rings are rounded up to a
   // multiple of the NICs (9 over 3; regression: 3, 5, 6 and 7 GPUs a node of a DGX H100 moved
-  // no more than 4 at 8 rings).
-  if (channels_forced <= 0 && nodes > 1 && !p.chain) {
+  // no more than 4 at 8 rings). A Broadcast's or Reduce's chains leave through those NICs alike.
+  if (channels_forced <= 0 && nodes > 1) {
     const int nics = topo.nccl_channels(nodes, local_ranks(topo, ranks)) / 2;
-    if (nics > 0 && p.channels % nics != 0) p.channels = (p.channels / nics + 1) * nics;
+    // Fewer rings than NICs (a communicator set to 1 or 2 channels) stay as set: each still
+    // leaves through a NIC of its own.
+    if (nics > 0 && p.channels > nics && p.channels % nics != 0) p.channels = (p.channels / nics + 1) * nics;
   }
 
   // Rings by channel count (NCCL lowers the count for small sizes, per protocol: nccl_tuning.hpp).

@@ -84,3 +84,20 @@ TEST_CASE("K GPUs of each node reach K NICs' rate: a large ring's busbw grows wi
     CHECK(r.busbw_Bps / k > 40e9);  // near a 400 Gb/s NIC (50 GB/s) at the profile's efficiency
   }
 }
+
+TEST_CASE("K GPUs of each node: a Broadcast's and a Reduce's chains grow with K too") {
+  // 8 DGX H100 nodes, 4 GiB: K GPUs a node put K NICs to work, as for the ring (regression: the
+  // chains kept 8 channels at 3, 5, 6 and 7 GPUs a node, one NIC carrying two where the others
+  // carried one: 123, 182, 181, 180 GB/s for K = 3, 5, 6, 7 where 4 gave 183).
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "8"}});
+  for (BenchOp op : {BenchOp::Broadcast, BenchOp::Reduce}) {
+    double last = 0;
+    for (int k : {2, 3, 4, 5, 6, 7}) {
+      CAPTURE(k);
+      const BenchRow r = run_collective_bench(topo, op, 8 * k, {4096 * kMiB}, h100_options(Fidelity::Analytic, k))[0];
+      CHECK(r.busbw_Bps > last * 1.1);  // every added GPU (and its NIC) adds at least a tenth
+      CHECK(r.busbw_Bps / k > 40e9);
+      last = r.busbw_Bps;
+    }
+  }
+}
