@@ -148,10 +148,20 @@
 // 36.7, 40 GB/s), C_nccl NCCL's channels for the call. A ring's busBw is each hop's payload rate
 // summed over channels, so every hop's share is capped at llMaxBw / C / ½ (LL) or perCh ·
 // C_nccl / C / (120/128) (LL128) wire bytes/s over the plan's C channels, in
-// the closed form and, by the step floor, in flow; a chain's hops too. The tree's limits
-// (perChMaxTreeBws, perChMaxTreeLL128Bws) are not modelled: they are throughputs of NCCL's
-// pipelined tree, and per hop of the model's tree (one slice per channel at small sizes) they
-// would add up along its leaf-root-leaf paths.
+// the closed form and, by the step floor, in flow; a chain's hops too.
+// Tree protocol limits (the same file: the tree's busBw ≤ C_nccl · perChMaxTreeBw (Simple;
+// 26.5, 24.0, 38.7, 70.0 GB/s in one node, less across nodes), ≤ llMaxBw (LL), ≤ C_nccl ·
+// perChMaxTreeLL128Bw (LL128; 20, 20, 36.7, 55.6 GB/s in one node), and on NVLink hops ≤ the
+// profile's measured LL128 ceiling, ll128_busbw_nvlink_Bps, below): NCCL times a tree
+// AllReduce of S bytes as S / (busBw · ½), each member sending S up and S down, so the tree's
+// busBw bounds a member's send rate over its two hops of a channel. Each tree hop's rate_cap_Bps
+// is busBw / (2 C) over the protocol's wire fraction (the plan's C channels): a bound on the
+// pipeline's rate (the sender's occupancy per slice), not on a slice's arrival — LL and LL128
+// forward line by line, so the limit does not add up along the leaf-root-leaf path — in the
+// closed form and, by the sender's slot, in flow. NCCL's tuner-only efficiency factors (0.92,
+// 1/3.8 for LL, 7/9 for LL128 in one node, the tree correction by size) are its ranking's, not
+// the plan's. Forced inside one DGX A100 node, the LL128 tree's plateau is then 7/8 of the
+// measured 131 GB/s (it was 212 GB/s busbw, above the ring's).
 //
 // Simple's slices (CollectiveOptions::simple_slice_nvlink_s, a profile's
 // network.simple_slice_nvlink_s): a Simple slice ends with a memory fence and a flag the
@@ -275,6 +285,7 @@
 #include "sim/schedule.hpp"
 #include "sim/topology.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
@@ -301,6 +312,10 @@ struct Hop2 {
   /// the rest of the step latency only delays the slice's arrival, overlapping the sender's
   /// next slice.
   double serial_s = 0;
+  /// The protocol's limit on the sender's copy rate over this hop (a tree's hop: NCCL's busBw
+  /// limits, header), wire bytes/s: a slice keeps the sender busy at least wire / rate_cap_Bps,
+  /// while its arrival still follows the link's share; +inf where no limit applies.
+  double rate_cap_Bps = std::numeric_limits<double>::infinity();
 };
 
 struct ChannelPlan {
@@ -332,8 +347,10 @@ struct TreePlan {
   /// share, seconds (e_h in the header).
   static double hop_s(const Hop2& h, double wire_bytes) { return h.step_latency_s + wire_bytes / h.share_Bps; }
   /// How long a slice of `wire_bytes` keeps the hop's sender busy before it may send the next:
-  /// serial_s + wire / share, seconds (d_h in the header).
-  static double occupancy_s(const Hop2& h, double wire_bytes) { return h.serial_s + wire_bytes / h.share_Bps; }
+  /// serial_s + wire / min(share, rate cap), seconds (d_h in the header).
+  static double occupancy_s(const Hop2& h, double wire_bytes) {
+    return h.serial_s + wire_bytes / std::min(h.share_Bps, h.rate_cap_Bps);
+  }
   /// Contention-free end of each member's part (it has received its last slice and sent all its
   /// own) for K slices of wire_bytes each, seconds from the start, base latency aside; by position.
   std::vector<double> end_times(int slices, double wire_bytes) const;

@@ -185,6 +185,19 @@ double nccl_tree_chunk_bytes(Protocol proto, double bytes, int channels, int ran
   return kTreeChunkBytes[0];
 }
 
+/// NCCL's limit on a tree AllReduce's busBw for `proto` over `nodes` nodes, with `nccl_channels`
+/// channels in NCCL's call, bytes/s (src/graph/tuning.cc ncclTopoTuneModel: Simple ≤ nChannels ·
+/// perChMaxTreeBw, LL ≤ llMaxBw, LL128 ≤ nChannels · perChMaxTreeLL128Bw; the per-channel
+/// figures by compute capability and node count 1, 2, more; llMaxBw as the ring's).
+double tree_protocol_busbw_Bps(const Topology& topo, Protocol proto, int nodes, int nccl_channels) {
+  const int cc = compute_capability_index(topo);
+  const int by_nodes = nodes <= 2 ? nodes - 1 : 2;
+  if (proto == Protocol::LL)
+    return nodes == 1 ? nccl::kLlMaxBusBw[cc] : nccl::kLlMaxBusBwNodes[topo.cpu_vendor == "amd" ? 1 : 0][nodes == 2 ? 0 : 1];
+  if (proto == Protocol::LL128) return nccl_channels * nccl::kPerChTreeLL128[cc][by_nodes];
+  return nccl_channels * nccl::kPerChTree[cc][by_nodes];
+}
+
 /// Tree hops' shares: a hop shares a link with the hops whose busy windows overlap its own, a
 /// window being [first slice's start, + K · its slice's time alone (latency and copy)], the
 /// start as end_times() would place it without sharing (all hops busy at once when K is large;
@@ -326,6 +339,19 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
           }
         }
     set_tree_shares(topo, eff, q);
+    if (!opt.textbook) {
+      // NCCL's limits on the tree's busBw (collective_plan.hpp): a member's send rate over its
+      // up and down hops of one channel, as a floor on each hop's occupancy per slice.
+      const double bus = tree_protocol_busbw_Bps(topo, proto, nodes, q.sm_blocks);
+      for (auto& tp : q.trees)
+        for (int v = 0; v < n; ++v)
+          for (Hop2* h : {&tp.up[v], &tp.down[v]}) {
+            double cap = bus;
+            if (proto == Protocol::LL128 && h->kind == HopKind::NvLink && opt.ll128_busbw_nvlink_Bps > 0)
+              cap = std::min(cap, opt.ll128_busbw_nvlink_Bps);
+            h->rate_cap_Bps = cap / (2.0 * q.channels) / kWireFraction[pi];
+          }
+    }
     return q;
   };
   // As for the ring (plan_ring): LL128 is no automatic choice where a hop joins GPUs over PCIe.

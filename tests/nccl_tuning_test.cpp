@@ -178,8 +178,11 @@ TEST_CASE("a profile's tuning rule changes the plan, in the replay and in predic
   const Profile prof = load_profile(path);
   REQUIRE(prof.tuning.size() == 1);
   const LinkEfficiency eff = LinkEfficiency::of_profile(prof);
+  // Both read their profile's measured costs as simulate() does (the tree LL128 plan's NVLink
+  // hops are held to the profile's LL128 ceiling, which predict_collective_s reads too).
   CollectiveOptions model, tuned;
-  tuned.tuning = prof.tuning;
+  model.read_profile(load_profile(default_profile_path("a100-sxm4-80gb")));
+  tuned.read_profile(prof);
   const CollectivePlan m = plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, size, 0, model);
   const CollectivePlan t = plan_collective(topo, eff, first(16), CollectiveKind::AllReduce, size, 0, tuned);
   // The model (NCCL's tuner's ranking) runs a 1 GiB AllReduce over 2 nodes as a Simple ring; the
@@ -193,7 +196,7 @@ TEST_CASE("a profile's tuning rule changes the plan, in the replay and in predic
   ReplayOptions ro;
   ro.fidelity = Fidelity::Analytic;
   ro.link_efficiency = eff;
-  ro.collectives.tuning = prof.tuning;
+  ro.collectives.read_profile(prof);
   CHECK(bench_time(topo, 16, size, ro) == testing::approx(t.closed_form_s()).epsilon(1e-9));
   ro.collectives.tuning.clear();
   CHECK(bench_time(topo, 16, size, ro) == testing::approx(m.closed_form_s()).epsilon(1e-9));

@@ -405,10 +405,11 @@ TEST_CASE("nccl-tests published: A100 16 nodes (128 GPUs) all_reduce (coreweave/
   // log). It plateaus at 116 GB/s where a ring over 8x 200 Gb/s HDR per node reaches ~190 GB/s
   // (simulated 192 from 2 GiB on, 173 at 1 GiB; NVIDIA quotes 192 GB/s for DGX A100,
   // NVIDIA/nccl#812), so the run was either on fewer NICs or another algorithm. At 2-128 MiB,
-  // where NCCL's tuner runs the tree, the model is 20-45% above it (its tree pipelines NCCL's
-  // chunks, 32-128 KiB there, with each slice's latency overlapping the next copy; it was 23-35%
-  // below while a slice paid its latency serially in 512 KiB slices), as much as its plateau is
-  // above the log's. All sizes WARN: the setup is not known.
+  // where NCCL's tuner runs the tree, the model is 2-42% above it (its tree pipelines NCCL's
+  // chunks, 32-128 KiB there, with each slice's latency overlapping the next copy, its LL128 held
+  // to the tree's busBw limits; it was 23-35% below while a slice paid its latency serially in
+  // 512 KiB slices, 20-45% above without the limits), as much as its plateau is above the log's.
+  // All sizes WARN: the setup is not known.
   validate({"coreweave-a100-16node-allreduce.csv", "dgx-a100-superpod.yaml", 16, BenchOp::AllReduce,
             CollectiveAlgorithm::Auto, {{pow2(20, 33),
             "setup not stated in the source (NICs, algorithm); simulated ring over 8x HDR per node"}}});
