@@ -168,7 +168,7 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
   inter_s += 2.0 * depth * std::min(p.channels * chunk, rail_bytes) / slowest_Bps;
   // NCCL's per-channel ceiling of the NVLS_TREE kernel (perChMaxNVLSTreeBws), over its graph's
   // channels (one per head), as busBw: at most that busbw.
-  const double cap_busbw = heads * nccl::kPerChNvlsTree[cc_index][N <= 2 ? N - 1 : 2];
+  const double cap_busbw = heads * nccl::kPerChNvlsTree[cc_index][nccl::nodes_index(N)];
   const double cap_s = bytes / (cap_busbw * n / (2.0 * (n - 1)));
   p.base_latency_s = nccl::nvls_tree_latency_s(N);
   p.bulk_s = bytes > 0 ? std::max({intra_s, inter_s, cap_s}) : 0.0;

@@ -39,8 +39,6 @@ constexpr double kSimpleMinSliceBytes = 2 * kSliceBytes / 32;
 // along the chain costs about its latency (2.5 us of wire per NVLink hop of a DGX A100 at 8
 // channels) as line-by-line forwarding does, for 8x the flows of a 512 KiB slice.
 constexpr double kChainSliceBytes[3] = {32768.0, 65536.0, kSliceBytes};
-using nccl::kLlMaxBusBw;
-using nccl::kLlMaxBusBwNodes;  // [AMD][2 nodes, more]
 
 /// The cap on one ring hop's share (wire bytes/s) that NCCL's protocol limits set for `proto`
 /// over `nodes` nodes, for a plan of `channels` channels standing for NCCL's `nccl_channels`
@@ -60,8 +58,7 @@ using nccl::kLlMaxBusBwNodes;  // [AMD][2 nodes, more]
 double ring_protocol_cap_Bps(const Topology& topo, Protocol proto, int nodes, int channels, int nccl_channels) {
   const int pi = static_cast<int>(proto);
   if (proto == Protocol::LL) {
-    const double bus = nodes == 1 ? kLlMaxBusBw[compute_capability_index(topo)]
-                                  : kLlMaxBusBwNodes[topo.cpu_vendor == "amd" ? 1 : 0][nodes == 2 ? 0 : 1];
+    const double bus = nccl::ll_max_busbw(compute_capability_index(topo), topo.cpu_vendor == "amd", nodes);
     return bus / channels / kWireFraction[pi];
   }
   if (proto == Protocol::LL128)

@@ -191,9 +191,8 @@ double nccl_tree_chunk_bytes(Protocol proto, double bytes, int channels, int ran
 /// figures by compute capability and node count 1, 2, more; llMaxBw as the ring's).
 double tree_protocol_busbw_Bps(const Topology& topo, Protocol proto, int nodes, int nccl_channels) {
   const int cc = compute_capability_index(topo);
-  const int by_nodes = nodes <= 2 ? nodes - 1 : 2;
-  if (proto == Protocol::LL)
-    return nodes == 1 ? nccl::kLlMaxBusBw[cc] : nccl::kLlMaxBusBwNodes[topo.cpu_vendor == "amd" ? 1 : 0][nodes == 2 ? 0 : 1];
+  const int by_nodes = nccl::nodes_index(nodes);
+  if (proto == Protocol::LL) return nccl::ll_max_busbw(cc, topo.cpu_vendor == "amd", nodes);
   if (proto == Protocol::LL128) return nccl_channels * nccl::kPerChTreeLL128[cc][by_nodes];
   return nccl_channels * nccl::kPerChTree[cc][by_nodes];
 }

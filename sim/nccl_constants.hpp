@@ -41,6 +41,13 @@ inline constexpr double kHwLatTree[3][3] = {
 /// nodes' CPU vendor [other, AMD] and node count [2, more].
 inline constexpr double kLlMaxBusBw[4] = {39.0e9, 87.7e9, 141.0e9, 282.0e9};
 inline constexpr double kLlMaxBusBwNodes[2][2] = {{39.0e9, 20.4e9}, {22.5e9, 19.0e9}};
+/// NCCL's index of a node count into its per-channel ceilings [1, 2, more] (tuning.cc index2).
+inline int nodes_index(int nodes) { return nodes <= 2 ? nodes - 1 : 2; }
+/// llMaxBw for `nodes` nodes, bytes/s: one node by compute capability index, across nodes by the
+/// CPU vendor (AMD or other) and node count (2, more).
+inline double ll_max_busbw(int cc_index, bool amd_cpu, int nodes) {
+  return nodes == 1 ? kLlMaxBusBw[cc_index] : kLlMaxBusBwNodes[amd_cpu ? 1 : 0][nodes == 2 ? 0 : 1];
+}
 /// Per-channel busBw ceilings, bytes/s, by compute capability and node count [1, 2, more]
 /// (perChMaxRingLL128Bws, perChMaxTreeBws, perChMaxTreeLL128Bws).
 inline constexpr double kPerChRingLL128[4][3] = {

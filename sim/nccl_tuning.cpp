@@ -157,8 +157,8 @@ namespace {
 /// min(0.92 B, C · perChMaxRingLL128Bw)), bytes/s.
 double ring_busbw(Protocol proto, const NcclTunerInputs& in) {
   const int N = in.nodes;
-  const int by_nodes = N <= 2 ? N - 1 : 2;  // index2
-  const double ll_max = N == 1 ? nccl::kLlMaxBusBw[in.cc_index] : nccl::kLlMaxBusBwNodes[in.amd_cpu ? 1 : 0][N == 2 ? 0 : 1];
+  const int by_nodes = nccl::nodes_index(N);
+  const double ll_max = nccl::ll_max_busbw(in.cc_index, in.amd_cpu, N);
   const double B = in.graph_busbw_Bps, C = in.graph_channels;
   return proto == Protocol::LL      ? std::min(ll_max, B * 0.5)
          : proto == Protocol::LL128 ? std::min(B * 0.92, C * nccl::kPerChRingLL128[in.cc_index][by_nodes])
@@ -190,8 +190,8 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
   if (proto == Protocol::LL128 && !in.ll128) return std::numeric_limits<double>::infinity();
   const int p = static_cast<int>(proto);
   const int n = in.ranks, N = in.nodes;
-  const int by_nodes = N <= 2 ? N - 1 : 2;  // index2
-  const double ll_max = N == 1 ? nccl::kLlMaxBusBw[in.cc_index] : nccl::kLlMaxBusBwNodes[in.amd_cpu ? 1 : 0][N == 2 ? 0 : 1];
+  const int by_nodes = nccl::nodes_index(N);
+  const double ll_max = nccl::ll_max_busbw(in.cc_index, in.amd_cpu, N);
   const double B = in.graph_busbw_Bps, C = in.graph_channels;
   const int intra = in.intra_pcie ? 1 : 0;
   const int log2_nodes = nccl::log2i(N);
