@@ -201,7 +201,7 @@ int Replayer::p2p_sms(int src, int dst, double bytes, const P2pCommunicator& com
   return it->second;
 }
 
-P2pCommunicator Replayer::p2p_comm_of(const Op& op) const {
+const P2pCommunicator& Replayer::p2p_comm_of(const Op& op) {
   return op.group >= 0 ? a2a_comm(op.group) : opt_.collectives.p2p_comm;
 }
 

@@ -192,8 +192,9 @@ class Replayer {
   /// (collective_plan.hpp p2p_rate_cap_Bps), bytes/s; cached.
   double p2p_rate(int src, int dst, double bytes, bool copy_engine, const P2pCommunicator& comm);
   /// The communicator of an AllToAll over group `group`: its ranks and their nodes, the
-  /// options' p2p channels.
-  P2pCommunicator a2a_comm(int group) const;
+  /// options' p2p channels. Computed once per group (a collective matmul's ring sends asked
+  /// for it per message: a quarter of an analytic run on the H100 scenario).
+  const P2pCommunicator& a2a_comm(int group);
   /// Sum of the latencies of the route from src to dst, seconds; cached.
   double route_latency(int src, int dst);
   /// A send's flow (or, ri < 0, a mirror's send into receive `match`), after its latency.
@@ -206,7 +207,7 @@ class Replayer {
   /// per p2p channel the message runs on (p2p_split); cached.
   int p2p_sms(int src, int dst, double bytes, const P2pCommunicator& comm);
   /// The communicator a Send/Recv runs on: its group's (Op::group), else the options' p2p one.
-  P2pCommunicator p2p_comm_of(const Op& op) const;
+  const P2pCommunicator& p2p_comm_of(const Op& op);
   /// SMs of one member's kernel for an AllToAll of `bytes` per rank over group `group`
   /// (nccl_alltoall_kernel_channels); cached.
   int a2a_sms(int group, double bytes);
@@ -271,6 +272,7 @@ class Replayer {
   std::map<std::tuple<int, int, int, bool>, int> p2p_base_;  // (group, self, peer, send) → channel base
   std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds
   std::unordered_map<int, AllToAllRoutes> all_to_all_routes_;  // by group
+  std::vector<P2pCommunicator> a2a_comms_;  // by group (a2a_comm); ranks == 0: not computed yet
   // (src, dst, bytes, copy engine, communicator ranks, nodes, channels, local ranks) → bytes/s
   std::map<std::tuple<int, int, double, bool, int, int, int, int>, double> p2p_rate_;
   std::unordered_map<int64_t, double> route_latency_;                    // src·W + dst → seconds
