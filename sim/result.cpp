@@ -31,13 +31,14 @@ void sort_runs(std::vector<Interval>& v, const std::vector<size_t>& bounds) {
 /// Merges intervals sorted by start in place (intervals of equal start merge alike whatever
 /// their order); returns their total length.
 double merge(std::vector<Interval>& v) {
-  std::vector<Interval> out;
-  for (const auto& iv : v) {
+  size_t w = 0;  // v[0, w) is merged so far (w never passes the interval being read)
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Interval iv = v[i];
     if (iv.second <= iv.first) continue;
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
+    if (w > 0 && iv.first <= v[w - 1].second) v[w - 1].second = std::max(v[w - 1].second, iv.second);
+    else v[w++] = iv;
   }
-  v.swap(out);
+  v.resize(w);
   double total = 0;
   for (const auto& iv : v) total += iv.second - iv.first;
   return total;
