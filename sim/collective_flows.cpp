@@ -22,6 +22,11 @@ void Replayer::coll_ready(int ri, int oi) {
       c.planned = &plan_of(op);
       c.plan = &c.planned->plan;
     }
+    if (!spare_members_.empty()) {
+      c.members = std::move(spare_members_.back());
+      spare_members_.pop_back();
+      c.members.clear();
+    }
     c.members.resize(n);
     for (int pos = 0; pos < n; ++pos) {
       c.members[pos].rank_idx = rank_idx(g[pos]);
@@ -312,7 +317,10 @@ void Replayer::member_finish(CollState& c, int pos) {
 
 void Replayer::coll_maybe_erase(int64_t match) {
   auto it = colls_.find(match);
-  if (it != colls_.end() && it->second.remaining == 0 && it->second.in_flight == 0) colls_.erase(it);
+  if (it != colls_.end() && it->second.remaining == 0 && it->second.in_flight == 0) {
+    spare_members_.push_back(std::move(it->second.members));  // its memory for the next collective
+    colls_.erase(it);
+  }
 }
 
 

@@ -52,8 +52,11 @@ const PlannedCollective& Replayer::plan_of(const Op& op) {
 void Replayer::build() {
   const int nr = static_cast<int>(s_.programs.size());
   std::vector<int> ranks;
+  rank_index_.assign(static_cast<size_t>(std::max(0, s_.world_size)), -1);
   for (int i = 0; i < nr; ++i) {
-    rank_index_[s_.programs[i].rank] = i;
+    const int r = s_.programs[i].rank;
+    if (static_cast<size_t>(r) >= rank_index_.size()) rank_index_.resize(static_cast<size_t>(r) + 1, -1);
+    rank_index_[static_cast<size_t>(r)] = i;
     ranks.push_back(s_.programs[i].rank);
   }
   // Every (src, dst) pair a flow may use.
@@ -170,21 +173,21 @@ void Replayer::complete(int ri, int oi) {
 
 void Replayer::start_exec(Task::Kind kind, bool on_gpu, double seconds, int ri, int oi, int64_t match, int channel,
                           int idx) {
-  tasks_.push_back(Task{kind, ri, oi, match, channel, idx, be_.now()});
+  Task* t = new_task(Task{kind, ri, oi, match, channel, idx, be_.now()});
   ++times_.activities;
-  be_.start_exec(on_gpu ? s_.programs[ri].rank : ActivityBackend::kTimer, seconds * kGpuSpeed, &tasks_.back());
+  be_.start_exec(on_gpu ? s_.programs[ri].rank : ActivityBackend::kTimer, seconds * kGpuSpeed, t);
 }
 
 void Replayer::start_flow(Task::Kind kind, int src_rank, int dst_rank, double bytes, int ri, int oi, int64_t match,
                           int channel, int idx, double rate_Bps) {
-  tasks_.push_back(Task{kind, ri, oi, match, channel, idx, be_.now()});
+  Task* t = new_task(Task{kind, ri, oi, match, channel, idx, be_.now()});
   ++times_.activities;
   if (std::isfinite(rate_Bps))
-    flow_floors_[&tasks_.back()] = be_.now() + route_latency(src_rank, dst_rank) + bytes / rate_Bps;
+    flow_floors_[t] = be_.now() + route_latency(src_rank, dst_rank) + bytes / rate_Bps;
   if (opt_.record_flows)
-    flows_.started(&tasks_.back(), FlowRecord{be_.now(), -1, bytes, src_rank, dst_rank,
-                                              ri >= 0 ? s_.programs[ri].rank : src_rank, oi, match});
-  be_.start_flow(src_rank, dst_rank, bytes, &tasks_.back());
+    flows_.started(t, FlowRecord{be_.now(), -1, bytes, src_rank, dst_rank,
+                                 ri >= 0 ? s_.programs[ri].rank : src_rank, oi, match});
+  be_.start_flow(src_rank, dst_rank, bytes, t);
 }
 
 int Replayer::hold_sms(int ri, int num_sm) {
@@ -387,7 +390,7 @@ bool Replayer::wait_for_floor(const Task& t, Task::Kind floor_kind) {
   flow_floors_.erase(it);
   if (!(early > 1e-15)) return false;
   start_exec(floor_kind, false, early, t.rank_idx, t.op, t.match, t.channel, t.idx);
-  tasks_.back().started_s = t.started_s;
+  last_task_->started_s = t.started_s;
   return true;
 }
 
@@ -505,7 +508,7 @@ void Replayer::on_activity_done(Task& t) {
     case Task::P2PDelay: {
       const double issued = t.started_s;
       p2p_send(t.rank_idx, t.op, t.match, true);
-      tasks_.back().started_s = issued;  // the receive's communication began with the latency
+      last_task_->started_s = issued;  // the receive's communication began with the latency
       break;
     }
     case Task::AllToAllDelay: {
@@ -542,7 +545,9 @@ ReplayTimes Replayer::run() {
   build();
   drain();
   be_.run([this](void* tag) {
-    on_activity_done(*static_cast<Task*>(tag));
+    Task* t = static_cast<Task*>(tag);
+    on_activity_done(*t);
+    free_tasks_.push_back(t);  // nothing holds it any more: the next activity may reuse it
     drain();
   });
   if (completed_ != total_ops_) {

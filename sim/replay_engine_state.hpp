@@ -243,18 +243,35 @@ class Replayer {
   void member_finish(CollState& c, int pos);
   void coll_maybe_erase(int64_t match);
   int rank_idx(int rank) const {
-    auto it = rank_index_.find(rank);
-    return it == rank_index_.end() ? -1 : it->second;
+    return rank >= 0 && static_cast<size_t>(rank) < rank_index_.size() ? rank_index_[static_cast<size_t>(rank)] : -1;
+  }
+  /// A task for a new activity (a finished one's memory when there is one), remembered as
+  /// last_task_.
+  Task* new_task(const Task& t) {
+    Task* p;
+    if (!free_tasks_.empty()) {
+      p = free_tasks_.back();
+      free_tasks_.pop_back();
+      *p = t;
+    } else {
+      tasks_.push_back(t);
+      p = &tasks_.back();
+    }
+    last_task_ = p;
+    return p;
   }
 
   const Schedule& s_;
   const Topology& topo_;
   const ReplayOptions& opt_;
   ActivityBackend& be_;
-  std::unordered_map<int, int> rank_index_;
+  std::vector<int> rank_index_;  // global rank → simulated rank index, −1: a mirror
   std::vector<std::vector<int>> pending_, succ_begin_, succ_;
   std::vector<int> ready_rank_, ready_op_;
-  std::deque<Task> tasks_;
+  std::deque<Task> tasks_;        // every task's memory (addresses stable: activities' tags)
+  std::vector<Task*> free_tasks_;  // tasks whose activity has ended and been handled, for reuse
+  Task* last_task_ = nullptr;      // the task new_task gave last
+  std::vector<std::vector<Member>> spare_members_;  // erased collectives' member vectors, for reuse
   std::unordered_map<int64_t, CollState> colls_;
   std::unordered_map<int64_t, P2PState> p2p_;
   /// [rank index][send op]: the receive from a mirror that the mirror sends when this rank
