@@ -272,6 +272,15 @@ class Replayer {
   std::vector<Task*> free_tasks_;  // tasks whose activity has ended and been handled, for reuse
   Task* last_task_ = nullptr;      // the task new_task gave last
   std::vector<std::vector<Member>> spare_members_;  // erased collectives' member vectors, for reuse
+  /// What every collective of one group starts from, computed once per group (DP groups of 128
+  /// members: initialising them per instance took a sixth of an analytic run).
+  struct GroupMembers {
+    std::vector<Member> fresh;        ///< by position: rank_idx set, the rest as a new Member
+    std::vector<int> simulated_pos;   ///< positions of the simulated members, in order
+    std::vector<int> pos_of;          ///< by simulated rank index: its position, -1 none
+  };
+  std::vector<GroupMembers> group_members_;  // by group; pos_of empty: not computed yet
+  const GroupMembers& group_members(int group);
   std::unordered_map<int64_t, CollState> colls_;
   std::unordered_map<int64_t, P2PState> p2p_;
   /// [rank index][send op]: the receive from a mirror that the mirror sends when this rank
