@@ -159,7 +159,11 @@ void Replayer::drain() {
 
 void Replayer::complete(int ri, int oi) {
   times_.end_s[ri][oi] = be_.now();
-  if (!p2p_holds_.empty()) p2p_release(ri, oi);
+  // Only a Send or Recv holds a peer kernel's SMs (p2p_hold): no lookup for the other ops.
+  if (!p2p_holds_.empty()) {
+    const OpType type = s_.programs[ri].ops[oi].type;
+    if (type == OpType::Send || type == OpType::Recv) p2p_release(ri, oi);
+  }
   ++completed_;
   const auto& begin = succ_begin_[ri];
   for (int k = begin[oi]; k < begin[oi + 1]; ++k) {
