@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace overlapsim {
 
@@ -59,8 +60,15 @@ void Replayer::build() {
     rank_index_[static_cast<size_t>(r)] = i;
     ranks.push_back(s_.programs[i].rank);
   }
-  // Every (src, dst) pair a flow may use.
+  // Every (src, dst) pair a flow may use. A send names its pair once per message (millions
+  // with collective matmul's ring permutes): each pair is kept once as it comes, not sorted
+  // out of a list of them all.
   std::vector<std::pair<int, int>> pairs;
+  std::unordered_set<int64_t> seen;
+  const auto add = [&](int src, int dst) {
+    if (!pairs.empty() && pairs.back() == std::pair<int, int>{src, dst}) return;
+    if (seen.insert((int64_t{src} << 32) | static_cast<uint32_t>(dst)).second) pairs.emplace_back(src, dst);
+  };
   for (const auto& p : s_.programs)
     for (const auto& op : p.ops) {
       if (op.type == OpType::Collective) {
@@ -70,26 +78,26 @@ void Replayer::build() {
         if (op.collective == CollectiveKind::AllToAll) {
           for (int j = 0; j < n; ++j)
             if (g[j] != p.rank) {
-              pairs.emplace_back(p.rank, g[j]);
-              if (rank_idx(g[j]) < 0) pairs.emplace_back(g[j], p.rank);
+              add(p.rank, g[j]);
+              if (rank_idx(g[j]) < 0) add(g[j], p.rank);
             }
           continue;
         }
         if (opt_.fidelity == Fidelity::Analytic) continue;
         const CollectivePlan& plan = plan_of(op).plan;
         for (const auto& ch : plan.rings)
-          for (const Hop2& h : ch.hops) pairs.emplace_back(g[h.src_pos], g[h.dst_pos]);
+          for (const Hop2& h : ch.hops) add(g[h.src_pos], g[h.dst_pos]);
         for (const auto& tp : plan.trees)
           for (int v = 0; v < n; ++v)
             if (v != tp.root) {
-              pairs.emplace_back(g[v], g[tp.parent[v]]);
-              pairs.emplace_back(g[tp.parent[v]], g[v]);
+              add(g[v], g[tp.parent[v]]);
+              add(g[tp.parent[v]], g[v]);
             }
-        for (const CollectivePlan::BulkFlow& f : plan.bulk) pairs.emplace_back(g[f.src_pos], g[f.dst_pos]);
+        for (const CollectivePlan::BulkFlow& f : plan.bulk) add(g[f.src_pos], g[f.dst_pos]);
       } else if (op.type == OpType::Send) {
-        pairs.emplace_back(p.rank, op.peer);
+        add(p.rank, op.peer);
       } else if (op.type == OpType::Recv && rank_idx(op.peer) < 0) {
-        pairs.emplace_back(op.peer, p.rank);
+        add(op.peer, p.rank);
       }
     }
   std::sort(pairs.begin(), pairs.end());
