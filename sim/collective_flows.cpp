@@ -20,6 +20,7 @@ const Replayer::GroupMembers& Replayer::group_members(int group) {
     gm.fresh[pos].rank_idx = ri;
     if (ri < 0) continue;
     gm.simulated_pos.push_back(static_cast<int>(pos));
+    gm.through_last_simulated = pos + 1;
     if (gm.pos_of[static_cast<size_t>(ri)] < 0) gm.pos_of[static_cast<size_t>(ri)] = static_cast<int>(pos);
   }
   return gm;
@@ -44,7 +45,13 @@ void Replayer::coll_ready(int ri, int oi) {
       c.members = std::move(spare_members_.back());
       spare_members_.pop_back();
     }
-    c.members = gm.fresh;
+    // An analytic replay times a collective (other than AllToAll) by its plan and reads only its
+    // simulated members: the mirrors after the last of them are left out (a folded DP group of
+    // 128 has one simulated member, first).
+    if (opt_.fidelity == Fidelity::Analytic && !c.all_to_all)
+      c.members.assign(gm.fresh.begin(), gm.fresh.begin() + static_cast<long>(gm.through_last_simulated));
+    else
+      c.members = gm.fresh;
     c.simulated = static_cast<int>(gm.simulated_pos.size());
     c.remaining = c.simulated;
     if (c.all_to_all)

@@ -278,6 +278,7 @@ class Replayer {
     std::vector<Member> fresh;        ///< by position: rank_idx set, the rest as a new Member
     std::vector<int> simulated_pos;   ///< positions of the simulated members, in order
     std::vector<int> pos_of;          ///< by simulated rank index: its position, -1 none
+    size_t through_last_simulated = 0;  ///< the last simulated member's position + 1
   };
   std::vector<GroupMembers> group_members_;  // by group; pos_of empty: not computed yet
   const GroupMembers& group_members(int group);
