@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
 
 namespace overlapsim {
 
@@ -17,19 +18,19 @@ class ProgramBuilder {
  public:
   ProgramBuilder(Schedule& s, RankProgram& p) : s_(s), p_(p) {}
 
-  int compute(const std::string& name, ComputeKind kind, double seconds, double flops, Phase phase, int layer,
-              int mb, const OpDeps& deps) {
-    Op op;
+  int compute(const char* name, ComputeKind kind, double seconds, double flops, Phase phase, int layer, int mb,
+              const OpDeps& deps) {
+    Op& op = push(name, phase, layer, mb, deps);
     op.type = OpType::Compute;
     op.compute = kind;
     op.duration_s = seconds;
     op.flops = flops;
-    return push(std::move(op), name, phase, layer, mb, deps);
+    return static_cast<int>(p_.ops.size()) - 1;
   }
 
-  int collective(const std::string& name, CollectiveKind kind, int group, double bytes, CommPurpose purpose,
+  int collective(const char* name, CollectiveKind kind, int group, double bytes, CommPurpose purpose,
                  int16_t overlap_stream, Phase phase, int layer, int mb, const OpDeps& deps) {
-    Op op;
+    Op& op = push(name, phase, layer, mb, deps);
     op.type = OpType::Collective;
     op.collective = kind;
     op.group = group;
@@ -37,13 +38,13 @@ class ProgramBuilder {
     op.purpose = purpose;
     op.overlap_stream = overlap_stream;
     op.match = (static_cast<int64_t>(group) << 32) | counters_[group]++;
-    return push(std::move(op), name, phase, layer, mb, deps);
+    return static_cast<int>(p_.ops.size()) - 1;
   }
 
   Op& last_op() { return p_.ops.back(); }
 
-  int p2p(const std::string& name, bool send, int peer, double bytes, Phase phase, int mb, const OpDeps& deps) {
-    Op op;
+  int p2p(const char* name, bool send, int peer, double bytes, Phase phase, int mb, const OpDeps& deps) {
+    Op& op = push(name, phase, -1, mb, deps);
     op.type = send ? OpType::Send : OpType::Recv;
     op.peer = peer;
     op.bytes = bytes;
@@ -53,26 +54,36 @@ class ProgramBuilder {
     const int64_t pair = static_cast<int64_t>(src) * s_.world_size + dst;
     // Negative ids: a separate namespace from collectives. Both sides count the pair's messages.
     op.match = -2 - ((pair << 20) | p2p_counters_[pair]++);
-    return push(std::move(op), name, phase, -1, mb, deps);
+    return static_cast<int>(p_.ops.size()) - 1;
   }
 
  private:
-  int push(Op op, const std::string& name, Phase phase, int layer, int mb, const OpDeps& deps) {
-    op.name = name;
+  /// A new op at the end of the program, with its name, phase, layer, micro-batch and deps
+  /// (-1 entries dropped); built in place (no temporary Op moved in).
+  Op& push(const char* name, Phase phase, int layer, int mb, const OpDeps& deps) {
+    Op& op = p_.ops.emplace_back();
+    op.name = intern(name);
     op.phase = phase;
     op.layer = layer;
     op.micro_batch = mb;
-    op.deps.clear();
     for (int32_t d : deps)
       if (d != -1) op.deps.push_back(d);
-    p_.ops.push_back(std::move(op));
-    return static_cast<int>(p_.ops.size()) - 1;
+    return op;
+  }
+
+  /// The interned name of a literal: looked up once per distinct pointer (every name the builder
+  /// passes is a string literal or points to one), not hashed as a string per op.
+  OpName intern(const char* name) {
+    auto it = names_.find(name);
+    if (it == names_.end()) it = names_.emplace(name, OpName(name)).first;
+    return it->second;
   }
 
   Schedule& s_;
   RankProgram& p_;
   std::map<int, int64_t> counters_;
   std::map<int64_t, int64_t> p2p_counters_;
+  std::unordered_map<const char*, OpName> names_;
 };
 
 struct Dims {

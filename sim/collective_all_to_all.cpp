@@ -10,8 +10,11 @@
 
 namespace overlapsim::detail {
 
-P2pCommunicator Replayer::a2a_comm(int group) const {
-  return group_communicator(topo_, s_.groups[group].ranks, opt_.collectives.p2p_comm.channels);
+const P2pCommunicator& Replayer::a2a_comm(int group) {
+  if (a2a_comms_.size() != s_.groups.size()) a2a_comms_.assign(s_.groups.size(), P2pCommunicator{0, 0, 0, 0});
+  P2pCommunicator& c = a2a_comms_[static_cast<size_t>(group)];
+  if (c.ranks == 0) c = group_communicator(topo_, s_.groups[group].ranks, opt_.collectives.p2p_comm.channels);
+  return c;
 }
 
 const Replayer::AllToAllRoutes& Replayer::all_to_all_routes(int group) {

@@ -8,6 +8,24 @@
 
 namespace overlapsim::detail {
 
+const Replayer::GroupMembers& Replayer::group_members(int group) {
+  if (group_members_.size() != s_.groups.size()) group_members_.resize(s_.groups.size());
+  GroupMembers& gm = group_members_[static_cast<size_t>(group)];
+  if (!gm.pos_of.empty()) return gm;
+  const auto& g = s_.groups[group].ranks;
+  gm.fresh.resize(g.size());
+  gm.pos_of.assign(s_.programs.size(), -1);
+  for (size_t pos = 0; pos < g.size(); ++pos) {
+    const int ri = rank_idx(g[pos]);
+    gm.fresh[pos].rank_idx = ri;
+    if (ri < 0) continue;
+    gm.simulated_pos.push_back(static_cast<int>(pos));
+    gm.through_last_simulated = pos + 1;
+    if (gm.pos_of[static_cast<size_t>(ri)] < 0) gm.pos_of[static_cast<size_t>(ri)] = static_cast<int>(pos);
+  }
+  return gm;
+}
+
 void Replayer::coll_ready(int ri, int oi) {
   const Op& op = s_.programs[ri].ops[oi];
   const auto& g = s_.groups[op.group].ranks;
@@ -15,6 +33,7 @@ void Replayer::coll_ready(int ri, int oi) {
   const int64_t match = op.match;
   auto [it, fresh] = colls_.try_emplace(match);
   CollState& c = it->second;
+  const GroupMembers& gm = group_members(op.group);
   if (fresh) {
     c.group = op.group;
     c.all_to_all = op.collective == CollectiveKind::AllToAll;
@@ -22,11 +41,18 @@ void Replayer::coll_ready(int ri, int oi) {
       c.planned = &plan_of(op);
       c.plan = &c.planned->plan;
     }
-    c.members.resize(n);
-    for (int pos = 0; pos < n; ++pos) {
-      c.members[pos].rank_idx = rank_idx(g[pos]);
-      if (c.members[pos].rank_idx >= 0) ++c.simulated;
+    if (!spare_members_.empty()) {
+      c.members = std::move(spare_members_.back());
+      spare_members_.pop_back();
     }
+    // An analytic replay times a collective (other than AllToAll) by its plan and reads only its
+    // simulated members: the mirrors after the last of them are left out (a folded DP group of
+    // 128 has one simulated member, first).
+    if (opt_.fidelity == Fidelity::Analytic && !c.all_to_all)
+      c.members.assign(gm.fresh.begin(), gm.fresh.begin() + static_cast<long>(gm.through_last_simulated));
+    else
+      c.members = gm.fresh;
+    c.simulated = static_cast<int>(gm.simulated_pos.size());
     c.remaining = c.simulated;
     if (c.all_to_all)
       for (auto& mem : c.members)
@@ -100,8 +126,7 @@ void Replayer::coll_ready(int ri, int oi) {
       }
     }
   }
-  int pos = 0;
-  while (g[pos] != s_.programs[ri].rank) ++pos;
+  const int pos = gm.pos_of[static_cast<size_t>(ri)];
   Member& m = c.members[pos];
   OVERLAPSIM_CHECK(!m.ready, "collective " + op.name + " reached twice by one rank (duplicate match id)");
   m.op = oi;
@@ -147,11 +172,10 @@ void Replayer::coll_ready(int ri, int oi) {
   if (c.timed) {
     if (c.ready_count < c.simulated) return;
     // A measured time (an AllToAll may have one and no plan), else the plan's member ends.
-    for (int p = 0; p < n; ++p)
-      if (c.members[p].rank_idx >= 0) {
-        ++c.in_flight;
-        start_exec(Task::CollTimer, false, c.fixed_s >= 0 ? c.fixed_s : c.planned->member_ends[p], c.members[p].rank_idx, c.members[p].op, match, -1, p);
-      }
+    for (const int p : gm.simulated_pos) {
+      ++c.in_flight;
+      start_exec(Task::CollTimer, false, c.fixed_s >= 0 ? c.fixed_s : c.planned->member_ends[p], c.members[p].rank_idx, c.members[p].op, match, -1, p);
+    }
     return;
   }
   if (c.tree) {
@@ -312,7 +336,10 @@ void Replayer::member_finish(CollState& c, int pos) {
 
 void Replayer::coll_maybe_erase(int64_t match) {
   auto it = colls_.find(match);
-  if (it != colls_.end() && it->second.remaining == 0 && it->second.in_flight == 0) colls_.erase(it);
+  if (it != colls_.end() && it->second.remaining == 0 && it->second.in_flight == 0) {
+    spare_members_.push_back(std::move(it->second.members));  // its memory for the next collective
+    colls_.erase(it);
+  }
 }
 
 

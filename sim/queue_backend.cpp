@@ -62,14 +62,15 @@ class QueueBackend final : public ActivityBackend {
   double now() const override { return now_; }
 
   void run(const std::function<void(void*)>& on_done) override {
-    while (!events_.empty()) {
-      const Event e = events_.top();
-      events_.pop();
-      if (e.gpu >= 0) {
-        Gpu& gpu = gpus_[e.gpu];
-        if (e.version != gpu.version) continue;  // the GPU's kernels changed since
-        now_ = e.time;
-        advance(e.gpu);
+    for (;;) {
+      // The next event: the earliest (time, then issue order) of the timers' and flows' queue
+      // and the GPUs' own next kernel ends (one per GPU, kept apart: a GPU's end moves each time
+      // its kernels or speed change, and queueing every move left most queued events stale).
+      const int gi = gpu_heap_.empty() ? -1 : gpu_heap_.front();
+      if (gi >= 0 && (events_.empty() || before(gpus_[gi].next_time, gpus_[gi].next_seq, events_.top()))) {
+        Gpu& gpu = gpus_[gi];
+        now_ = gpu.next_time;
+        advance(gi);
         // Every kernel whose work is (numerically) done finishes now.
         std::vector<void*>& done = done_;  // kept between events: no allocation per event
         done.clear();
@@ -86,10 +87,13 @@ class QueueBackend final : public ActivityBackend {
           } else {
             ++i;
           }
-        reschedule(e.gpu);
+        reschedule(gi);
         for (void* t : done) on_done(t);  // (which may start kernels, never touching done_)
         continue;
       }
+      if (events_.empty()) break;
+      const Event e = events_.top();
+      events_.pop();
       now_ = e.time;
       on_done(e.tag);
     }
@@ -111,16 +115,54 @@ class QueueBackend final : public ActivityBackend {
     std::vector<Kernel> running;
     int state = 0;
     double updated = 0;
-    long long version = 0;
+    double next_time = 0;    // when its next kernel ends (while it runs any), s
+    long long next_seq = 0;  // that end's issue order among all events (ties break by it)
+    int heap_pos = -1;       // its index in gpu_heap_, -1: not there (no kernel running)
   };
-  struct Event {
+  struct Event {  // a timer's or flow's end
     double time;
     long long seq;
-    int gpu;  // -1: a timer or flow
-    long long version;
     void* tag;
     bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
   };
+
+  /// Whether (time, seq) comes before event e.
+  static bool before(double time, long long seq, const Event& e) { return time != e.time ? time < e.time : seq < e.seq; }
+  bool gpu_before(int a, int b) const {
+    const Gpu& x = gpus_[a];
+    const Gpu& y = gpus_[b];
+    return x.next_time != y.next_time ? x.next_time < y.next_time : x.next_seq < y.next_seq;
+  }
+  void gpu_heap_set(size_t i, int g) {
+    gpu_heap_[i] = g;
+    gpus_[g].heap_pos = static_cast<int>(i);
+  }
+  /// Restores the GPU heap's order around index i (its key changed, or a new one sits there).
+  void gpu_heap_fix(size_t i) {
+    const int g = gpu_heap_[i];
+    while (i > 0 && gpu_before(g, gpu_heap_[(i - 1) / 2])) {
+      gpu_heap_set(i, gpu_heap_[(i - 1) / 2]);
+      i = (i - 1) / 2;
+    }
+    for (;;) {
+      size_t c = 2 * i + 1;
+      if (c >= gpu_heap_.size()) break;
+      if (c + 1 < gpu_heap_.size() && gpu_before(gpu_heap_[c + 1], gpu_heap_[c])) ++c;
+      if (!gpu_before(gpu_heap_[c], g)) break;
+      gpu_heap_set(i, gpu_heap_[c]);
+      i = c;
+    }
+    gpu_heap_set(i, g);
+  }
+  void gpu_heap_remove(int g) {
+    const size_t i = static_cast<size_t>(gpus_[g].heap_pos);
+    gpus_[g].heap_pos = -1;
+    const int last = gpu_heap_.back();
+    gpu_heap_.pop_back();
+    if (last == g) return;
+    gpu_heap_set(i, last);
+    gpu_heap_fix(i);
+  }
 
   double rate(const Gpu& g) const { return g.running.empty() ? 0 : speeds_[g.state] / g.running.size(); }
 
@@ -132,22 +174,32 @@ class QueueBackend final : public ActivityBackend {
     g.updated = now_;
   }
 
+  /// The GPU's next kernel end from now (none when it runs none), in the GPU heap.
   void reschedule(int gi) {
     Gpu& g = gpus_[gi];
-    ++g.version;
-    if (g.running.empty()) return;
+    if (g.running.empty()) {
+      if (g.heap_pos >= 0) gpu_heap_remove(gi);
+      return;
+    }
     double least = std::numeric_limits<double>::infinity();
     for (const Kernel& k : g.running) least = std::min(least, k.remaining);
-    events_.push(Event{now_ + std::max(0.0, least) / rate(g), seq_++, gi, g.version, nullptr});
+    g.next_time = now_ + std::max(0.0, least) / rate(g);
+    g.next_seq = seq_++;
+    if (g.heap_pos < 0) {
+      g.heap_pos = static_cast<int>(gpu_heap_.size());
+      gpu_heap_.push_back(gi);
+    }
+    gpu_heap_fix(static_cast<size_t>(g.heap_pos));
   }
 
-  void push(double time, void* tag) { events_.push(Event{time, seq_++, -1, 0, tag}); }
+  void push(double time, void* tag) { events_.push(Event{time, seq_++, tag}); }
 
   std::vector<double> speeds_;
   std::vector<int> gpu_index_;  // global rank → index in gpus_ (-1: none)
   std::vector<Gpu> gpus_;
   std::unordered_map<int64_t, std::pair<double, double>> routes_;  // pair_key(src, dst) → (bytes/s, s)
   std::vector<void*> done_;  // run()'s kernels finished by one event
+  std::vector<int> gpu_heap_;  // GPUs running kernels, a binary heap by (next_time, next_seq)
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   double now_ = 0;
   long long seq_ = 0;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace overlapsim {
 
@@ -52,12 +53,22 @@ const PlannedCollective& Replayer::plan_of(const Op& op) {
 void Replayer::build() {
   const int nr = static_cast<int>(s_.programs.size());
   std::vector<int> ranks;
+  rank_index_.assign(static_cast<size_t>(std::max(0, s_.world_size)), -1);
   for (int i = 0; i < nr; ++i) {
-    rank_index_[s_.programs[i].rank] = i;
+    const int r = s_.programs[i].rank;
+    if (static_cast<size_t>(r) >= rank_index_.size()) rank_index_.resize(static_cast<size_t>(r) + 1, -1);
+    rank_index_[static_cast<size_t>(r)] = i;
     ranks.push_back(s_.programs[i].rank);
   }
-  // Every (src, dst) pair a flow may use.
+  // Every (src, dst) pair a flow may use. A send names its pair once per message (millions
+  // with collective matmul's ring permutes): each pair is kept once as it comes, not sorted
+  // out of a list of them all.
   std::vector<std::pair<int, int>> pairs;
+  std::unordered_set<int64_t> seen;
+  const auto add = [&](int src, int dst) {
+    if (!pairs.empty() && pairs.back() == std::pair<int, int>{src, dst}) return;
+    if (seen.insert((int64_t{src} << 32) | static_cast<uint32_t>(dst)).second) pairs.emplace_back(src, dst);
+  };
   for (const auto& p : s_.programs)
     for (const auto& op : p.ops) {
       if (op.type == OpType::Collective) {
@@ -67,26 +78,26 @@ void Replayer::build() {
         if (op.collective == CollectiveKind::AllToAll) {
           for (int j = 0; j < n; ++j)
             if (g[j] != p.rank) {
-              pairs.emplace_back(p.rank, g[j]);
-              if (rank_idx(g[j]) < 0) pairs.emplace_back(g[j], p.rank);
+              add(p.rank, g[j]);
+              if (rank_idx(g[j]) < 0) add(g[j], p.rank);
             }
           continue;
         }
         if (opt_.fidelity == Fidelity::Analytic) continue;
         const CollectivePlan& plan = plan_of(op).plan;
         for (const auto& ch : plan.rings)
-          for (const Hop2& h : ch.hops) pairs.emplace_back(g[h.src_pos], g[h.dst_pos]);
+          for (const Hop2& h : ch.hops) add(g[h.src_pos], g[h.dst_pos]);
         for (const auto& tp : plan.trees)
           for (int v = 0; v < n; ++v)
             if (v != tp.root) {
-              pairs.emplace_back(g[v], g[tp.parent[v]]);
-              pairs.emplace_back(g[tp.parent[v]], g[v]);
+              add(g[v], g[tp.parent[v]]);
+              add(g[tp.parent[v]], g[v]);
             }
-        for (const CollectivePlan::BulkFlow& f : plan.bulk) pairs.emplace_back(g[f.src_pos], g[f.dst_pos]);
+        for (const CollectivePlan::BulkFlow& f : plan.bulk) add(g[f.src_pos], g[f.dst_pos]);
       } else if (op.type == OpType::Send) {
-        pairs.emplace_back(p.rank, op.peer);
+        add(p.rank, op.peer);
       } else if (op.type == OpType::Recv && rank_idx(op.peer) < 0) {
-        pairs.emplace_back(op.peer, p.rank);
+        add(op.peer, p.rank);
       }
     }
   std::sort(pairs.begin(), pairs.end());
@@ -156,7 +167,11 @@ void Replayer::drain() {
 
 void Replayer::complete(int ri, int oi) {
   times_.end_s[ri][oi] = be_.now();
-  if (!p2p_holds_.empty()) p2p_release(ri, oi);
+  // Only a Send or Recv holds a peer kernel's SMs (p2p_hold): no lookup for the other ops.
+  if (!p2p_holds_.empty()) {
+    const OpType type = s_.programs[ri].ops[oi].type;
+    if (type == OpType::Send || type == OpType::Recv) p2p_release(ri, oi);
+  }
   ++completed_;
   const auto& begin = succ_begin_[ri];
   for (int k = begin[oi]; k < begin[oi + 1]; ++k) {
@@ -170,21 +185,21 @@ void Replayer::complete(int ri, int oi) {
 
 void Replayer::start_exec(Task::Kind kind, bool on_gpu, double seconds, int ri, int oi, int64_t match, int channel,
                           int idx) {
-  tasks_.push_back(Task{kind, ri, oi, match, channel, idx, be_.now()});
+  Task* t = new_task(Task{kind, ri, oi, match, channel, idx, be_.now()});
   ++times_.activities;
-  be_.start_exec(on_gpu ? s_.programs[ri].rank : ActivityBackend::kTimer, seconds * kGpuSpeed, &tasks_.back());
+  be_.start_exec(on_gpu ? s_.programs[ri].rank : ActivityBackend::kTimer, seconds * kGpuSpeed, t);
 }
 
 void Replayer::start_flow(Task::Kind kind, int src_rank, int dst_rank, double bytes, int ri, int oi, int64_t match,
                           int channel, int idx, double rate_Bps) {
-  tasks_.push_back(Task{kind, ri, oi, match, channel, idx, be_.now()});
+  Task* t = new_task(Task{kind, ri, oi, match, channel, idx, be_.now()});
   ++times_.activities;
   if (std::isfinite(rate_Bps))
-    flow_floors_[&tasks_.back()] = be_.now() + route_latency(src_rank, dst_rank) + bytes / rate_Bps;
+    flow_floors_[t] = be_.now() + route_latency(src_rank, dst_rank) + bytes / rate_Bps;
   if (opt_.record_flows)
-    flows_.started(&tasks_.back(), FlowRecord{be_.now(), -1, bytes, src_rank, dst_rank,
-                                              ri >= 0 ? s_.programs[ri].rank : src_rank, oi, match});
-  be_.start_flow(src_rank, dst_rank, bytes, &tasks_.back());
+    flows_.started(t, FlowRecord{be_.now(), -1, bytes, src_rank, dst_rank,
+                                 ri >= 0 ? s_.programs[ri].rank : src_rank, oi, match});
+  be_.start_flow(src_rank, dst_rank, bytes, t);
 }
 
 int Replayer::hold_sms(int ri, int num_sm) {
@@ -201,7 +216,7 @@ int Replayer::p2p_sms(int src, int dst, double bytes, const P2pCommunicator& com
   return it->second;
 }
 
-P2pCommunicator Replayer::p2p_comm_of(const Op& op) const {
+const P2pCommunicator& Replayer::p2p_comm_of(const Op& op) {
   return op.group >= 0 ? a2a_comm(op.group) : opt_.collectives.p2p_comm;
 }
 
@@ -387,7 +402,7 @@ bool Replayer::wait_for_floor(const Task& t, Task::Kind floor_kind) {
   flow_floors_.erase(it);
   if (!(early > 1e-15)) return false;
   start_exec(floor_kind, false, early, t.rank_idx, t.op, t.match, t.channel, t.idx);
-  tasks_.back().started_s = t.started_s;
+  last_task_->started_s = t.started_s;
   return true;
 }
 
@@ -505,7 +520,7 @@ void Replayer::on_activity_done(Task& t) {
     case Task::P2PDelay: {
       const double issued = t.started_s;
       p2p_send(t.rank_idx, t.op, t.match, true);
-      tasks_.back().started_s = issued;  // the receive's communication began with the latency
+      last_task_->started_s = issued;  // the receive's communication began with the latency
       break;
     }
     case Task::AllToAllDelay: {
@@ -542,7 +557,9 @@ ReplayTimes Replayer::run() {
   build();
   drain();
   be_.run([this](void* tag) {
-    on_activity_done(*static_cast<Task*>(tag));
+    Task* t = static_cast<Task*>(tag);
+    on_activity_done(*t);
+    free_tasks_.push_back(t);  // nothing holds it any more: the next activity may reuse it
     drain();
   });
   if (completed_ != total_ops_) {

@@ -192,8 +192,9 @@ class Replayer {
   /// (collective_plan.hpp p2p_rate_cap_Bps), bytes/s; cached.
   double p2p_rate(int src, int dst, double bytes, bool copy_engine, const P2pCommunicator& comm);
   /// The communicator of an AllToAll over group `group`: its ranks and their nodes, the
-  /// options' p2p channels.
-  P2pCommunicator a2a_comm(int group) const;
+  /// options' p2p channels. Computed once per group (a collective matmul's ring sends asked
+  /// for it per message: a quarter of an analytic run on the H100 scenario).
+  const P2pCommunicator& a2a_comm(int group);
   /// Sum of the latencies of the route from src to dst, seconds; cached.
   double route_latency(int src, int dst);
   /// A send's flow (or, ri < 0, a mirror's send into receive `match`), after its latency.
@@ -206,7 +207,7 @@ class Replayer {
   /// per p2p channel the message runs on (p2p_split); cached.
   int p2p_sms(int src, int dst, double bytes, const P2pCommunicator& comm);
   /// The communicator a Send/Recv runs on: its group's (Op::group), else the options' p2p one.
-  P2pCommunicator p2p_comm_of(const Op& op) const;
+  const P2pCommunicator& p2p_comm_of(const Op& op);
   /// SMs of one member's kernel for an AllToAll of `bytes` per rank over group `group`
   /// (nccl_alltoall_kernel_channels); cached.
   int a2a_sms(int group, double bytes);
@@ -242,18 +243,45 @@ class Replayer {
   void member_finish(CollState& c, int pos);
   void coll_maybe_erase(int64_t match);
   int rank_idx(int rank) const {
-    auto it = rank_index_.find(rank);
-    return it == rank_index_.end() ? -1 : it->second;
+    return rank >= 0 && static_cast<size_t>(rank) < rank_index_.size() ? rank_index_[static_cast<size_t>(rank)] : -1;
+  }
+  /// A task for a new activity (a finished one's memory when there is one), remembered as
+  /// last_task_.
+  Task* new_task(const Task& t) {
+    Task* p;
+    if (!free_tasks_.empty()) {
+      p = free_tasks_.back();
+      free_tasks_.pop_back();
+      *p = t;
+    } else {
+      tasks_.push_back(t);
+      p = &tasks_.back();
+    }
+    last_task_ = p;
+    return p;
   }
 
   const Schedule& s_;
   const Topology& topo_;
   const ReplayOptions& opt_;
   ActivityBackend& be_;
-  std::unordered_map<int, int> rank_index_;
+  std::vector<int> rank_index_;  // global rank → simulated rank index, −1: a mirror
   std::vector<std::vector<int>> pending_, succ_begin_, succ_;
   std::vector<int> ready_rank_, ready_op_;
-  std::deque<Task> tasks_;
+  std::deque<Task> tasks_;        // every task's memory (addresses stable: activities' tags)
+  std::vector<Task*> free_tasks_;  // tasks whose activity has ended and been handled, for reuse
+  Task* last_task_ = nullptr;      // the task new_task gave last
+  std::vector<std::vector<Member>> spare_members_;  // erased collectives' member vectors, for reuse
+  /// What every collective of one group starts from, computed once per group (DP groups of 128
+  /// members: initialising them per instance took a sixth of an analytic run).
+  struct GroupMembers {
+    std::vector<Member> fresh;        ///< by position: rank_idx set, the rest as a new Member
+    std::vector<int> simulated_pos;   ///< positions of the simulated members, in order
+    std::vector<int> pos_of;          ///< by simulated rank index: its position, -1 none
+    size_t through_last_simulated = 0;  ///< the last simulated member's position + 1
+  };
+  std::vector<GroupMembers> group_members_;  // by group; pos_of empty: not computed yet
+  const GroupMembers& group_members(int group);
   std::unordered_map<int64_t, CollState> colls_;
   std::unordered_map<int64_t, P2PState> p2p_;
   /// [rank index][send op]: the receive from a mirror that the mirror sends when this rank
@@ -271,6 +299,7 @@ class Replayer {
   std::map<std::tuple<int, int, int, bool>, int> p2p_base_;  // (group, self, peer, send) → channel base
   std::map<std::tuple<int, double, bool>, double> all_to_all_s_;  // (group, bytes, copy engine) → seconds
   std::unordered_map<int, AllToAllRoutes> all_to_all_routes_;  // by group
+  std::vector<P2pCommunicator> a2a_comms_;  // by group (a2a_comm); ranks == 0: not computed yet
   // (src, dst, bytes, copy engine, communicator ranks, nodes, channels, local ranks) → bytes/s
   std::map<std::tuple<int, int, double, bool, int, int, int, int>, double> p2p_rate_;
   std::unordered_map<int64_t, double> route_latency_;                    // src·W + dst → seconds

@@ -31,13 +31,14 @@ void sort_runs(std::vector<Interval>& v, const std::vector<size_t>& bounds) {
 /// Merges intervals sorted by start in place (intervals of equal start merge alike whatever
 /// their order); returns their total length.
 double merge(std::vector<Interval>& v) {
-  std::vector<Interval> out;
-  for (const auto& iv : v) {
+  size_t w = 0;  // v[0, w) is merged so far (w never passes the interval being read)
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Interval iv = v[i];
     if (iv.second <= iv.first) continue;
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
+    if (w > 0 && iv.first <= v[w - 1].second) v[w - 1].second = std::max(v[w - 1].second, iv.second);
+    else v[w++] = iv;
   }
-  v.swap(out);
+  v.resize(w);
   double total = 0;
   for (const auto& iv : v) total += iv.second - iv.first;
   return total;
@@ -66,28 +67,36 @@ double uncovered(const std::vector<Interval>& a, const std::vector<Interval>& b)
 Breakdown breakdown(const Schedule& s, const ReplayTimes& t) {
   Breakdown b;
   if (s.programs.empty()) return b;
-  std::vector<std::vector<Interval>> by_stream[2];  // [compute, communication][stream]
-  std::vector<Interval> sorted[2];
-  std::vector<size_t> bounds;
+  std::vector<Interval> sorted[2];  // [compute, communication]: intervals grouped by stream
+  std::vector<size_t> bounds, offset[2];
   for (size_t ri = 0; ri < s.programs.size(); ++ri) {
     const auto& ops = s.programs[ri].ops;
-    for (auto& kind : by_stream) {
-      for (auto& v : kind) v.clear();
-      kind.resize(std::max<size_t>(kind.size(), static_cast<size_t>(std::max(1, s.programs[ri].num_streams))));
+    // Each kind's intervals stream by stream (program order within a stream), placed straight
+    // at their stream's offset: a first pass counts them.
+    size_t streams = static_cast<size_t>(std::max(1, s.programs[ri].num_streams));
+    for (auto& o : offset) o.assign(streams + 1, 0);
+    for (const Op& op : ops) {
+      const size_t st = static_cast<size_t>(std::max<int>(0, op.stream));
+      if (st >= streams) {  // (a stream past num_streams: validate() refuses it, counted all the same)
+        streams = st + 1;
+        for (auto& o : offset) o.resize(streams + 1, 0);
+      }
+      ++offset[op.type == OpType::Compute ? 0 : 1][st + 1];
     }
-    for (size_t oi = 0; oi < ops.size(); ++oi) {
-      auto& kind = by_stream[ops[oi].type == OpType::Compute ? 0 : 1];
-      const size_t st = static_cast<size_t>(std::max<int>(0, ops[oi].stream));
-      if (st >= kind.size()) kind.resize(st + 1);
-      kind[st].push_back({t.start_s[ri][oi], t.end_s[ri][oi]});
+    for (auto& o : offset)
+      for (size_t st = 0; st < streams; ++st) o[st + 1] += o[st];
+    for (int k = 0; k < 2; ++k) sorted[k].resize(offset[k][streams]);
+    {
+      std::vector<size_t> at[2] = {offset[0], offset[1]};
+      for (size_t oi = 0; oi < ops.size(); ++oi) {
+        const int k = ops[oi].type == OpType::Compute ? 0 : 1;
+        sorted[k][at[k][static_cast<size_t>(std::max<int>(0, ops[oi].stream))]++] = {t.start_s[ri][oi], t.end_s[ri][oi]};
+      }
     }
     for (int k = 0; k < 2; ++k) {
-      sorted[k].clear();
       bounds.clear();
-      for (const auto& v : by_stream[k]) {
-        sorted[k].insert(sorted[k].end(), v.begin(), v.end());
-        if (!v.empty()) bounds.push_back(sorted[k].size());
-      }
+      for (size_t st = 0; st < streams; ++st)
+        if (offset[k][st + 1] > offset[k][st]) bounds.push_back(offset[k][st + 1]);
       sort_runs(sorted[k], bounds);
     }
     std::vector<Interval>& compute = sorted[0];

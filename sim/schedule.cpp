@@ -98,48 +98,71 @@ double Schedule::total_flops() const {
 
 void validate(const Schedule& s) {
   OVERLAPSIM_CHECK(!s.programs.empty(), "schedule has no simulated rank");
+  // Per group: whether the program's rank (and, for Send/Recv, a peer) is a member, looked up
+  // once per group and rank rather than searched per op.
+  std::vector<signed char> member;  // by group index: -1 unknown, 0 no, 1 yes (for the program's rank)
+  const auto in_group = [&](int group, int rank) {
+    const auto& r = s.groups[group].ranks;
+    return std::find(r.begin(), r.end(), rank) != r.end();
+  };
+  std::vector<int> indegree, last_in_stream, pred_stream, first, succ, fill, ready;
   for (const auto& p : s.programs) {
     const int n = static_cast<int>(p.ops.size());
     OVERLAPSIM_CHECK(p.rank >= 0 && p.rank < s.world_size, "rank out of range");
-    // Kahn's algorithm over deps + stream order; successors in one flat array (CSR: a vector per
-    // op cost a tenth of an analytic run).
-    std::vector<int> indegree(n, 0), last_in_stream(p.num_streams, -1), pred_stream(n, -1), first(n + 1, 0);
+    member.assign(s.groups.size(), -1);
+    // Every edge of the per-rank graph (deps + stream order) from an earlier op to a later one
+    // (a stream's previous op always is): then it is acyclic, and Kahn's algorithm below is
+    // needed only when some dependency points forward.
+    bool forward_only = true;
     for (int i = 0; i < n; ++i) {
       const Op& op = p.ops[i];
       OVERLAPSIM_CHECK(op.stream >= 0 && op.stream < p.num_streams, "stream out of range: " + op.name);
-      int& prev = last_in_stream[op.stream];
-      if (prev >= 0) { pred_stream[i] = prev; ++first[prev + 1]; ++indegree[i]; }
-      prev = i;
       for (int d : op.deps) {
         OVERLAPSIM_CHECK(d >= 0 && d < n && d != i, "dependency out of range: " + op.name);
-        ++first[d + 1];
-        ++indegree[i];
+        forward_only &= d < i;
       }
       if (op.type == OpType::Collective) {
         OVERLAPSIM_CHECK(op.group >= 0 && op.group < static_cast<int>(s.groups.size()), "bad group: " + op.name);
-        const auto& r = s.groups[op.group].ranks;
-        OVERLAPSIM_CHECK(std::find(r.begin(), r.end(), p.rank) != r.end(), "rank not in its group: " + op.name);
+        signed char& m = member[static_cast<size_t>(op.group)];
+        if (m < 0) m = in_group(op.group, p.rank) ? 1 : 0;
+        OVERLAPSIM_CHECK(m == 1, "rank not in its group: " + op.name);
         OVERLAPSIM_CHECK(op.bytes >= 0, "negative size: " + op.name);
       }
       if (op.type == OpType::Send || op.type == OpType::Recv) {
         OVERLAPSIM_CHECK(op.peer >= 0 && op.peer < s.world_size && op.peer != p.rank, "bad peer: " + op.name);
         if (op.group >= 0) {  // its communicator: a group of both sides
           OVERLAPSIM_CHECK(op.group < static_cast<int>(s.groups.size()), "bad group: " + op.name);
-          const auto& r = s.groups[op.group].ranks;
-          OVERLAPSIM_CHECK(std::find(r.begin(), r.end(), p.rank) != r.end() &&
-                               std::find(r.begin(), r.end(), op.peer) != r.end(),
-                           "send/recv outside its communicator's group: " + op.name);
+          signed char& m = member[static_cast<size_t>(op.group)];
+          if (m < 0) m = in_group(op.group, p.rank) ? 1 : 0;
+          OVERLAPSIM_CHECK(m == 1 && in_group(op.group, op.peer), "send/recv outside its communicator's group: " + op.name);
         }
       }
       if (op.type == OpType::Compute) OVERLAPSIM_CHECK(op.duration_s >= 0, "negative duration: " + op.name);
     }
+    if (forward_only) continue;
+    // Kahn's algorithm over deps + stream order; successors in one flat array (CSR: a vector per
+    // op cost a tenth of an analytic run).
+    indegree.assign(n, 0);
+    last_in_stream.assign(p.num_streams, -1);
+    pred_stream.assign(n, -1);
+    first.assign(n + 1, 0);
+    for (int i = 0; i < n; ++i) {
+      int& prev = last_in_stream[p.ops[i].stream];
+      if (prev >= 0) { pred_stream[i] = prev; ++first[prev + 1]; ++indegree[i]; }
+      prev = i;
+      for (int d : p.ops[i].deps) {
+        ++first[d + 1];
+        ++indegree[i];
+      }
+    }
     for (int i = 0; i < n; ++i) first[i + 1] += first[i];
-    std::vector<int> succ(first[n]), fill(first.begin(), first.end() - 1);
+    succ.assign(first[n], 0);
+    fill.assign(first.begin(), first.end() - 1);
     for (int i = 0; i < n; ++i) {
       if (pred_stream[i] >= 0) succ[fill[pred_stream[i]]++] = i;
       for (int d : p.ops[i].deps) succ[fill[d]++] = i;
     }
-    std::vector<int> ready;
+    ready.clear();
     for (int i = 0; i < n; ++i)
       if (indegree[i] == 0) ready.push_back(i);
     int seen = 0;
