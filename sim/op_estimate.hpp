@@ -9,12 +9,19 @@
 // batches), transformed by the strategy and counted; an unfolded run holds TP · DP ranks per
 // stage, each with its stage's representative's ops, so the probe is multiplied by TP · DP there.
 //
-// Measured against the schedules built (`ops` of `overlapsim run --json`, the strategies of
-// every shipped scenario and of tests/data/scenarios, folded and with --unfold): equal
-// to the op, README "--max-ops"; the estimate is exact wherever the ranks of a stage are alike,
-// and where they are not (a layout whose groups sit unevenly on the nodes, so every rank is
-// simulated and a topology-aware pass may split one rank's groups unlike another's) it is the
-// representatives' count scaled up, the built count being checked again after the strategy.
+// Measured against the schedules built (`estimated_ops` against `ops` of `overlapsim run --json
+// --fidelity analytic` under serial, megatron, te-overlap, wang-decomp and centauri): equal to the
+// op on scenarios/*.yaml, scenarios/validation/*.yaml and tests/data/scenarios/*.yaml folded, and
+// unfolded (every micro-batch replayed, two per pipeline) on default, default-sp, gpt3-175b-h100-
+// tp8, comm-bound, composed-strategies, default-sp-25g, small and uneven-nodes (e.g. the H100
+// scenario unfolded, 2 micro-batches: 2633472 ops under wang-decomp, 960256 under centauri, both
+// estimated exactly). The rule of thumb it replaces (50 or 70 ops per layer and micro-batch,
+// documented "within 1.5x") counted the workload only: 1.31x the 852 ops of small.yaml, and a
+// quarter of wang-decomp's 84 M ops on the H100 scenario unfolded (it said 19.7 M). The estimate
+// is exact wherever the ranks of a stage hold alike programs; where they may not (groups that sit
+// unevenly on the nodes, so every rank is simulated and a topology-aware pass could split one
+// rank's groups unlike another's) it is the representatives' count scaled up, and the built
+// schedule is counted again before its replay (sim/simulate.cpp).
 #pragma once
 
 #include "models/transformer.hpp"
