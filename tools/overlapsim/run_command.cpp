@@ -56,7 +56,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
   // A whole number of ops from 1 to 2^40, written out or as 2e7 (rewritten for CLI11's integer
   // conversion); anything else is named as such, not as out of range.
-  run->add_option("--max-ops", a.max_ops, "refuse schedules estimated above this many ops (memory guard)")
+  run->add_option("--max-ops", a.max_ops,
+                  "refuse a strategy whose schedule is estimated, before it is built, above this many ops (a "
+                  "memory guard; the other strategies run on, and the run exits 2)")
       ->transform(CLI::Validator(
           [](std::string& text) -> std::string {
             const std::string bad = "expected a whole number of ops from 1 to 1099511627776 (2^40), e.g. 20000000 "
