@@ -35,6 +35,11 @@ void print_table(std::ostream& out, const RunResult& r) {
                       "-"});
       continue;
     }
+    if (s.refusal) {  // why: under the table
+      rows.push_back({s.strategy, "refused", "-", "-", "-", "-", "-", "-",
+                      fmt::format("{:.1f}", s.peak_memory_bytes / kGiB), "-"});
+      continue;
+    }
     rows.push_back({s.strategy, fmt::format("{:.4f}", s.iteration_s), fmt::format("{:.1f}", s.tflops_per_gpu),
                     fmt::format("{:.1f}", s.model_tflops_per_gpu), fmt::format("{:.1f}", 100 * s.mfu),
                     fmt::format("{:.4f}", s.compute_s), fmt::format("{:.4f}", s.exposed_comm_s),
@@ -55,7 +60,7 @@ void print_table(std::ostream& out, const RunResult& r) {
   if (r.published_tflops_per_gpu) {
     out << fmt::format("\npublished {:.1f} TFLOP/s per GPU ({})\n", *r.published_tflops_per_gpu, r.published_source);
     for (const auto& s : r.strategies)
-      if (s.strategy == "megatron" && !s.out_of_memory)
+      if (s.strategy == "megatron" && !s.out_of_memory && !s.refusal)
         out << fmt::format("simulated {:.1f} TFLOP/s per GPU (megatron): error {:+.1f}%\n", s.tflops_per_gpu,
                            100.0 * (s.tflops_per_gpu - *r.published_tflops_per_gpu) / *r.published_tflops_per_gpu);
   }
@@ -65,6 +70,11 @@ void print_table(std::ostream& out, const RunResult& r) {
       // A note names its row: composed strategies' notes come from their parts.
       const bool named = n.rfind(s.strategy + ":", 0) == 0;
       out << (first_note ? "\n" : "") << (named ? "" : "[" + s.strategy + "] ") << n << "\n";
+      first_note = false;
+    }
+  for (const auto& s : r.strategies)
+    if (s.refusal) {
+      out << (first_note ? "\n" : "") << "refused " << s.refusal->why << "\n";
       first_note = false;
     }
   if (!r.notes.empty()) out << "\nnotes: " << r.notes << "\n";
@@ -115,6 +125,10 @@ void print_plans(std::ostream& out, const RunResult& r) {
                          s.strategy, s.peak_memory_bytes / kGiB, r.device_memory_bytes / kGiB);
       continue;
     }
+    if (s.refusal) {
+      out << fmt::format("\n{}: not simulated: refused {}\n", s.strategy, s.refusal->why);
+      continue;
+    }
     print_communication(out, s, r);
     if (s.plan.empty()) {
       out << fmt::format("\n{}: no per-op plan (only searching strategies, e.g. centauri, have one)\n", s.strategy);
@@ -152,12 +166,22 @@ nlohmann::json to_json(const RunResult& r) {
   if (r.published_tflops_per_gpu) {
     j["published"] = {{"tflops_per_gpu", *r.published_tflops_per_gpu}, {"source", r.published_source}};
   }
+  nlohmann::json refused = nlohmann::json::array();
+  for (const auto& s : r.strategies)
+    if (s.refusal) refused.push_back(s.strategy);
+  if (!refused.empty()) j["refused"] = refused;  // the strategies without figures: --max-ops refused them
   j["strategies"] = nlohmann::json::array();
   for (const auto& s : r.strategies) {
     nlohmann::json e;
     e["strategy"] = s.strategy;
     e["out_of_memory"] = s.out_of_memory;
     e["peak_memory_bytes"] = s.peak_memory_bytes;
+    if (s.estimated_ops > 0) e["estimated_ops"] = s.estimated_ops;
+    if (s.refusal)
+      e["refused"] = {{"reason", s.refusal->why},
+                      {"ops", s.refusal->ops},
+                      {"max_ops", s.refusal->max_ops},
+                      {"replays_before", s.refusal->replays}};
     if (!s.notes.empty()) e["notes"] = s.notes;
     if (!s.plan.empty()) {
       e["plan"] = nlohmann::json::array();
@@ -184,7 +208,7 @@ nlohmann::json to_json(const RunResult& r) {
         e["communication"]["ops"].push_back(x);
       }
     }
-    if (!s.out_of_memory) {
+    if (!s.out_of_memory && !s.refusal) {
       e["iteration_s"] = s.iteration_s;
       e["tflops_per_gpu"] = s.tflops_per_gpu;
       e["model_tflops_per_gpu"] = s.model_tflops_per_gpu;

@@ -11,7 +11,9 @@
 
 namespace overlapsim {
 
-/// A table a person reads at a glance: one row per strategy, units in the header.
+/// A table a person reads at a glance: one row per strategy, units in the header. A strategy
+/// --max-ops refused has a row reading "refused" (and its peak memory) and its reason under the
+/// table.
 void print_table(std::ostream& out, const RunResult& r);
 
 /// The plan of every strategy that searched one (`run --explain`): per communication op, the
@@ -23,7 +25,9 @@ void print_plans(std::ostream& out, const RunResult& r);
 /// contention-free and replayed mean and longest times (µs). Nothing when it has none.
 void print_communication(std::ostream& out, const StrategyResult& s, const RunResult& r);
 
-/// The same figures as JSON (keys carry units: iteration_s, peak_memory_bytes, ...).
+/// The same figures as JSON (keys carry units: iteration_s, peak_memory_bytes, ...). A strategy
+/// --max-ops refused has no figures but "refused": {"reason", "ops", "max_ops", "replays_before"},
+/// and the top level lists such strategies under "refused" (absent when none).
 nlohmann::json to_json(const RunResult& r);
 
 /// Writes JSON to `path` atomically (a temporary file beside the target, renamed over it): a

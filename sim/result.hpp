@@ -24,8 +24,17 @@
 namespace overlapsim {
 
 struct StrategyResult {
+  /// Why --max-ops refused to build a strategy's schedule (sim/op_estimate.hpp); such a strategy
+  /// has no figures but its peak memory.
+  struct Refusal {
+    std::string why;        ///< one line: the schedule, its ops, the limit, how to get past it
+    long long ops = 0;      ///< the ops estimated (or counted) over the limit (0: a pass stopped before a count)
+    long long max_ops = 0;  ///< the limit (--max-ops)
+    int replays = 0;        ///< replays of the strategy made before it (0: refused before any)
+  };
   std::string strategy;
   bool out_of_memory = false;
+  std::optional<Refusal> refusal;  ///< set when --max-ops refused it
   double iteration_s = 0;
   double tflops_per_gpu = 0;
   double model_tflops_per_gpu = 0;
@@ -36,6 +45,9 @@ struct StrategyResult {
   double peak_memory_bytes = 0;
   double speedup_vs_megatron = 0;
   long long ops = 0;          ///< ops in the replayed schedule (simulated ranks)
+  /// --max-ops's estimate of `ops`, made before any schedule was built (sim/op_estimate.hpp;
+  /// the workload's ops where it holds more); 0 out of memory or where a pass stopped the probe.
+  long long estimated_ops = 0;
   long long activities = 0;   ///< SimGrid activities (kernels and flows) created
   std::vector<std::string> notes;  ///< what the strategy did not do and why (e.g. a fallback), one line each
   std::vector<OpPlan> plan;        ///< a searching strategy's choice per communication op (`--explain`)

@@ -5,6 +5,7 @@
 #include "models/memory_model.hpp"
 #include "sim/error.hpp"
 #include "sim/micro_batch_extrapolation.hpp"
+#include "sim/op_estimate.hpp"
 #include "sim/pass.hpp"
 #include "sim/strategy.hpp"
 
@@ -36,34 +37,9 @@ int simulated_ranks(const Parallelism& par, Folding folding) {
   return folding == Folding::Representatives ? par.pp : par.world();
 }
 
-/// Refuses (InputError) a schedule of `m` micro-batches estimated above `max_ops` ops; `sample`:
-/// the schedule is the steady state's largest sample of a run of `of` micro-batches. Returns the
-/// estimate (ops over the simulated ranks).
-long long check_op_estimate(const Scenario& sc, const Parallelism& par, Folding folding, int m, long long max_ops,
-                       bool sample = false, int of = 0) {
-  // Ops per layer and micro-batch: about 20 forward, 30 backward, 20 recomputed (unfused
-  // attention, SP); the estimate is within a factor 1.5 of the built schedule.
-  const long long ranks = simulated_ranks(par, folding);
-  const long long per_layer = par.recompute == Recompute::Full ? 70 : 50;
-  const long long est = ranks * m * (sc.model.layers / par.pp) * per_layer;
-  if (est > max_ops && sample)
-    throw InputError(SourceLocation{sc.path, 0, 0}, "parallelism",
-                     fmt::format("the steady state's largest sample ({} of the {} micro-batches, {} layers each) would "
-                                 "have about {} ops on {} simulated rank(s); the limit is {} (--max-ops): raise it",
-                                 m, of, sc.model.layers / par.pp, est, ranks, max_ops));
-  if (est > max_ops)
-    throw InputError(SourceLocation{sc.path, 0, 0}, "parallelism",
-                     fmt::format("the iteration would have about {} ops on {} simulated rank(s) ({} micro-batches "
-                                 "of {} layers each); the limit is {} (--max-ops): raise it, lower "
-                                 "global_batch or raise micro_batch",
-                                 est, ranks, m, sc.model.layers / par.pp, max_ops));
-  return est;
-}
-
 /// " (about N ops on R simulated rank(s))" for a progress line: what a long replay will hold.
 std::string ops_hint(long long est, int ranks) {
-  return est >= 1'000'000 ? fmt::format(" (about {:.1f} M ops on {} simulated rank(s))", est / 1e6, ranks)
-                          : fmt::format(" (about {} k ops on {} simulated rank(s))", (est + 999) / 1000, ranks);
+  return fmt::format(" (about {} ops on {} simulated rank(s))", format_ops(est), ranks);
 }
 
 /// Whether the steady-state extrapolation (sim/micro_batch_extrapolation.hpp) is tried: no caller
@@ -181,6 +157,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.plan_cache = make_plan_cache();  // every replay below: one topology, these options
 
   const std::vector<std::string> names = opt.strategies.empty() ? sc.strategies : opt.strategies;
+  for (const auto& name : names) (void)make_strategy(name);  // an unknown name fails before any work
   const auto join = [](const std::vector<std::string>& v) {
     std::string s;
     for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
@@ -194,34 +171,92 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       if (pred(i)) l = i;
     return l;
   };
-  // Replays `name` on `workload` (taken when `take`, copied otherwise); the strategy's notes and
-  // plan go to the sample.
+  const auto any_of = [](const std::vector<bool>& v) { return std::find(v.begin(), v.end(), true) != v.end(); };
+  const auto context = [&](const Parallelism& p, std::vector<std::string>* notes, std::vector<OpPlan>* plan) {
+    StrategyContext ctx{topo, cost, &sc.model, &p, notes, plan, ro.sm_count, ro.sm_interference};
+    ctx.max_ops = opt.max_ops;  // a pass that would grow past it stops early (sim/pass.hpp OpBudget)
+    ctx.collectives = &ro.collectives;
+    return ctx;
+  };
+  const int m = par.num_micro_batches();
+  const int sim_ranks = simulated_ranks(par, folding);
+  const int m0 = std::max(4, par.pp);
+  const bool tried = steady_state_applies(opt, m, m0) && !oom;
+  if (!oom) rr.simulated_ranks = sim_ranks;
+
+  // --max-ops (sim/op_estimate.hpp): every strategy's ops are estimated from a probe before any
+  // schedule is built; a strategy whose next schedule would pass the limit is refused there
+  // (StrategyResult::refusal) and the others go on.
+  std::vector<int> replays(names.size(), 0);
+  std::vector<std::optional<StrategyResult::Refusal>> refusal(names.size());
+  const auto refuse = [&](size_t i, std::string why, long long ops) {
+    refusal[i] = StrategyResult::Refusal{std::move(why), ops, opt.max_ops, replays[i]};
+  };
+  std::vector<OpEstimate> est(names.size());
+  if (!oom)
+    for (size_t i = 0; i < names.size(); ++i) {
+      try {
+        est[i] = estimate_ops(sc.model, par, cost, folding, [&](Schedule w, const Parallelism& p) {
+          // The probe's passes stop only far past the limit, so that the estimate is made and the
+          // refusal says what the run would hold; the probe is never larger than the run's schedules.
+          StrategyContext ctx = context(p, nullptr, nullptr);
+          ctx.max_ops = opt.max_ops > (1LL << 40) / 8 ? 0 : 8 * opt.max_ops;
+          return make_strategy(names[i])->apply(std::move(w), ctx);
+        });
+      } catch (const OpBudgetExceeded& e) {  // a probe 8x over the limit
+        refuse(i, fmt::format("'{}': even its probe (one rank per pipeline stage, {} micro-batches at most) was stopped: "
+                              "{}: raise --max-ops",
+                              names[i], std::min(m, par.pp + 1), e.what()),
+               0);
+      }
+    }
+  OpRefusalContext orc;
+  orc.micro_batches = m;
+  orc.ranks_per_stage = folding == Folding::None ? static_cast<long long>(par.tp) * par.dp : 1;
+  orc.unfolded_on_request = opt.folding == Folding::None && folding == Folding::None;
+  orc.every_micro_batch = opt.every_micro_batch && m >= 2 * (3 * m0 + 3);
+  orc.needs_every_op = (opt.on_replayed || opt.record_flows) && !opt.every_micro_batch && m >= 2 * (3 * m0 + 3);
+  // Refuses strategy i where its estimate at k micro-batches passes the limit; `what` names that
+  // schedule, `all`: it replays every micro-batch.
+  const auto over_limit = [&](size_t i, int k, const std::string& what, bool all) {
+    if (refusal[i]) return true;
+    const long long ops = est[i].at(k);
+    if (ops <= opt.max_ops) return false;
+    refuse(i, op_refusal(names[i], what, ops, sim_ranks, opt.max_ops, orc, all), ops);
+    return true;
+  };
+
+  // Replays strategy i on `workload` (taken when `take`, copied otherwise); the strategy's notes
+  // and plan go to the sample. Nullopt where the strategy's schedule passed --max-ops after all
+  // (the estimate's backstop: OpBudget in its passes, then the count), the strategy refused.
   // `periodic`, when given, is set to whether the replay ran periodically at its end
   // (runs_periodically, within 1e-7 of the iteration: a filter, the exact check comes after).
-  const auto replay_strategy = [&](const std::string& name, Schedule& workload, bool take, const Parallelism& p,
-                                   bool* periodic, int period = 1) {
+  const auto replay_strategy = [&](size_t i, Schedule& workload, bool take, const Parallelism& p, bool* periodic,
+                                   int period = 1) -> std::optional<ReplaySample> {
+    const std::string& name = names[i];
     ReplaySample out;
     auto strategy = make_strategy(name);
-    StrategyContext ctx{topo, cost, &sc.model, &p, &out.notes, &out.plan, ro.sm_count, ro.sm_interference};
-    ctx.max_ops = opt.max_ops;
-    ctx.collectives = &ro.collectives;  // a pass that would grow past it stops early (sim/pass.hpp OpBudget)
     // The last strategy takes the workload itself (copying 10^5–10^6 ops took a seventh of the
     // default scenario's analytic run).
     Schedule sched;
     try {
-      sched = strategy->apply(take ? std::move(workload) : Schedule(workload), ctx);
+      sched = strategy->apply(take ? std::move(workload) : Schedule(workload), context(p, &out.notes, &out.plan));
     } catch (const OpBudgetExceeded& e) {
-      throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
-                       fmt::format("'{}': {}: raise it, or lower global_batch", name, e.what()));
+      refuse(i, fmt::format("'{}': {}: raise it, or lower global_batch", name, e.what()), 0);
+      return std::nullopt;
     }
     for (const auto& prog : sched.programs) out.ops += static_cast<long long>(prog.ops.size());
-    // The workload was checked against --max-ops before it was built; a strategy's pieces count too.
-    if (out.ops > opt.max_ops)
-      throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
-                       fmt::format("'{}' turns the iteration into {} ops on {} simulated rank(s); the limit is {} "
-                                   "(--max-ops): raise it, or lower global_batch",
-                                   name, out.ops, sched.programs.size(), opt.max_ops));
+    if (out.ops > opt.max_ops) {
+      refuse(i, fmt::format("'{}': its schedule as built ({} micro-batches) holds {} ops ({}) on {} simulated rank(s), "
+                            "more than the estimate of {}; the limit is {} (--max-ops): raise it to at least {}, or "
+                            "lower global_batch",
+                            name, p.num_micro_batches(), out.ops, format_ops(out.ops), sched.programs.size(),
+                            est[i].at(p.num_micro_batches()), opt.max_ops, out.ops),
+             out.ops);
+      return std::nullopt;
+    }
     const ReplayTimes t = replay(sched, topo, ro);
+    ++replays[i];
     if (opt.on_replayed) opt.on_replayed(name, sched, t, topo);
     if (periodic != nullptr)
       *periodic = runs_periodically(sched, t, p.rank_of(0, 0, p.pp - 1), 1e-7 * t.makespan_s, period);
@@ -240,15 +275,12 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   // all m (sim/micro_batch_extrapolation.hpp); a strategy whose samples are not collinear is
   // replayed in full below.
   std::vector<std::optional<ReplaySample>> extrapolated(names.size());
-  const int m = par.num_micro_batches();
-  const int sim_ranks = simulated_ranks(par, folding);
-  const int m0 = std::max(4, par.pp);
-  const bool tried = steady_state_applies(opt, m, m0) && !oom;
   using Samples = std::array<std::vector<ReplaySample>, 3>;
   // One round of samples: every strategy i with go[i] replayed at from, from + step and from +
   // 2 step micro-batches, the largest first; a strategy whose last stage did not run
-  // periodically there (at `step`) drops out of go and skips the other two. `given(i, j)`
-  // names a sample already replayed for the j-th size, taken instead of replaying it.
+  // periodically there (at `step`), or that was refused, drops out of go and skips the other
+  // two. `given(i, j)` names a sample already replayed for the j-th size, taken instead of
+  // replaying it.
   const auto sample_round = [&](int from, int step, std::vector<bool>& go,
                                 const std::function<const ReplaySample*(size_t, int)>& given) {
     Samples out;
@@ -260,12 +292,12 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
         Parallelism pj = par;
         pj.global_batch = (from + j * step) * par.dp * par.micro_batch;
         Schedule w = build_iteration(sc.model, pj, cost, folding);
-        rr.simulated_ranks = static_cast<int>(w.programs.size());
         for (size_t i = 0; i < names.size(); ++i) {
           if (!needs(i)) continue;
           bool flag = true;
-          out[j][i] = replay_strategy(names[i], w, i == last, pj, j == 2 ? &flag : nullptr, step);
-          if (j == 2) go[i] = flag;
+          auto sample = replay_strategy(i, w, i == last, pj, j == 2 ? &flag : nullptr, step);
+          if (sample) out[j][i] = std::move(*sample);
+          if (j == 2 || !sample) go[i] = sample && flag;
         }
       }
       for (size_t i = 0; i < names.size(); ++i)
@@ -274,14 +306,34 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     return out;
   };
   const auto none = [](size_t, int) -> const ReplaySample* { return nullptr; };
+  // The largest estimate among the strategies in `go` at k micro-batches, for a progress line.
+  const auto most_ops = [&](const std::vector<bool>& go, int k) {
+    long long most = 0;
+    for (size_t i = 0; i < names.size(); ++i)
+      if (go[i]) most = std::max(most, est[i].at(k));
+    return most;
+  };
+  const auto names_where = [&](const std::vector<bool>& go) {
+    std::vector<std::string> v;
+    for (size_t i = 0; i < names.size(); ++i)
+      if (go[i]) v.push_back(names[i]);
+    return v;
+  };
   Samples first;
-  std::vector<bool> periodic(names.size(), true);
+  std::vector<bool> periodic(names.size(), false);
   if (tried) {
-    const long long est = check_op_estimate(sc, par, folding, m0 + 2, opt.max_ops, true, m);
-    if (opt.progress)
-      opt.progress(fmt::format("simulating {} ({} fidelity): {}, {} and {} of the {} micro-batches, for the steady state{}",
-                               join(names), rr.fidelity, m0, m0 + 1, m0 + 2, m, ops_hint(est, sim_ranks)));
-    first = sample_round(m0, 1, periodic, none);
+    for (size_t i = 0; i < names.size(); ++i)
+      periodic[i] = !over_limit(i, m0 + 2, fmt::format("its steady state's largest sample ({} of the {} micro-batches)",
+                                                       m0 + 2, m),
+                                false);
+    if (any_of(periodic)) {
+      if (opt.progress)
+        opt.progress(fmt::format("simulating {} ({} fidelity): {}, {} and {} of the {} micro-batches, for the steady "
+                                 "state{}",
+                                 join(names_where(periodic)), rr.fidelity, m0, m0 + 1, m0 + 2, m,
+                                 ops_hint(most_ops(periodic, m0 + 2), sim_ranks)));
+      first = sample_round(m0, 1, periodic, none);
+    }
     for (size_t i = 0; i < names.size(); ++i)
       if (periodic[i]) extrapolated[i] = extrapolate_micro_batches({first[0][i], first[1][i], first[2][i]}, m0, m);
   }
@@ -291,43 +343,56 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   // passed its filter), and extended where the estimated error is within kPeriodicExtrapolationBound.
   const int period = par.pp;
   const int m1 = m0 + (m - m0) % std::max(1, period);
+  const std::string drift = fmt::format("its steady state drifts (its samples of {}, {} and {} micro-batches are not "
+                                        "collinear)", m0, m0 + 1, m0 + 2);
   std::vector<bool> by_period(names.size(), false);
   std::vector<bool> again(names.size());
-  for (size_t i = 0; i < names.size(); ++i) again[i] = tried && !extrapolated[i];
-  if (tried && period > 1 && m >= 2 * (3 * m1 + 3 * period) &&
-      std::find(again.begin(), again.end(), true) != again.end()) {
-    const long long est = check_op_estimate(sc, par, folding, m1 + 2 * period, opt.max_ops, true, m);
-    if (opt.progress)
-      opt.progress(fmt::format("simulating the rest ({} fidelity): {}, {} and {} of the {} micro-batches, a pipeline "
-                               "period apart, for the steady state{}",
-                               rr.fidelity, m1, m1 + period, m1 + 2 * period, m, ops_hint(est, sim_ranks)));
-    const auto reuse = [&](size_t i, int j) -> const ReplaySample* {
-      const int k = m1 + j * period - m0;
-      return k == 2 || (k >= 0 && k < 2 && periodic[i]) ? &first[k][i] : nullptr;
-    };
-    const Samples ps = sample_round(m1, period, again, reuse);
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (!again[i]) continue;
-      extrapolated[i] = extrapolate_micro_batches({ps[0][i], ps[1][i], ps[2][i]}, m1, m, period);
-      by_period[i] = extrapolated[i].has_value();
+  for (size_t i = 0; i < names.size(); ++i) again[i] = tried && !extrapolated[i] && !refusal[i];
+  if (tried && period > 1 && m >= 2 * (3 * m1 + 3 * period) && any_of(again)) {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (again[i])
+        again[i] = !over_limit(i, m1 + 2 * period,
+                               fmt::format("{}, and its largest sample a pipeline period apart ({} of the {} "
+                                           "micro-batches)", drift, m1 + 2 * period, m),
+                               false);
+    if (any_of(again)) {
+      if (opt.progress)
+        opt.progress(fmt::format("simulating the rest ({} fidelity): {}, {} and {} of the {} micro-batches, a pipeline "
+                                 "period apart, for the steady state{}",
+                                 rr.fidelity, m1, m1 + period, m1 + 2 * period, m,
+                                 ops_hint(most_ops(again, m1 + 2 * period), sim_ranks)));
+      const auto reuse = [&](size_t i, int j) -> const ReplaySample* {
+        const int k = m1 + j * period - m0;
+        return k == 2 || (k >= 0 && k < 2 && periodic[i]) ? &first[k][i] : nullptr;
+      };
+      const Samples ps = sample_round(m1, period, again, reuse);
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (!again[i]) continue;
+        extrapolated[i] = extrapolate_micro_batches({ps[0][i], ps[1][i], ps[2][i]}, m1, m, period);
+        by_period[i] = extrapolated[i].has_value();
+      }
     }
   }
-  const bool any_full = std::any_of(extrapolated.begin(), extrapolated.end(), [](const auto& e) { return !e; });
-  Schedule workload;
-  long long full_est = 0;
-  if (any_full && !oom) {
-    full_est = check_op_estimate(sc, par, folding, m, opt.max_ops);
-    workload = build_iteration(sc.model, par, cost, folding);
-    rr.simulated_ranks = static_cast<int>(workload.programs.size());
+  // The rest replay every micro-batch, where their estimate allows it.
+  std::vector<bool> full(names.size(), false);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (oom || extrapolated[i] || refusal[i]) continue;
+    std::string what = fmt::format("its replay of all {} micro-batches", m);
+    if (tried) what = fmt::format("{}, and {}", drift, what);
+    else if (orc.every_micro_batch) what += " (--every-micro-batch)";
+    else if (orc.needs_every_op) what += " (a trace records every one)";
+    full[i] = !over_limit(i, m, what, true);
   }
-  const size_t last_full = last_where([&](size_t i) { return !extrapolated[i]; });
-  std::vector<std::string> extended, extended_by_period, refused;
+  Schedule workload;
+  if (any_of(full)) workload = build_iteration(sc.model, par, cost, folding);
+  const size_t last_full = last_where([&](size_t i) { return full[i]; });
+  std::vector<std::string> extended, extended_by_period, drifted;
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];
     StrategyResult r;
     r.strategy = name;
     r.peak_memory_bytes = peak_mem;
-    (void)make_strategy(name);  // an unknown name fails here, as without extrapolation
+    r.estimated_ops = oom ? 0 : est[i].at(m);
     if (oom) {
       r.out_of_memory = true;
       rr.strategies.push_back(r);
@@ -337,11 +402,19 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     if (extrapolated[i]) {
       s = *extrapolated[i];
       (by_period[i] ? extended_by_period : extended).push_back(name);
-    } else {
-      if (tried) refused.push_back(name);
+    } else if (full[i]) {
       if (opt.progress)
-        opt.progress(fmt::format("simulating {} ({} fidelity){}", name, rr.fidelity, ops_hint(full_est, sim_ranks)));
-      s = replay_strategy(name, workload, i == last_full, par, nullptr);
+        opt.progress(fmt::format("simulating {} ({} fidelity){}", name, rr.fidelity, ops_hint(est[i].at(m), sim_ranks)));
+      auto replayed = replay_strategy(i, workload, i == last_full, par, nullptr);
+      if (replayed) {
+        s = std::move(*replayed);
+        if (tried) drifted.push_back(name);
+      }
+    }
+    if (refusal[i]) {
+      r.refusal = refusal[i];
+      rr.strategies.push_back(r);
+      continue;
     }
     r.iteration_s = s.iteration_s;
     r.activities = s.activities;
@@ -368,15 +441,15 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
                             "within {:g} of the iteration; --every-micro-batch replays all)",
                             rr.notes.empty() ? "" : "; ", join(extended_by_period), m, m1, m1 + period,
                             m1 + 2 * period, m0, m0 + 1, m0 + 2, kPeriodicExtrapolationBound / 2);
-  if (!refused.empty())
+  if (!drifted.empty())
     rr.notes += fmt::format("{}{}: all {} micro-batches replayed (the replays of {}, {} and {} were not, or by their spacing would not be, collinear: "
                             "overlapping streams that slow each other drift, README \"Steady state\")",
-                            rr.notes.empty() ? "" : "; ", join(refused), m, m0, m0 + 1, m0 + 2);
+                            rr.notes.empty() ? "" : "; ", join(drifted), m, m0, m0 + 1, m0 + 2);
   const auto meg = std::find_if(rr.strategies.begin(), rr.strategies.end(),
-                                [](const StrategyResult& r) { return r.strategy == "megatron" && !r.out_of_memory; });
+                                [](const StrategyResult& r) { return r.strategy == "megatron" && !r.out_of_memory && !r.refusal; });
   if (meg != rr.strategies.end())
     for (auto& r : rr.strategies)
-      if (!r.out_of_memory && r.iteration_s > 0) r.speedup_vs_megatron = meg->iteration_s / r.iteration_s;
+      if (!r.out_of_memory && !r.refusal && r.iteration_s > 0) r.speedup_vs_megatron = meg->iteration_s / r.iteration_s;
   return rr;
 }
 

@@ -56,7 +56,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
   // A whole number of ops from 1 to 2^40, written out or as 2e7 (rewritten for CLI11's integer
   // conversion); anything else is named as such, not as out of range.
-  run->add_option("--max-ops", a.max_ops, "refuse schedules estimated above this many ops (memory guard)")
+  run->add_option("--max-ops", a.max_ops,
+                  "refuse a strategy whose schedule is estimated, before it is built, above this many ops (a "
+                  "memory guard; the other strategies run on, and the run exits 2)")
       ->transform(CLI::Validator(
           [](std::string& text) -> std::string {
             const std::string bad = "expected a whole number of ops from 1 to 1099511627776 (2^40), e.g. 20000000 "
@@ -134,9 +136,22 @@ int run_command(const RunArgs& a) {
   const RunResult r = simulate(sc, opt);
   print_table(std::cout, r);
   if (a.explain) print_plans(std::cout, r);
+  // A strategy --max-ops refused leaves the others' figures: the table, the JSON (the whole
+  // result, the refusal recorded in it) and the trace (the strategies replayed) are written, and
+  // the run exits 2, as for an input error, naming it.
   if (!a.json.empty()) write_json_file(a.json, to_json(r));
   if (trace) trace->commit();
-  return 0;
+  std::string refused;
+  int n_refused = 0;
+  for (const auto& s : r.strategies)
+    if (s.refusal) refused += (n_refused++ == 0 ? "" : ", ") + s.strategy;
+  if (n_refused == 0) return 0;
+  std::cout.flush();
+  std::cerr << "overlapsim: " << a.scenario << ": --max-ops: " << n_refused << " of " << r.strategies.size()
+            << " strateg" << (r.strategies.size() == 1 ? "y" : "ies") << " refused (" << refused
+            << "; why under the table)" << (n_refused < static_cast<int>(r.strategies.size()) ? ", the others' figures kept" : "")
+            << "\n";
+  return 2;
 }
 
 }  // namespace overlapsim::cli

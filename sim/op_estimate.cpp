@@ -1,0 +1,67 @@
+#include "sim/op_estimate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace overlapsim {
+
+namespace {
+long long count_ops(const Schedule& s) {
+  long long n = 0;
+  for (const RankProgram& p : s.programs) n += static_cast<long long>(p.ops.size());
+  return n;
+}
+}  // namespace
+
+OpEstimate estimate_ops(const ModelConfig& model, const Parallelism& par, const CostModel& cost, Folding folding,
+                        const ApplyStrategy& apply) {
+  const int m = par.num_micro_batches();
+  const int a = std::max(1, std::min(m, par.pp));
+  const int b = std::min(m, a + 1);
+  const long long per_stage = folding == Folding::None ? static_cast<long long>(par.tp) * par.dp : 1;
+  long long work[2] = {0, 0}, sched[2] = {0, 0};
+  for (int k = 0; k < (b > a ? 2 : 1); ++k) {
+    Parallelism p = par;
+    p.global_batch = (k == 0 ? a : b) * par.dp * par.micro_batch;
+    Schedule w = build_iteration(model, p, cost, Folding::Representatives);
+    work[k] = count_ops(w);
+    sched[k] = count_ops(apply(std::move(w), p));
+  }
+  OpEstimate e;
+  if (b > a) {
+    e.workload.per_mb = (work[1] - work[0]) * per_stage;
+    e.schedule.per_mb = (sched[1] - sched[0]) * per_stage;
+  }
+  e.workload.fixed = work[0] * per_stage - e.workload.per_mb * a;
+  e.schedule.fixed = sched[0] * per_stage - e.schedule.per_mb * a;
+  return e;
+}
+
+std::string format_ops(long long ops) {
+  if (ops >= 1'000'000'000) return fmt::format("{:.1f} G", ops / 1e9);
+  if (ops >= 1'000'000) return fmt::format("{:.1f} M", ops / 1e6);
+  if (ops >= 1'000) return fmt::format("{} k", (ops + 999) / 1000);
+  return std::to_string(ops);
+}
+
+std::string op_refusal(const std::string& strategy, const std::string& what, long long ops, int ranks,
+                       long long max_ops, const OpRefusalContext& c, bool all) {
+  std::vector<std::string> ways{fmt::format("raise --max-ops to at least {}", ops)};
+  if (all) {
+    ways.push_back(fmt::format("lower global_batch or raise micro_batch ({} micro-batches now)", c.micro_batches));
+    if (c.every_micro_batch) ways.push_back("drop --every-micro-batch (the steady state replays only a few)");
+    if (c.needs_every_op) ways.push_back("drop --trace (a trace replays every micro-batch)");
+  }
+  if (c.unfolded_on_request && c.ranks_per_stage > 1)
+    ways.push_back(fmt::format("drop --unfold (about {} ops with one rank per stage)",
+                               format_ops((ops + c.ranks_per_stage - 1) / c.ranks_per_stage)));
+  std::string how;
+  for (size_t i = 0; i < ways.size(); ++i)
+    how += (i == 0 ? "" : i + 1 == ways.size() ? ", or " : ", ") + ways[i];
+  return fmt::format("'{}': {} would hold about {} ops ({}) on {} simulated rank(s), estimated before building it; "
+                     "the limit is {} (--max-ops): {}",
+                     strategy, what, ops, format_ops(ops), ranks, max_ops, how);
+}
+
+}  // namespace overlapsim

@@ -1,0 +1,88 @@
+// The `--max-ops` guard (a replay keeps every op in memory, about 0.5 KB each, and its time grows
+// with them): how many ops a strategy's schedule will hold, estimated before any schedule of
+// the run is built, and the refusal of a strategy whose schedule would exceed the limit.
+//
+// Every micro-batch of an iteration runs the same ops (sim/micro_batch_extrapolation.hpp), so the
+// ops of a strategy's schedule are affine in the micro-batches m: ops(m) = fixed + per_mb · m.
+// The estimate measures the line on a probe: the workload of one representative rank per
+// pipeline stage at a = min(m, PP) and a + 1 micro-batches (cheap: PP ranks, a few micro-
+// batches), transformed by the strategy and counted; an unfolded run holds TP · DP ranks per
+// stage, each with its stage's representative's ops, so the probe is multiplied by TP · DP there.
+//
+// Measured against the schedules built (`estimated_ops` against `ops` of `overlapsim run --json
+// --fidelity analytic` under serial, megatron, te-overlap, wang-decomp and centauri): equal to the
+// op on scenarios/*.yaml, scenarios/validation/*.yaml and tests/data/scenarios/*.yaml folded, and
+// unfolded (every micro-batch replayed, two per pipeline) on default, default-sp, gpt3-175b-h100-
+// tp8, comm-bound, composed-strategies, default-sp-25g, small and uneven-nodes (e.g. the H100
+// scenario unfolded, 2 micro-batches: 2633472 ops under wang-decomp, 960256 under centauri, both
+// estimated exactly). The rule of thumb it replaces (50 or 70 ops per layer and micro-batch,
+// documented "within 1.5x") counted the workload only: 1.31x the 852 ops of small.yaml, and a
+// quarter of wang-decomp's 84 M ops on the H100 scenario unfolded (it said 19.7 M). The estimate
+// is exact wherever the ranks of a stage hold alike programs; where they may not (groups that sit
+// unevenly on the nodes, so every rank is simulated and a topology-aware pass could split one
+// rank's groups unlike another's) it is the representatives' count scaled up, and the built
+// schedule is counted again before its replay (sim/simulate.cpp).
+#pragma once
+
+#include "models/transformer.hpp"
+#include "sim/schedule.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+namespace overlapsim {
+
+/// Ops over the simulated ranks as an affine function of the micro-batches per pipeline.
+struct OpLine {
+  long long fixed = 0;   ///< ops that do not grow with the micro-batches (optimizer, gradient reduction, ...)
+  long long per_mb = 0;  ///< ops each micro-batch adds
+  /// Ops at `m` micro-batches (m ≥ 1).
+  long long at(int m) const { return fixed + per_mb * static_cast<long long>(m); }
+};
+
+/// What a run will hold for one strategy: the workload it is built from and the schedule the
+/// strategy makes of it (both are held while the strategy runs).
+struct OpEstimate {
+  OpLine workload;  ///< the workload (transformer.hpp build_iteration) on the simulated ranks
+  OpLine schedule;  ///< the strategy's schedule on the simulated ranks
+  /// The larger of the two at `m` micro-batches: what the guard compares with --max-ops.
+  long long at(int m) const { return std::max(workload.at(m), schedule.at(m)); }
+};
+
+/// Transforms a workload built for `layout` (the run's layout with fewer micro-batches) by a
+/// strategy, with the run's context (topology, cost model, --max-ops for the strategy's passes).
+/// May throw what the strategy throws (OpBudgetExceeded when a pass's growth passes the limit).
+using ApplyStrategy = std::function<Schedule(Schedule workload, const Parallelism& layout)>;
+
+/// Estimates the ops of `apply`'s schedule of `model` under layout `par` at any number of micro-
+/// batches, from the probe described above: builds the workload of one rank per pipeline stage
+/// at a = min(M, PP) and b = min(M, a + 1) micro-batches (M: par's micro-batches; one probe
+/// when a = b, then the line is flat through it), applies the strategy to each, counts, and
+/// multiplies by TP · DP when `folding` is Folding::None. Its cost is that of a folded run's
+/// build of a + b micro-batches, no replay. Throws what build_iteration and `apply` throw.
+OpEstimate estimate_ops(const ModelConfig& model, const Parallelism& par, const CostModel& cost, Folding folding,
+                        const ApplyStrategy& apply);
+
+/// "9.2 M" for 9'200'000, "830 k" for 830'000, "412" below a thousand: op counts for people.
+std::string format_ops(long long ops);
+
+/// What a refusal suggests besides raising --max-ops, from how the run was asked for.
+struct OpRefusalContext {
+  int micro_batches = 0;             ///< the iteration's, per pipeline
+  long long ranks_per_stage = 1;     ///< simulated ranks per pipeline stage: TP · DP unfolded, else 1
+  bool unfolded_on_request = false;  ///< --unfold was given (and folding was possible)
+  bool every_micro_batch = false;    ///< --every-micro-batch replays all of an iteration the steady state could extend
+  bool needs_every_op = false;       ///< a trace replays all of an iteration the steady state could extend
+};
+
+/// Why `strategy` is refused, in one line: `what` (the schedule, e.g. "its steady state's largest
+/// sample (6 of the 64 micro-batches)") would hold about `ops` ops on `ranks` simulated rank(s),
+/// the limit being `max_ops`; then how to get past it: raise --max-ops to at least `ops`; where
+/// `all` (the schedule replays every micro-batch) lower global_batch or raise micro_batch, and
+/// drop --every-micro-batch or the trace where they forced it; drop --unfold where it was given
+/// (with the estimate folded).
+std::string op_refusal(const std::string& strategy, const std::string& what, long long ops, int ranks,
+                       long long max_ops, const OpRefusalContext& c, bool all);
+
+}  // namespace overlapsim
