@@ -15,8 +15,8 @@
 //   allreduce:tree,ring;allgather:ring AllReduce Tree or Ring, AllGather the ring, the rest default
 //   ^LL128;allreduce:LL128             (NCCL_PROTO) every protocol but LL128, AllReduce LL128 only
 // Stricter than NCCL, which skips them silently: an empty name ("ring,,tree"), an empty entry
-// ("ring;"), a '^' with no names, a name with spaces around it, and an entry that leaves nothing
-// its function(s) can run are refused here.
+// ("ring;"), a '^' with no names, and an entry that leaves nothing its function(s) can run are
+// refused here. As in NCCL, a name with spaces around it is an unknown name.
 //
 // What the lists mean (tuning.cc ncclTopoTuneModel, src/enqueue.cc topoGetAlgoInfo): NCCL's tuner
 // ranks, for each collective call, only the enabled (algorithm, protocol) pairs that can run, and
