@@ -227,6 +227,7 @@ BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& al
                                ? p2p_split(topo, all[0], all[1], size, opt.replay.collectives.p2p_comm).channels
                                : alltoall_kernel_channels(topo, all, size, opt.replay.collectives.p2p_comm);
   row.plan = fmt::format("p2p/{}", p2p_channels);
+  row.fallback = plan && plan->fallback;
   const Op& c = s.programs[0].ops.front();
   if (op != BenchOp::SendRecv && opt.replay.fidelity == Fidelity::Analytic &&
       find_measured(opt.replay.measured, c, topo, all, opt.replay.collectives)) {

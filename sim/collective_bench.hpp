@@ -34,6 +34,9 @@ struct BenchRow {
   /// How the replay ran it, e.g. "ring/Simple/8" (algorithm, protocol, channels), "tree/LL/2",
   /// "chain/Simple/8", "p2p" for AllToAll and Send/Recv.
   std::string plan;
+  /// The algorithm asked for (BenchOptions::algorithm, or NCCL_ALGO's list: ReplayOptions'
+  /// collectives.allowed) cannot run here and the ring ran instead (CollectivePlan::fallback).
+  bool fallback = false;
 };
 
 struct BenchOptions {

@@ -38,6 +38,7 @@ bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const C
   if (opt.textbook || !opt.nvls_enable || ranks.size() <= 2 || node_count(topo, ranks) != 1 || channels_forced == 1)
     return false;
   if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
+  if (opt.protocol_auto && !opt.textbook && !opt.allowed.of(CollectiveKind::AllReduce).has(Protocol::Simple)) return false;
   if (device_spec(topo.gpu_model()).compute_capability < 90) return false;
   for (size_t i = 1; i < ranks.size(); ++i)
     for (const Hop& hop : topo.route(ranks[0], ranks[i]))

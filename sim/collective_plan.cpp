@@ -318,14 +318,6 @@ double received_bytes_per_rank(const CollectivePlan& p) {
   return p.step_bytes * p.steps * static_cast<double>(p.rings.size());
 }
 
-namespace {
-
-CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                         CollectiveKind kind, double bytes, int channels_forced, const CollectiveOptions& opt,
-                         const Protocol* forced_protocol);
-
-}  // namespace
-
 int node_count(const Topology& topo, const std::vector<int>& ranks) {
   std::vector<int> nodes;
   for (int r : ranks) nodes.push_back(topo.node_of(r));
@@ -370,89 +362,6 @@ NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, co
 }
 
 }  // namespace plan_detail
-
-CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                               CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt) {
-  OVERLAPSIM_CHECK(kind != CollectiveKind::AllToAll, "AllToAll is point-to-point, not planned as a ring");
-  OVERLAPSIM_CHECK(!ranks.empty(), "empty group");
-  const int forced = std::max(0, channels_wanted);
-  const int nodes = node_count(topo, ranks);
-  // AllGather and ReduceScatter have the ring and PAT; Broadcast and Reduce the ring (its chain).
-  const bool gather = kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter;
-  const auto nccl_has = [&](CollectiveAlgorithm a) {
-    return kind == CollectiveKind::AllReduce ? a != CollectiveAlgorithm::Pat
-                                             : a == CollectiveAlgorithm::Ring ||
-                                                   (gather && (a == CollectiveAlgorithm::Auto || a == CollectiveAlgorithm::Pat));
-  };
-  CollectiveAlgorithm alg = nccl_has(opt.algorithm) ? opt.algorithm : CollectiveAlgorithm::Ring;
-  // A measured tuning rule decides what the op leaves automatic (nccl_tuning.hpp).
-  const TuningRule* rule =
-      opt.textbook ? nullptr : find_tuning_rule(opt.tuning, kind, static_cast<int>(ranks.size()), nodes, bytes);
-  const bool from_rule = rule && alg == CollectiveAlgorithm::Auto;
-  if (from_rule) alg = rule->algorithm;
-  if (!nccl_has(alg)) alg = CollectiveAlgorithm::Ring;
-  // Its protocol, when the op runs the rule's algorithm and does not force a protocol.
-  const Protocol* proto = rule && opt.protocol_auto && alg == rule->algorithm ? &rule->protocol : nullptr;
-  // NCCL skips PAT for a ReduceScatter it scales (ncclAvg as PreMulSum or SumPostDiv, enqueue.cc).
-  const bool pat = gather && pat_supported(topo, ranks, opt) &&
-                   !(kind == CollectiveKind::ReduceScatter && scales(opt.reduce_op));
-  if (alg == CollectiveAlgorithm::Pat) {
-    if (pat) return plan_pat(topo, eff, ranks, kind, bytes, forced, tuner_inputs(topo, eff, ranks, nodes, opt));
-    // Forced where PAT cannot run (a node holding two members): the ring; a rule's: the automatic choice.
-    alg = from_rule ? CollectiveAlgorithm::Auto : CollectiveAlgorithm::Ring;
-    proto = nullptr;
-  }
-  const bool nvls = kind == CollectiveKind::AllReduce && nvls_supported(topo, ranks, opt, forced);
-  if (alg == CollectiveAlgorithm::Nvls && nvls) return plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
-  const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
-  if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
-  if (alg == CollectiveAlgorithm::Nvls || alg == CollectiveAlgorithm::NvlsTree) {
-    // Forced where NVLS (NVLS_TREE) cannot run: the ring, as NCCL; a rule's choice that cannot
-    // run here: the automatic choice. Either way its protocol is chosen as usual (not the rule's).
-    alg = from_rule ? CollectiveAlgorithm::Auto : CollectiveAlgorithm::Ring;
-    proto = nullptr;
-  }
-  if (ranks.size() <= 1) alg = CollectiveAlgorithm::Ring;
-  if (alg == CollectiveAlgorithm::Tree) return plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
-  CollectivePlan ring = plan_ring(topo, eff, ranks, kind, bytes, forced, opt, proto);
-  if (alg == CollectiveAlgorithm::Auto && nodes <= 1) {
-    if (!nvls) return ring;
-    CollectivePlan in_switch = plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
-    return in_switch.closed_form_s() < ring.closed_form_s() ? in_switch : ring;
-  }
-  if (alg == CollectiveAlgorithm::Ring) return ring;
-  if (gather) {
-    // Across nodes: the ring, or PAT where it can run and NCCL's tuner ranks it first (header);
-    // forced channels: the lesser closed form.
-    if (!pat) return ring;
-    const NcclTunerInputs in = tuner_inputs(topo, eff, ranks, nodes, opt);
-    if (forced == 0) {
-      NcclTunerInputs ranked = in;
-      if (!opt.protocol_auto) ranked.only_protocol = &opt.protocol;
-      if (nccl_model_allgather_algorithm(bytes, ranked) != CollectiveAlgorithm::Pat) return ring;
-      return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
-    }
-    CollectivePlan q = plan_pat(topo, eff, ranks, kind, bytes, forced, in);
-    return q.closed_form_s() < ring.closed_form_s() ? q : ring;
-  }
-  // Across nodes, the algorithm NCCL's tuner ranks first (header); forced channels or the
-  // textbook model: the least closed form.
-  if (alg == CollectiveAlgorithm::Auto && forced == 0 && !opt.textbook) {
-    NcclTunerInputs in = tuner_inputs(topo, eff, ranks, nodes, opt);
-    if (nvls_tree) nvls_tree_tuner_inputs(topo, eff, ranks, &in);
-    if (!opt.protocol_auto) in.only_protocol = &opt.protocol;
-    const CollectiveAlgorithm pick = nccl_model_allreduce_algorithm(bytes, in);
-    if (pick == CollectiveAlgorithm::NvlsTree) return plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
-    return pick == CollectiveAlgorithm::Tree ? plan_tree(topo, eff, ranks, bytes, forced, opt, proto) : ring;
-  }
-  CollectivePlan best = plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
-  if (ring.closed_form_s() <= best.closed_form_s()) best = std::move(ring);
-  if (nvls_tree && alg == CollectiveAlgorithm::Auto) {
-    CollectivePlan q = plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
-    if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
-  }
-  return best;
-}
 
 namespace {
 
@@ -504,7 +413,7 @@ double simple_slices_per_step(double bytes, int ranks, int nccl_channels) {
   return 2 * (loops - 1) + std::clamp(std::ceil(last_chunk / kSimpleMinSliceBytes), 1.0, 2.0);
 }
 
-namespace {
+namespace plan_detail {
 
 CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                          CollectiveKind kind, double bytes, int channels_forced, const CollectiveOptions& opt,
@@ -615,7 +524,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
   bool ll128_auto = true;
   for (const ChannelPlan& ch : rings_for(p.channels).rings)
     for (const Hop2& h : ch.hops) ll128_auto &= h.kind != HopKind::Pcie;
-  CollectivePlan best = least_protocol(model, forced_protocol, opt, ll128_auto);
+  CollectivePlan best = least_protocol(model, forced_protocol, opt, kind, ll128_auto);
   // Even channels over the same hops load the same links alike: simulate them as one ring
   // carrying all of them, at the full bandwidth of its hops (the closed form is unchanged: C
   // times the bytes at C times the share). Channels over other hops (chains along rings that
@@ -640,6 +549,6 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
   return best;
 }
 
-}  // namespace
+}  // namespace plan_detail
 
 }  // namespace overlapsim

@@ -263,6 +263,17 @@
 // collective, its algorithm replaces Auto and its protocol the automatic protocol (when the op
 // runs the rule's algorithm); collectives no rule covers are chosen as below.
 //
+// NCCL_ALGO and NCCL_PROTO lists (CollectiveOptions::allowed, sim/nccl_selection.hpp; NCCL
+// src/graph/tuning.cc ncclTopoTuneModel zeroes the bandwidth of every pair a list disables, so
+// src/enqueue.cc topoGetAlgoInfo ranks only the rest): the automatic choice below takes only what
+// the lists enable for the collective's kind — across nodes the one NCCL's tuner ranks first among
+// them, inside a node the ring or NVLS of least closed form among them, else NCCL's tree (a
+// chain) where the list leaves it alone; PAT and a rule's choice only where allowed; the
+// protocol of least closed form among the enabled ones (LL128 everywhere where NCCL_PROTO's row
+// enables it, as NCCL's protoEnable 1). Where nothing enabled can run, the ring runs and
+// CollectivePlan::fallback says so (NCCL 2.24 and later fail the call; sim/nccl_algorithm_check.hpp
+// refuses such a scenario).
+//
 // Algorithm (CollectiveAlgorithm::Auto): AllReduce over more than one node runs the algorithm
 // NCCL's own tuner ranks first (nccl_model_allreduce_algorithm, nccl_tuning.hpp: its latency and
 // bandwidth model with its per-algorithm caps), fed with what NCCL's graph search would find here:
@@ -281,6 +292,7 @@
 // Broadcast and Reduce always take the ring (NCCL's NCCL_ALGO=tree applies to AllReduce only).
 #pragma once
 
+#include "sim/nccl_selection.hpp"
 #include "sim/nccl_tuning.hpp"
 #include "sim/schedule.hpp"
 #include "sim/topology.hpp"
@@ -406,6 +418,12 @@ struct CollectivePlan {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring, Tree, Nvls, NvlsTree or Pat (never Auto)
   Protocol protocol = Protocol::Simple;
   bool chain = false;           ///< Broadcast/Reduce: pipelined chain from / to the root
+  /// What was asked cannot run here and the ring runs instead: a forced algorithm
+  /// (CollectiveOptions::algorithm) NCCL does not run for this collective, or, with the
+  /// algorithm Auto, none of those NCCL_ALGO's list allows (CollectiveOptions::allowed; NCCL 2.24
+  /// and later fail that call, sim/nccl_selection.hpp). False where a measured tuning rule's
+  /// choice cannot run and the automatic one is taken.
+  bool fallback = false;
   int channels = 1;             ///< channels it runs on (the op's, or NCCL's count for the size)
   /// Thread blocks NCCL's kernel runs on, one SM each (what the replay holds, replay.hpp): the
   /// op's forced channels, else NCCL's launch loop (nccl_launch) over the communicator's
@@ -502,6 +520,10 @@ struct CollectiveOptions {
   bool nvls_enable = true;
   /// NCCL_PAT_ENABLE: false leaves PAT out (forced, it runs the ring).
   bool pat_enable = true;
+  /// NCCL_ALGO and NCCL_PROTO as lists (sim/nccl_selection.hpp): per collective kind, the
+  /// algorithms the automatic choice (algorithm Auto) may take and the protocols it may run
+  /// (protocol_auto). Default: every one.
+  NcclSelection allowed;
   /// The textbook ring: no base latency, no protocol step latency, Simple's wire bytes — each
   /// step costs exactly its route's latency plus its bytes over the bandwidth.
   bool textbook = false;

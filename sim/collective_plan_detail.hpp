@@ -5,6 +5,7 @@
 
 #include "sim/collective_plan.hpp"
 
+#include <optional>
 #include <vector>
 
 namespace overlapsim::plan_detail {
@@ -31,23 +32,34 @@ Hop2 measure_hop(const Topology& topo, const LinkEfficiency& eff, const std::vec
 void set_shares(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                 const std::vector<Hop2*>& hops);
 
-/// The plan `model(protocol)` of least closed form over NCCL's protocols — or of the forced
-/// protocol (the rule's, else the options'); a textbook model takes Simple.
-/// `ll128_auto`: whether NCCL enables LL128 by default here (it is then a candidate of the
-/// automatic choice; forced, it runs anyway, as NCCL_PROTO=LL128 does).
+/// The plan `model(protocol)` of least closed form over NCCL's protocols — those NCCL_PROTO's
+/// list enables for `kind` (CollectiveOptions::allowed), in the order Simple, LL, LL128 (a tie goes
+/// to the earlier) — or of the forced protocol (the rule's, else the options'); a textbook model
+/// takes Simple. `ll128_auto`: whether NCCL enables LL128 by default here (it is then a candidate
+/// of the automatic choice; forced, or enabled by an NCCL_PROTO list, it runs anyway, as NCCL's
+/// protoEnable 1 does: src/graph/tuning.cc ncclTopoTuneModel).
 template <class Model>
 CollectivePlan least_protocol(const Model& model, const Protocol* forced_protocol, const CollectiveOptions& opt,
-                              bool ll128_auto = true) {
+                              CollectiveKind kind, bool ll128_auto = true) {
   const bool choose = !forced_protocol && opt.protocol_auto && !opt.textbook;
-  CollectivePlan best = model(forced_protocol ? *forced_protocol : choose || opt.textbook ? Protocol::Simple : opt.protocol);
-  if (choose)
-    for (Protocol proto : {Protocol::LL, Protocol::LL128}) {
-      if (proto == Protocol::LL128 && !ll128_auto) continue;
-      CollectivePlan q = model(proto);
-      if (q.closed_form_s() < best.closed_form_s()) best = std::move(q);
-    }
-  return best;
+  if (!choose) return model(forced_protocol ? *forced_protocol : opt.textbook ? Protocol::Simple : opt.protocol);
+  const NcclAllowed& allowed = opt.allowed.of(kind);
+  std::optional<CollectivePlan> best;
+  for (Protocol proto : {Protocol::Simple, Protocol::LL, Protocol::LL128}) {
+    if (!allowed.has(proto)) continue;
+    if (proto == Protocol::LL128 && !ll128_auto && !allowed.protocols_set) continue;
+    CollectivePlan q = model(proto);
+    if (!best || q.closed_form_s() < best->closed_form_s()) best = std::move(q);
+  }
+  // A list always leaves a protocol (sim/nccl_selection.cpp refuses one that does not).
+  return best ? std::move(*best) : model(Protocol::Simple);
 }
+
+/// NCCL's ring (a chain for Broadcast and Reduce) plan (collective_plan.hpp, Ring and Chain): its
+/// protocol forced (`forced_protocol`, else the options'), else the least closed form (least_protocol).
+CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                         CollectiveKind kind, double bytes, int channels_forced, const CollectiveOptions& opt,
+                         const Protocol* forced_protocol);
 
 /// NCCL's double binary tree AllReduce plan (collective_plan.hpp, Tree; sim/collective_tree.cpp):
 /// its protocol forced, else the least closed form. REQUIRES: ranks.size() >= 2.

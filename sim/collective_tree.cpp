@@ -358,7 +358,7 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
   for (const TreePlan& tp : trees_for(std::max(1, opt.channels)))
     for (int v = 0; v < n; ++v)
       if (v != tp.root) ll128_auto &= tp.up[v].kind != HopKind::Pcie && tp.down[v].kind != HopKind::Pcie;
-  CollectivePlan best = least_protocol(model, forced_protocol, opt, ll128_auto);
+  CollectivePlan best = least_protocol(model, forced_protocol, opt, CollectiveKind::AllReduce, ll128_auto);
   return best;
 }
 

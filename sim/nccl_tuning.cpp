@@ -233,15 +233,23 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
 namespace {
 
 /// The first of `algorithms` (NCCL's order: a tie goes to the earlier) of least `model` time over
-/// the enabled protocols (in.only_protocol's alone where set).
+/// the enabled protocols (in.only_protocol's alone where set), of those in.algorithms and
+/// in.protocols enable (the first enabled when none has a finite time).
 CollectiveAlgorithm least_time(std::initializer_list<CollectiveAlgorithm> algorithms,
                                double (*model)(CollectiveAlgorithm, Protocol, double, const NcclTunerInputs&),
                                double bytes, const NcclTunerInputs& in) {
   CollectiveAlgorithm best = *algorithms.begin();
+  for (CollectiveAlgorithm a : algorithms)
+    if (in.algorithms & (1u << static_cast<unsigned>(a))) {
+      best = a;
+      break;
+    }
   double best_s = std::numeric_limits<double>::infinity();
   for (CollectiveAlgorithm a : algorithms)
     for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
       if (in.only_protocol && p != *in.only_protocol) continue;
+      if (!(in.protocols & (1u << static_cast<unsigned>(p))) || !(in.algorithms & (1u << static_cast<unsigned>(a))))
+        continue;
       const double t = model(a, p, bytes, in);
       if (t < best_s) {
         best_s = t;

@@ -122,6 +122,10 @@ struct NcclTunerInputs {
   bool ll128 = true;
   /// Only this protocol is allowed (NCCL_PROTO=…), or any (null).
   const Protocol* only_protocol = nullptr;
+  /// The protocols (bit 1 << Protocol) and algorithms (sim/nccl_selection.hpp algorithm_bit)
+  /// NCCL_PROTO's and NCCL_ALGO's lists enable: the ranking skips the others. Default: all.
+  unsigned protocols = 0x7u;
+  unsigned algorithms = 0xFEu;
   /// NVLS_TREE can run (collective_plan.hpp), and NCCL's NVLS graph: one channel per head, its
   /// intra-node bandwidth (graphs[NVLS]->bwIntra · nChannels) and inter-node bandwidth
   /// (bwInter · nChannels), bytes/s.
@@ -156,7 +160,8 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
 
 /// The algorithm (Ring, Tree or, where it can run, NvlsTree) of NCCL's least modelled time over
 /// its enabled protocols (in.only_protocol's alone where set) for an AllReduce of `bytes` (src/enqueue.cc getAlgoInfo, which tries
-/// the tree, then the ring, then NVLS_TREE: a tie goes to the earlier).
+/// the tree, then the ring, then NVLS_TREE: a tie goes to the earlier), among those in.algorithms
+/// and in.protocols enable (NCCL_ALGO, NCCL_PROTO lists).
 CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in);
 
 /// NCCL's modelled time of an AllGather or a ReduceScatter (NCCL models them alike) of `bytes`
@@ -174,7 +179,7 @@ double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double by
 
 /// The algorithm (Ring, or Pat where it can run) of NCCL's least modelled time over its enabled
 /// protocols for an AllGather or ReduceScatter of `bytes` (src/enqueue.cc: the ring is tried
-/// before PAT, so a tie goes to the ring).
+/// before PAT, so a tie goes to the ring), among those in.algorithms and in.protocols enable.
 CollectiveAlgorithm nccl_model_allgather_algorithm(double bytes, const NcclTunerInputs& in);
 
 /// One rule of a profile's tuning table (calibrate/profile.hpp, key `tuning.rules`).

@@ -4,6 +4,8 @@
 #include "sim/strategy.hpp"
 #include "sim/yaml_input.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -57,6 +59,22 @@ auto parse_with(const YamlFile& f, const YAML::Node& n, const std::string& key, 
   const std::string v = as_string(f, n, key);
   try {
     return parse(v);
+  } catch (const std::invalid_argument& e) {
+    fail(f, n, key, e.what());
+  }
+}
+
+/// Parses nccl.algo or nccl.proto with `parse`; a bad list's error points at the character where
+/// it goes wrong (the value's column plus its offset, past an opening quote).
+template <typename F>
+void parse_nccl_value(const YamlFile& f, const YAML::Node& n, const std::string& key, F parse) {
+  const std::string v = as_string(f, n, key);
+  try {
+    parse(v);
+  } catch (const NcclListError& e) {
+    SourceLocation at = location_of(f, n);
+    if (at.column > 0) at.column += static_cast<int>(e.offset()) + (n.Tag() == "!" ? 1 : 0);
+    throw InputError(at, key, std::string(e.what()) + " (in '" + v + "')");
   } catch (const std::invalid_argument& e) {
     fail(f, n, key, e.what());
   }
@@ -144,34 +162,49 @@ std::vector<std::string> parse_strategies(const YamlFile& f, const YAML::Node& n
 CollectiveAlgorithm parse_nccl_algo(const std::string& text) {
   CollectiveAlgorithm a = CollectiveAlgorithm::Auto;
   if (!parse_algorithm(text, &a))
-    throw std::invalid_argument("expected auto, ring, tree, nvls, nvlstree or pat (NCCL_ALGO), found '" + text + "'");
+    throw std::invalid_argument("expected auto, ring, tree, nvls, nvlstree or pat (NCCL_ALGO), found '" + text +
+                                "' (or a list as NCCL reads it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring)");
   return a;
 }
 
+void parse_nccl_algo(const std::string& text, NcclEnvironment& env) {
+  if (is_single_nccl_name(text)) {
+    env.algorithm = parse_nccl_algo(text);
+    clear_nccl_algo_list(env.lists);
+    return;
+  }
+  parse_nccl_algo_list(text, env.lists);
+  env.algorithm = CollectiveAlgorithm::Auto;
+}
+
 void parse_nccl_proto(const std::string& text, NcclEnvironment& env) {
+  if (!is_single_nccl_name(text)) {
+    parse_nccl_proto_list(text, env.lists);
+    env.protocol_auto = true;
+    return;
+  }
   if (ascii_lower(text) == "auto") {
     env.protocol_auto = true;
+    clear_nccl_proto_list(env.lists);
     return;
   }
   Protocol p = Protocol::Simple;
   if (!parse_protocol(text, &p))
-    throw std::invalid_argument("expected auto, ll, ll128 or simple (NCCL_PROTO), found '" + text + "'");
+    throw std::invalid_argument("expected auto, ll, ll128 or simple (NCCL_PROTO), found '" + text +
+                                "' (or a list as NCCL reads it: LL,Simple; ^LL128)");
   env.protocol_auto = false;
   env.protocol = p;
+  clear_nccl_proto_list(env.lists);
 }
 
 std::string describe(const NcclEnvironment& env) {
   std::string out;
   const auto add = [&](const std::string& kv) { out += (out.empty() ? "" : " ") + kv; };
-  // NCCL's own spellings (src/graph/tuning.cc ncclAlgoStr), as NCCL_PROTO's are.
-  const char* algo = env.algorithm == CollectiveAlgorithm::Ring       ? "Ring"
-                     : env.algorithm == CollectiveAlgorithm::Tree     ? "Tree"
-                     : env.algorithm == CollectiveAlgorithm::Nvls     ? "NVLS"
-                     : env.algorithm == CollectiveAlgorithm::NvlsTree ? "NVLSTree"
-                     : env.algorithm == CollectiveAlgorithm::Pat      ? "PAT"
-                                                                      : to_string(env.algorithm);
-  if (env.algorithm != CollectiveAlgorithm::Auto) add(std::string("NCCL_ALGO=") + algo);
+  // NCCL's own spellings (src/init.cc ncclAlgoStr, ncclProtoStr), a list as NCCL reads it.
+  if (env.algorithm != CollectiveAlgorithm::Auto) add(std::string("NCCL_ALGO=") + nccl_algo_name(env.algorithm));
+  else if (!env.lists.algo_text.empty()) add("NCCL_ALGO=" + env.lists.algo_text);
   if (!env.protocol_auto) add(std::string("NCCL_PROTO=") + to_string(env.protocol));
+  else if (!env.lists.proto_text.empty()) add("NCCL_PROTO=" + env.lists.proto_text);
   if (!env.nvls_enable) add("NCCL_NVLS_ENABLE=0");
   if (!env.pat_enable) add("NCCL_PAT_ENABLE=0");
   return out;
@@ -183,6 +216,7 @@ void NcclEnvironment::apply(CollectiveOptions& o) const {
     o.protocol_auto = false;
     o.protocol = protocol;
   }
+  o.allowed = lists;
   o.nvls_enable = nvls_enable;
   o.pat_enable = pat_enable;
 }
@@ -243,13 +277,13 @@ Scenario load_scenario(const std::string& path) {
   if (const YAML::Node n = r["nccl"]) {
     if (!n.IsMap()) fail(f, n, "nccl", "expected a map such as {algo: ring, proto: simple, nvls_enable: false}");
     check_keys(f, n, {"algo", "proto", "nvls_enable", "pat_enable"}, "nccl");
-    if (n["algo"]) s.nccl.algorithm = parse_with(f, n["algo"], "nccl.algo", parse_nccl_algo);
+    if (n["algo"]) {
+      parse_nccl_value(f, n["algo"], "nccl.algo", [&](const std::string& t) { parse_nccl_algo(t, s.nccl); });
+      s.nccl.algo_at = location_of(f, n["algo"]);
+    }
     if (n["proto"]) {
-      const YAML::Node v = n["proto"];
-      parse_with(f, v, "nccl.proto", [&](const std::string& t) {
-        parse_nccl_proto(t, s.nccl);
-        return 0;
-      });
+      parse_nccl_value(f, n["proto"], "nccl.proto", [&](const std::string& t) { parse_nccl_proto(t, s.nccl); });
+      s.nccl.proto_at = location_of(f, n["proto"]);
     }
     if (n["nvls_enable"]) s.nccl.nvls_enable = as_bool(f, n["nvls_enable"], "nccl.nvls_enable");
     if (n["pat_enable"]) s.nccl.pat_enable = as_bool(f, n["pat_enable"], "nccl.pat_enable");
@@ -306,8 +340,15 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
     else if (key == "parallelism.average_in_collective") p.average_in_collective = to_bool();
     else if (key == "parallelism.pipeline_schedule") p.pipeline_schedule = parse_pipeline(value);
     else if (key == "fidelity") s.fidelity = parse_fidelity(value);
-    else if (key == "nccl.algo") s.nccl.algorithm = parse_nccl_algo(value);
-    else if (key == "nccl.proto") parse_nccl_proto(value, s.nccl);
+    else if (key == "nccl.algo" || key == "nccl.proto") {
+      try {
+        if (key == "nccl.algo") parse_nccl_algo(value, s.nccl);
+        else parse_nccl_proto(value, s.nccl);
+      } catch (const NcclListError& e) {
+        bad(fmt::format("{} (in '{}', at character {})", e.what(), value, e.offset() + 1));
+      }
+      (key == "nccl.algo" ? s.nccl.algo_at : s.nccl.proto_at) = SourceLocation{"<command line>", 0, 0};
+    }
     else if (key == "nccl.nvls_enable") s.nccl.nvls_enable = to_bool();
     else if (key == "nccl.pat_enable") s.nccl.pat_enable = to_bool();
     else if (key == "model.preset") {

@@ -15,7 +15,9 @@
 //   strategies: [serial, megatron]    # or: all; entries as --strategy takes them (megatron+workload-partition:4)
 //   fidelity: flow                    # flow | analytic
 //   nccl: {algo: auto, proto: auto, nvls_enable: true, pat_enable: true}   # optional: NCCL_ALGO,
-//                                     # NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_PAT_ENABLE of the job
+//                                     # NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_PAT_ENABLE of the job;
+//                                     # algo and proto also as NCCL's lists: "ring,tree", "^nvls",
+//                                     # "allreduce:tree,ring;allgather:ring", "^LL128"
 //   published: {tflops_per_gpu: 148, source: "Narayanan et al. SC'21, Table 1"}   # optional
 //   notes: "free text printed with the result"
 // dp may be omitted: it is then the machine's GPU count / (tp · pp). An inline model may omit
@@ -24,6 +26,7 @@
 
 #include "models/model_config.hpp"
 #include "sim/collective_plan.hpp"
+#include "sim/error.hpp"
 #include "sim/replay.hpp"
 #include "sim/topology.hpp"
 
@@ -39,29 +42,43 @@ struct Published {
 };
 
 /// What a training job sets in NCCL's environment for every collective of the iteration (an op
-/// whose strategy forces its own algorithm keeps it): NCCL_ALGO, NCCL_PROTO (one name each;
-/// auto: NCCL's choice), NCCL_NVLS_ENABLE and NCCL_PAT_ENABLE (src/transport/nvls.cc,
-/// src/graph/tuning.cc ncclPatEnable). A forced algorithm that cannot run for a collective runs
-/// the ring, as `overlapsim collective --algo` (NCCL itself fails there).
+/// whose strategy forces its own algorithm keeps it): NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE and
+/// NCCL_PAT_ENABLE (src/transport/nvls.cc, src/graph/tuning.cc ncclPatEnable).
+/// NCCL_ALGO and NCCL_PROTO are "auto" (NCCL's choice), one name, or a list as NCCL reads it
+/// (sim/nccl_selection.hpp: "ring,tree", "^nvls", "allreduce:tree;allgather:ring"). One algorithm
+/// name forces it, and where it cannot run for a collective the ring runs, as
+/// `overlapsim collective --algo` (NCCL before 2.24 ran the ring where a function had no algorithm
+/// left; 2.24 and later fail), which `overlapsim run` notes. A list leaves the automatic choice
+/// only what it enables; where it leaves a collective of the iteration nothing that can run, the
+/// scenario is refused (sim/simulate.hpp), as NCCL 2.24 and later fail the call. One protocol name
+/// forces it; a list of protocols leaves the automatic choice those.
 struct NcclEnvironment {
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;  ///< one NCCL_ALGO name, else Auto
   bool protocol_auto = true;
-  Protocol protocol = Protocol::Simple;  ///< when !protocol_auto
+  Protocol protocol = Protocol::Simple;  ///< when !protocol_auto (one NCCL_PROTO name)
+  NcclSelection lists;                   ///< NCCL_ALGO and NCCL_PROTO given as lists
   bool nvls_enable = true;
   bool pat_enable = true;
+  /// Where NCCL_ALGO and NCCL_PROTO were set (the scenario's nccl.algo and nccl.proto values, or
+  /// "<command line>" for --set), for the errors that come later than parsing.
+  SourceLocation algo_at, proto_at;
   /// Applies these to `o` (the replay's and the strategies' predictions' collective options).
   void apply(CollectiveOptions& o) const;
 };
 
-/// The environment as NCCL's variables, those it sets only ("NCCL_ALGO=Ring NCCL_NVLS_ENABLE=0");
-/// "" for NCCL's defaults.
+/// The environment as NCCL's variables, those it sets only, as NCCL spells them
+/// ("NCCL_ALGO=Ring NCCL_NVLS_ENABLE=0", "NCCL_ALGO=^NVLS NCCL_PROTO=LL,Simple"); "" for NCCL's defaults.
 std::string describe(const NcclEnvironment& env);
 
-/// Parses an NCCL_ALGO name for the scenario's `nccl.algo` (auto, ring, tree, nvls, nvlstree,
-/// pat; any case). Throws std::invalid_argument naming what was expected.
+/// Parses one NCCL_ALGO name (auto, ring, tree, nvls, nvlstree, pat; any case). Throws
+/// std::invalid_argument naming what was expected.
 CollectiveAlgorithm parse_nccl_algo(const std::string& text);
-/// Parses an NCCL_PROTO name for `nccl.proto` (auto, ll, ll128, simple; any case) into `env`.
-/// Throws std::invalid_argument naming what was expected.
+/// Sets env's NCCL_ALGO from `text` for the scenario's `nccl.algo` and `--set nccl.algo`: "auto",
+/// one name (parse_nccl_algo), or a list (parse_nccl_algo_list). Throws std::invalid_argument for a
+/// bad name, NcclListError (sim/nccl_selection.hpp, with the offset in `text`) for a bad list.
+void parse_nccl_algo(const std::string& text, NcclEnvironment& env);
+/// Sets env's NCCL_PROTO from `text` for `nccl.proto`: "auto", one name (ll, ll128, simple; any
+/// case) or a list (parse_nccl_proto_list). Throws as parse_nccl_algo(text, env).
 void parse_nccl_proto(const std::string& text, NcclEnvironment& env);
 
 struct Scenario {

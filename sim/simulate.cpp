@@ -5,6 +5,7 @@
 #include "models/memory_model.hpp"
 #include "sim/error.hpp"
 #include "sim/micro_batch_extrapolation.hpp"
+#include "sim/nccl_algorithm_check.hpp"
 #include "sim/op_estimate.hpp"
 #include "sim/pass.hpp"
 #include "sim/strategy.hpp"
@@ -155,6 +156,8 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   if (profile.sm_interference > 0) ro.sm_interference = profile.sm_interference;
   ro.record_flows = opt.record_flows;
   ro.plan_cache = make_plan_cache();  // every replay below: one topology, these options
+  // Where the job's NCCL_ALGO cannot run for a collective: a note, or (a list) the scenario refused.
+  NcclAlgorithmCheck nccl_check(sc.nccl, sc.path);
 
   const std::vector<std::string> names = opt.strategies.empty() ? sc.strategies : opt.strategies;
   for (const auto& name : names) (void)make_strategy(name);  // an unknown name fails before any work
@@ -255,6 +258,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
              out.ops);
       return std::nullopt;
     }
+    nccl_check.check(sched, topo, ro);
     const ReplayTimes t = replay(sched, topo, ro);
     ++replays[i];
     if (opt.on_replayed) opt.on_replayed(name, sched, t, topo);
@@ -445,6 +449,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     rr.notes += fmt::format("{}{}: all {} micro-batches replayed (the replays of {}, {} and {} were not, or by their spacing would not be, collinear: "
                             "overlapping streams that slow each other drift, README \"Steady state\")",
                             rr.notes.empty() ? "" : "; ", join(drifted), m, m0, m0 + 1, m0 + 2);
+  if (const std::string n = nccl_check.note(); !n.empty()) rr.notes += (rr.notes.empty() ? "" : "; ") + n;
   const auto meg = std::find_if(rr.strategies.begin(), rr.strategies.end(),
                                 [](const StrategyResult& r) { return r.strategy == "megatron" && !r.out_of_memory && !r.refusal; });
   if (meg != rr.strategies.end())

@@ -36,7 +36,10 @@ struct SimulateOptions {
 };
 
 /// Runs the scenario. Throws InputError for inputs that do not fit together (a layout larger
-/// than the machine, GPUs not divisible by tp·pp when dp is omitted, a profile for another GPU).
+/// than the machine, GPUs not divisible by tp·pp when dp is omitted, a profile for another GPU,
+/// an NCCL_ALGO list that leaves a collective of the iteration no algorithm that can run:
+/// sim/nccl_algorithm_check.hpp). Where one forced NCCL_ALGO name cannot run for some collectives
+/// and the ring runs instead, RunResult::notes says which.
 RunResult simulate(const Scenario& scenario, const SimulateOptions& options = {});
 
 }  // namespace overlapsim

@@ -72,8 +72,11 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   const CLI::Validator non_empty(
       [](std::string& v) { return v.empty() ? std::string("expected a value, found an empty one") : std::string(); },
       "NAME");
-  c->add_option("--protocol", a.protocol, "auto | ll | ll128 | simple (NCCL_PROTO)")->check(non_empty);
-  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat (NCCL_ALGO; tree, nvls and nvlstree apply to allreduce only; nvls inside one Hopper NVSwitch node, nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; else the ring)")
+  c->add_option("--protocol", a.protocol,
+                "auto | ll | ll128 | simple (NCCL_PROTO), or a list as NCCL_PROTO takes it: LL,Simple; ^LL128; "
+                "allreduce:LL128;allgather:Simple (the automatic choice among those)")
+      ->check(non_empty);
+  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat (NCCL_ALGO; tree, nvls and nvlstree apply to allreduce only; nvls inside one Hopper NVSwitch node, nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
       ->check(non_empty);
   c->add_option("--redop,-o", a.redop,
                 "sum | prod | max | min | avg | mulsum: the reduction of allreduce, reducescatter and reduce (nccl-tests -o; "
@@ -349,33 +352,69 @@ int collective_command(const CollectiveArgs& a) {
                                    "mirrors times the same collective; or --fidelity analytic)",
                                    flows / 1e6, ranks, channels, steps, kMaxUnfoldedRingFlows / 1e6));
   }
-  // The log's NCCL_PROTO / NCCL_ALGO (from NCCL's INFO lines) where the flags do not say; an
-  // algorithm the simulator does not model (CollNet) is noted and left automatic.
+  // The log's NCCL_PROTO / NCCL_ALGO (from NCCL's INFO lines) where the flags do not say, one name
+  // or a list as NCCL reads it (sim/nccl_selection.hpp); one algorithm the simulator does not
+  // model for the collective (CollNet, Tree for an AllGather) is noted and left automatic.
   if (!run_note.empty()) notes.push_back(run_note);
   std::string protocol = a.protocol.empty() ? "auto" : a.protocol;
   std::string algo = a.algo.empty() ? "auto" : a.algo;
-  // A list or an exclusion ("Simple,LL128", "^NVLS") is not one choice: the simulation then
-  // chooses among what it models, which the note says.
+  const auto list_reads = [](const std::string& text, bool algorithms) {
+    NcclSelection probe;
+    try {
+      if (algorithms) parse_nccl_algo_list(text, probe);
+      else parse_nccl_proto_list(text, probe);
+    } catch (const NcclListError&) {
+      return false;
+    }
+    return true;
+  };
   if (comparing && a.protocol.empty() && log.protocol != "auto") {
     Protocol probe;
-    if (parse_protocol(log.protocol, &probe)) {
+    if (is_single_nccl_name(log.protocol) ? parse_protocol(log.protocol, &probe) : list_reads(log.protocol, false)) {
       protocol = log.protocol;
       notes.push_back("NCCL_PROTO=" + log.protocol + " as the log ran it");
     } else {
-      notes.push_back("the log ran NCCL_PROTO=" + log.protocol + ", not one protocol: chosen automatically here");
+      notes.push_back("the log ran NCCL_PROTO=" + log.protocol + ", which NCCL_PROTO does not read: chosen automatically here");
     }
   }
+  const bool log_algo_list = comparing && a.algo.empty() && !is_single_nccl_name(log.algorithm);
   if (comparing && a.algo.empty() && log.algorithm != "auto") {
     CollectiveAlgorithm probe;
     const bool gather = op == BenchOp::AllGather || op == BenchOp::ReduceScatter;
-    if (parse_algorithm(log.algorithm, &probe) &&
-        (probe == CollectiveAlgorithm::Ring || (probe == CollectiveAlgorithm::Pat ? gather : op == BenchOp::AllReduce))) {
+    if (log_algo_list ? list_reads(log.algorithm, true)
+                      : parse_algorithm(log.algorithm, &probe) &&
+                            (probe == CollectiveAlgorithm::Ring ||
+                             (probe == CollectiveAlgorithm::Pat ? gather : op == BenchOp::AllReduce))) {
       algo = log.algorithm;
       notes.push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
     } else {
-      notes.push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which is not one algorithm modelled for " +
-                      log.collective + ": chosen automatically here");
+      notes.push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which is not " +
+                      (log_algo_list ? "a list NCCL_ALGO reads" : "one algorithm modelled for " + log.collective) +
+                      ": chosen automatically here");
     }
+  }
+  // A list (NCCL_ALGO=ring,tree; NCCL_PROTO=^LL128): the automatic choice among what it enables.
+  const auto list_error = [&](const char* flag, const std::string& value, const NcclListError& e) {
+    return InputError(cli, flag, fmt::format("{} (in '{}', at character {})", e.what(), value, e.offset() + 1));
+  };
+  const bool algo_is_list = !is_single_nccl_name(algo);
+  if (algo_is_list) {
+    try {
+      parse_nccl_algo_list(algo, opt.replay.collectives.allowed);
+    } catch (const NcclListError& e) {
+      throw list_error("--algo", algo, e);
+    }
+  }
+  if (!is_single_nccl_name(protocol)) {
+    try {
+      parse_nccl_proto_list(protocol, opt.replay.collectives.allowed);
+    } catch (const NcclListError& e) {
+      throw list_error("--protocol", protocol, e);
+    }
+    if (op == BenchOp::AllToAll || op == BenchOp::SendRecv)
+      notes.push_back("--protocol " + protocol + " leaves " + to_string(op) +
+                      " alone: point-to-point messages take LL up to 16 KiB and Simple above (NCCL_P2P_LL_THRESHOLD)");
+    protocol = "auto";
   }
   if (ascii_lower(protocol) != "auto") {
     opt.replay.collectives.protocol_auto = false;
@@ -406,8 +445,9 @@ int collective_command(const CollectiveArgs& a) {
       }
   if (!a.redop.empty() && !reduces)
     notes.push_back("--redop " + a.redop + " leaves " + to_string(op) + " alone: it reduces nothing");
-  if (!parse_algorithm(algo, &opt.algorithm))
-    throw InputError(cli, "--algo", "expected auto, ring, tree, nvls, nvlstree or pat, found '" + algo + "'");
+  if (!algo_is_list && !parse_algorithm(algo, &opt.algorithm))
+    throw InputError(cli, "--algo", "expected auto, ring, tree, nvls, nvlstree or pat, found '" + algo +
+                                        "' (or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree;allgather:ring)");
   if (comparing) {
     const std::string m = device_model_for_gpu_name(log.gpu_name);
     if (!m.empty() && m != dev.model)
@@ -429,29 +469,32 @@ int collective_command(const CollectiveArgs& a) {
                                 dev.hbm_bytes, dev.model, dev.hbm_bytes / (1024.0 * 1024 * 1024)));
   const std::vector<BenchRow> rows = run_collective_bench(topo, op, ranks, sizes, opt);
   // A forced algorithm that cannot run here gives what NCCL would run instead (the last column
-  // says which); say so once rather than let the column alone tell.
-  if (opt.algorithm != CollectiveAlgorithm::Auto && (op == BenchOp::AllToAll || op == BenchOp::SendRecv)) {
-    notes.push_back("--algo " + std::string(to_string(opt.algorithm)) + " leaves " + to_string(op) +
-                    " alone: point-to-point messages");
-  } else if (opt.algorithm != CollectiveAlgorithm::Auto) {
-    const std::string want = std::string(to_string(opt.algorithm)) + "/";
+  // says which); say so once rather than let the column alone tell. A list that leaves a size
+  // nothing that can run is refused, as NCCL 2.24 and later fail the call; one from a log (NCCL
+  // ran something there: CollNet, which is not modelled) is noted.
+  const std::string algo_shown = algo_is_list ? opt.replay.collectives.allowed.algo_text : to_string(opt.algorithm);
+  if ((opt.algorithm != CollectiveAlgorithm::Auto || algo_is_list) && (op == BenchOp::AllToAll || op == BenchOp::SendRecv)) {
+    notes.push_back("--algo " + algo_shown + " leaves " + to_string(op) + " alone: point-to-point messages");
+  } else if (opt.algorithm != CollectiveAlgorithm::Auto || algo_is_list) {
     int other = 0;
     std::string ran;
+    const BenchRow* first = nullptr;
     for (const BenchRow& r : rows)
-      // NCCL's ring algorithm runs Broadcast and Reduce as a pipelined chain along the ring.
-      if (r.plan.rfind(want, 0) != 0 && !(opt.algorithm == CollectiveAlgorithm::Ring && r.plan.rfind("chain/", 0) == 0)) {
+      if (r.fallback) {
         ++other;
         if (ran.empty()) ran = r.plan.substr(0, r.plan.find('/'));
+        if (first == nullptr) first = &r;
       }
+    if (other > 0 && algo_is_list && !log_algo_list)
+      throw InputError(cli, "--algo",
+                       fmt::format("expected a list that leaves {} over {} ranks an algorithm that can run here, found "
+                                   "'{}' (NCCL_ALGO={}), which leaves none at {} of {} size(s), from {:.0f} B ({})",
+                                   to_string(op), ranks, algo, algo_shown, other, rows.size(), first->size_bytes,
+                                   forced_algorithm_reason(algo_shown)));
     if (other > 0)
-      notes.push_back(fmt::format(
-          "--algo {} did not run at {} of {} size(s), {} ran instead (NCCL runs Tree, NVLS and NVLSTree for AllReduce "
-          "only; NVLS inside one node of 3 or more Hopper-or-later GPUs on NVSwitch, NVLSTree across 2 or more such "
-          "nodes with NICs and the same number of GPUs each, both with Simple and 2 or more channels; PAT for "
-          "AllGather and ReduceScatter over 2 or more ranks each on a node of its own, with Simple, not for a "
-          "ReduceScatter that averages (avg, mulsum); NCCL itself, "
-          "given NCCL_ALGO={} where it cannot run, fails: \"no algorithm/protocol available\")",
-          to_string(opt.algorithm), other, rows.size(), ran, to_string(opt.algorithm)));
+      notes.push_back(fmt::format("{} did not run at {} of {} size(s), {} ran instead ({})",
+                                  (log_algo_list ? "NCCL_ALGO=" : "--algo ") + algo_shown, other, rows.size(), ran,
+                                  forced_algorithm_reason(algo_shown)));
   }
 
   std::cout << fmt::format("# overlapsim collective: {} over {} of {} GPUs of {} ({}{}), {} fidelity, profile {}\n",

@@ -1,0 +1,144 @@
+// The algorithm a collective runs (collective_plan.hpp, "Algorithm" and "Tuning table"): a
+// forced one where it can run, a measured tuning rule's, or the automatic choice — NCCL's tuner's
+// ranking across nodes, the least closed form inside a node — among what NCCL_ALGO's and
+// NCCL_PROTO's lists leave (sim/nccl_selection.hpp), and the ring, marked, where nothing asked can run.
+#include "sim/collective_plan.hpp"
+#include "sim/collective_plan_detail.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <optional>
+
+namespace overlapsim {
+
+using namespace plan_detail;
+
+CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                               CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt) {
+  OVERLAPSIM_CHECK(kind != CollectiveKind::AllToAll, "AllToAll is point-to-point, not planned as a ring");
+  OVERLAPSIM_CHECK(!ranks.empty(), "empty group");
+  const int forced = std::max(0, channels_wanted);
+  const int nodes = node_count(topo, ranks);
+  // AllGather and ReduceScatter have the ring and PAT; Broadcast and Reduce the ring (its chain).
+  const bool gather = kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter;
+  const auto nccl_has = [&](CollectiveAlgorithm a) {
+    return kind == CollectiveKind::AllReduce ? a != CollectiveAlgorithm::Pat
+                                             : a == CollectiveAlgorithm::Ring ||
+                                                   (gather && (a == CollectiveAlgorithm::Auto || a == CollectiveAlgorithm::Pat));
+  };
+  // What NCCL_ALGO's and NCCL_PROTO's lists leave the automatic choice (nccl_selection.hpp); a
+  // forced algorithm (the op's, or one NCCL_ALGO name) is not restricted by them.
+  const bool automatic = opt.algorithm == CollectiveAlgorithm::Auto;
+  const NcclAllowed& allowed = opt.allowed.of(kind);
+  const auto may = [&](CollectiveAlgorithm a) { return !automatic || allowed.has(a); };
+  const bool simple_ok = !opt.protocol_auto || opt.textbook || allowed.has(Protocol::Simple);
+  CollectiveAlgorithm alg = nccl_has(opt.algorithm) ? opt.algorithm : CollectiveAlgorithm::Ring;
+  // Forced where NCCL does not run it (Tree for an AllGather): the ring.
+  bool fell_back = !automatic && !nccl_has(opt.algorithm);
+  // A measured tuning rule decides what the op leaves automatic (nccl_tuning.hpp), where the lists allow its choice.
+  const TuningRule* rule =
+      opt.textbook ? nullptr : find_tuning_rule(opt.tuning, kind, static_cast<int>(ranks.size()), nodes, bytes);
+  if (rule && automatic && !(allowed.has(rule->algorithm) && (!opt.protocol_auto || allowed.has(rule->protocol))))
+    rule = nullptr;
+  const bool from_rule = rule && alg == CollectiveAlgorithm::Auto;
+  if (from_rule) alg = rule->algorithm;
+  if (!nccl_has(alg)) alg = CollectiveAlgorithm::Ring;
+  // Its protocol, when the op runs the rule's algorithm and does not force a protocol.
+  const Protocol* proto = rule && opt.protocol_auto && alg == rule->algorithm && allowed.has(rule->protocol)
+                              ? &rule->protocol
+                              : nullptr;
+  // NCCL skips PAT for a ReduceScatter it scales (ncclAvg as PreMulSum or SumPostDiv, enqueue.cc).
+  const bool pat = gather && simple_ok && pat_supported(topo, ranks, opt) &&
+                   !(kind == CollectiveKind::ReduceScatter && scales(opt.reduce_op));
+  if (alg == CollectiveAlgorithm::Pat) {
+    if (pat) return plan_pat(topo, eff, ranks, kind, bytes, forced, tuner_inputs(topo, eff, ranks, nodes, opt));
+    // Forced where PAT cannot run (a node holding two members): the ring; a rule's: the automatic choice.
+    alg = from_rule ? CollectiveAlgorithm::Auto : CollectiveAlgorithm::Ring;
+    fell_back |= !from_rule;
+    proto = nullptr;
+  }
+  const bool nvls = kind == CollectiveKind::AllReduce && nvls_supported(topo, ranks, opt, forced);
+  if (alg == CollectiveAlgorithm::Nvls && nvls) return plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+  const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
+  if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+  if (alg == CollectiveAlgorithm::Nvls || alg == CollectiveAlgorithm::NvlsTree) {
+    // Forced where NVLS (NVLS_TREE) cannot run: the ring, as NCCL; a rule's choice that cannot
+    // run here: the automatic choice. Either way its protocol is chosen as usual (not the rule's).
+    alg = from_rule ? CollectiveAlgorithm::Auto : CollectiveAlgorithm::Ring;
+    fell_back |= !from_rule;
+    proto = nullptr;
+  }
+  if (ranks.size() <= 1) alg = CollectiveAlgorithm::Ring;
+  if (alg == CollectiveAlgorithm::Tree) return plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
+  CollectivePlan ring = plan_ring(topo, eff, ranks, kind, bytes, forced, opt, proto);
+  // The candidates the lists leave (all of them without lists): where none can run, the ring
+  // runs, marked (NCCL 2.24 and later fail there; callers refuse or note it).
+  const bool ring_ok = may(CollectiveAlgorithm::Ring) || ranks.size() <= 1;
+  const bool nvls_ok = nvls && may(CollectiveAlgorithm::Nvls);
+  const bool nvls_tree_ok = nvls_tree && may(CollectiveAlgorithm::NvlsTree);
+  const bool tree_ok = kind == CollectiveKind::AllReduce && ranks.size() > 1 && may(CollectiveAlgorithm::Tree);
+  const bool pat_ok = pat && may(CollectiveAlgorithm::Pat);
+  const auto none_left = [&]() {
+    ring.fallback = true;
+    return ring;
+  };
+  ring.fallback = fell_back;
+  if (alg == CollectiveAlgorithm::Ring) return ring_ok || !automatic ? ring : none_left();
+  if (alg == CollectiveAlgorithm::Auto && nodes <= 1) {
+    if (nvls_ok && ring_ok) {
+      CollectivePlan in_switch = plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+      return in_switch.closed_form_s() < ring.closed_form_s() ? in_switch : ring;
+    }
+    if (ring_ok) return ring;
+    if (nvls_ok) return plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+    // NCCL's tree inside one node (a chain), where the lists leave it alone.
+    if (tree_ok) return plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
+    return none_left();
+  }
+  if (gather) {
+    // Across nodes: the ring, or PAT where it can run and NCCL's tuner ranks it first (header);
+    // forced channels: the lesser closed form.
+    if (!pat_ok) return ring_ok ? ring : none_left();
+    const NcclTunerInputs in = tuner_inputs(topo, eff, ranks, nodes, opt);
+    if (!ring_ok) return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
+    if (forced == 0) {
+      NcclTunerInputs ranked = in;
+      if (!opt.protocol_auto) ranked.only_protocol = &opt.protocol;
+      else ranked.protocols = allowed.protocols;
+      if (allowed.protocols_set && allowed.has(Protocol::LL128)) ranked.ll128 = true;
+      if (nccl_model_allgather_algorithm(bytes, ranked) != CollectiveAlgorithm::Pat) return ring;
+      return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
+    }
+    CollectivePlan q = plan_pat(topo, eff, ranks, kind, bytes, forced, in);
+    return q.closed_form_s() < ring.closed_form_s() ? q : ring;
+  }
+  if (kind != CollectiveKind::AllReduce) return ring_ok ? ring : none_left();
+  if (!ring_ok && !tree_ok && !nvls_tree_ok) return none_left();
+  // Across nodes, the algorithm NCCL's tuner ranks first (header) of those the lists leave;
+  // forced channels or the textbook model: the least closed form.
+  if (alg == CollectiveAlgorithm::Auto && forced == 0 && !opt.textbook) {
+    NcclTunerInputs in = tuner_inputs(topo, eff, ranks, nodes, opt);
+    if (nvls_tree_ok) nvls_tree_tuner_inputs(topo, eff, ranks, &in);
+    if (!opt.protocol_auto) in.only_protocol = &opt.protocol;
+    else in.protocols = allowed.protocols;
+    if (allowed.protocols_set && allowed.has(Protocol::LL128)) in.ll128 = true;
+    in.algorithms = (ring_ok ? algorithm_bit(CollectiveAlgorithm::Ring) : 0u) |
+                    (tree_ok ? algorithm_bit(CollectiveAlgorithm::Tree) : 0u) |
+                    (nvls_tree_ok ? algorithm_bit(CollectiveAlgorithm::NvlsTree) : 0u);
+    const CollectiveAlgorithm pick = nccl_model_allreduce_algorithm(bytes, in);
+    if (pick == CollectiveAlgorithm::NvlsTree) return plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+    return pick == CollectiveAlgorithm::Tree ? plan_tree(topo, eff, ranks, bytes, forced, opt, proto) : ring;
+  }
+  std::optional<CollectivePlan> best;
+  if (tree_ok) best = plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
+  if (ring_ok && (!best || ring.closed_form_s() <= best->closed_form_s())) best = std::move(ring);
+  if (nvls_tree_ok && alg == CollectiveAlgorithm::Auto) {
+    CollectivePlan q = plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+    if (!best || q.closed_form_s() < best->closed_form_s()) best = std::move(q);
+  }
+  return best ? std::move(*best) : none_left();
+}
+
+
+}  // namespace overlapsim
