@@ -14,19 +14,31 @@ long long count_ops(const Schedule& s) {
 }
 }  // namespace
 
-OpEstimate estimate_ops(const ModelConfig& model, const Parallelism& par, const CostModel& cost, Folding folding,
-                        const ApplyStrategy& apply) {
+OpProbe build_op_probe(const ModelConfig& model, const Parallelism& par, const CostModel& cost) {
   const int m = par.num_micro_batches();
-  const int a = std::max(1, std::min(m, par.pp));
-  const int b = std::min(m, a + 1);
+  OpProbe probe;
+  probe.a = std::max(1, std::min(m, par.pp));
+  probe.b = std::min(m, probe.a + 1);
+  const auto build = [&](int k) {
+    Parallelism p = par;
+    p.global_batch = k * par.dp * par.micro_batch;
+    return build_iteration(model, p, cost, Folding::Representatives);
+  };
+  probe.at_a = build(probe.a);
+  if (probe.b > probe.a) probe.at_b = build(probe.b);
+  return probe;
+}
+
+OpEstimate estimate_ops(const OpProbe& probe, const Parallelism& par, Folding folding, const ApplyStrategy& apply) {
+  const int a = probe.a, b = probe.b;
   const long long per_stage = folding == Folding::None ? static_cast<long long>(par.tp) * par.dp : 1;
   long long work[2] = {0, 0}, sched[2] = {0, 0};
   for (int k = 0; k < (b > a ? 2 : 1); ++k) {
     Parallelism p = par;
     p.global_batch = (k == 0 ? a : b) * par.dp * par.micro_batch;
-    Schedule w = build_iteration(model, p, cost, Folding::Representatives);
+    const Schedule& w = k == 0 ? probe.at_a : probe.at_b;
     work[k] = count_ops(w);
-    sched[k] = count_ops(apply(std::move(w), p));
+    sched[k] = count_ops(apply(Schedule(w), p));
   }
   OpEstimate e;
   if (b > a) {
@@ -36,6 +48,11 @@ OpEstimate estimate_ops(const ModelConfig& model, const Parallelism& par, const 
   e.workload.fixed = work[0] * per_stage - e.workload.per_mb * a;
   e.schedule.fixed = sched[0] * per_stage - e.schedule.per_mb * a;
   return e;
+}
+
+OpEstimate estimate_ops(const ModelConfig& model, const Parallelism& par, const CostModel& cost, Folding folding,
+                        const ApplyStrategy& apply) {
+  return estimate_ops(build_op_probe(model, par, cost), par, folding, apply);
 }
 
 std::string format_ops(long long ops) {

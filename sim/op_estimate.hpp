@@ -55,12 +55,27 @@ struct OpEstimate {
 /// May throw what the strategy throws (OpBudgetExceeded when a pass's growth passes the limit).
 using ApplyStrategy = std::function<Schedule(Schedule workload, const Parallelism& layout)>;
 
-/// Estimates the ops of `apply`'s schedule of `model` under layout `par` at any number of micro-
-/// batches, from the probe described above: builds the workload of one rank per pipeline stage
-/// at a = min(M, PP) and b = min(M, a + 1) micro-batches (M: par's micro-batches; one probe
-/// when a = b, then the line is flat through it), applies the strategy to each, counts, and
-/// multiplies by TP · DP when `folding` is Folding::None. Its cost is that of a folded run's
-/// build of a + b micro-batches, no replay. Throws what build_iteration and `apply` throw.
+/// The probe's workloads: one representative rank per pipeline stage (Folding::Representatives)
+/// at a = min(M, PP) and b = min(M, a + 1) micro-batches (M: the layout's micro-batches, a ≥ 1;
+/// one probe when a = b, `at_b` then empty). Built once per run and shared by every strategy's
+/// estimate; a folded run's steady state samples a and b micro-batches too and may take them
+/// (sim/simulate.cpp), so that the probe costs no build of its own there.
+struct OpProbe {
+  int a = 0, b = 0;
+  Schedule at_a, at_b;
+};
+
+/// Builds the probe of `model` under layout `par`. Throws what build_iteration throws.
+OpProbe build_op_probe(const ModelConfig& model, const Parallelism& par, const CostModel& cost);
+
+/// Estimates the ops of `apply`'s schedule under `probe`'s layout `par` at any number of micro-
+/// batches: applies the strategy to a copy of each of the probe's workloads, counts, and
+/// multiplies by TP · DP when `folding` is Folding::None (the line is flat through a when a =
+/// b). Its cost is the strategy's passes over a + b micro-batches, no build, no replay. Throws
+/// what `apply` throws.
+OpEstimate estimate_ops(const OpProbe& probe, const Parallelism& par, Folding folding, const ApplyStrategy& apply);
+
+/// The same from a probe built for the call (build_op_probe, then estimate_ops).
 OpEstimate estimate_ops(const ModelConfig& model, const Parallelism& par, const CostModel& cost, Folding folding,
                         const ApplyStrategy& apply);
 

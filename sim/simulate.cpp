@@ -196,10 +196,12 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     refusal[i] = StrategyResult::Refusal{std::move(why), ops, opt.max_ops, replays[i]};
   };
   std::vector<OpEstimate> est(names.size());
+  OpProbe probe;  // built once; its workloads are the first samples' where the run is folded (below)
+  if (!oom) probe = build_op_probe(sc.model, par, cost);
   if (!oom)
     for (size_t i = 0; i < names.size(); ++i) {
       try {
-        est[i] = estimate_ops(sc.model, par, cost, folding, [&](Schedule w, const Parallelism& p) {
+        est[i] = estimate_ops(probe, par, folding, [&](Schedule w, const Parallelism& p) {
           // The probe's passes stop only far past the limit, so that the estimate is made and the
           // refusal says what the run would hold; the probe is never larger than the run's schedules.
           StrategyContext ctx = context(p, nullptr, nullptr);
@@ -275,6 +277,16 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     return out;
   };
 
+  // The workload of layout p: the probe's of as many micro-batches where the run is folded as the
+  // probe is (taken, once), else built.
+  if (folding != Folding::Representatives) probe = OpProbe{};
+  const auto workload_of = [&](const Parallelism& p) {
+    const int k = p.num_micro_batches();
+    Schedule* kept = k == probe.a ? &probe.at_a : k == probe.b ? &probe.at_b : nullptr;
+    if (kept != nullptr && !kept->programs.empty()) return Schedule(std::move(*kept));
+    return build_iteration(sc.model, p, cost, folding);
+  };
+
   // Replay m0, m0 + 1 and m0 + 2 micro-batches and extend the steady state to
   // all m (sim/micro_batch_extrapolation.hpp); a strategy whose samples are not collinear is
   // replayed in full below.
@@ -295,7 +307,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       if (last < names.size()) {
         Parallelism pj = par;
         pj.global_batch = (from + j * step) * par.dp * par.micro_batch;
-        Schedule w = build_iteration(sc.model, pj, cost, folding);
+        Schedule w = workload_of(pj);
         for (size_t i = 0; i < names.size(); ++i) {
           if (!needs(i)) continue;
           bool flag = true;
@@ -388,7 +400,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     full[i] = !over_limit(i, m, what, true);
   }
   Schedule workload;
-  if (any_of(full)) workload = build_iteration(sc.model, par, cost, folding);
+  if (any_of(full)) workload = workload_of(par);
   const size_t last_full = last_where([&](size_t i) { return full[i]; });
   std::vector<std::string> extended, extended_by_period, drifted;
   for (size_t i = 0; i < names.size(); ++i) {
