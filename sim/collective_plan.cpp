@@ -150,6 +150,14 @@ namespace {
 /// Channel c's ring order: members grouped by node in order of first appearance; node 0 starts
 /// at its member (c mod m); every next node starts at the member with the local index the
 /// previous node left from, so that the hop between nodes stays on one rail.
+///
+/// Nodes holding unlike numbers of members (a short last node, 3 + 3 + 2): NCCL's communicator
+/// keeps the fewest channels any node's search found (src/init.cc, graphs[a]->nChannels = min
+/// over the ranks' graphInfo), so every node's rings leave and enter through the NICs of as
+/// many GPUs as the smallest node holds, r: ring c enters and leaves each node through its first
+/// r members (node 0 at member c mod r), visiting the others in between (regression: 3 + 3 + 2
+/// GPUs of DGX H100 nodes sent 5 of 8 rings through one NIC of the short node, 75.1 GB/s busbw
+/// at 1 GiB where 2 + 2 + 2 + 2 gives 93.9).
 std::vector<int> ring_order(const Topology& topo, const std::vector<int>& ranks, int c) {
   std::vector<int> node_order;
   std::map<int, std::vector<int>> by_node;
@@ -158,18 +166,28 @@ std::vector<int> ring_order(const Topology& topo, const std::vector<int>& ranks,
     if (!by_node.count(node)) node_order.push_back(node);
     by_node[node].push_back(pos);
   }
+  size_t fewest = ranks.size(), most = 0;
+  for (const auto& [node, members] : by_node) {
+    fewest = std::min(fewest, members.size());
+    most = std::max(most, members.size());
+  }
+  const bool uneven = fewest < most;
   std::vector<int> order;
   int exit_local = -1;
   for (size_t k = 0; k < node_order.size(); ++k) {
     const auto& members = by_node[node_order[k]];
     const int m = static_cast<int>(members.size());
-    int start = c % m;
+    const int r = uneven ? static_cast<int>(fewest) : m;  // the members a ring may enter and leave by
+    int start = c % r;
     if (k > 0 && exit_local >= 0)
-      for (int i = 0; i < m; ++i)
+      for (int i = 0; i < r; ++i)
         if (topo.gpu(ranks[members[i]]).local_index == exit_local) start = i;
-    // The node's members visited from `start`; the last one visited leaves the node.
-    for (int i = 0; i < m; ++i) order.push_back(members[(start + i) % m]);
-    exit_local = topo.gpu(ranks[members[(start + m - 1) % m]]).local_index;
+    // The node's members visited from `start`: the ones past the first r (if any), then the rest
+    // of the first r; the last one visited leaves the node.
+    order.push_back(members[start]);
+    for (int i = r; i < m; ++i) order.push_back(members[i]);
+    for (int i = 1; i < r; ++i) order.push_back(members[(start + i) % r]);
+    exit_local = topo.gpu(ranks[order.back()]).local_index;
   }
   return order;
 }

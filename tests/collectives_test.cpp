@@ -411,7 +411,10 @@ TEST_CASE("a chain's closed form is no faster than its most loaded link: 9 GPUs 
   const double t_flow = run_collective_bench(topo, BenchOp::Broadcast, 9, {S}, bf).at(0).time_s;
   INFO("analytic " << t_analytic * 1e6 << " us, flow " << t_flow * 1e6 << " us, NIC bound " << S / nic * 1e6 << " us");
   CHECK(t_analytic >= S / nic);
-  CHECK(t_flow >= t_analytic);
+  // Every chain now enters and leaves the nodes through the one NIC rail the short node has
+  // (ring_order), so no two hops of a wave share a link the closed form does not count: flow
+  // equals analytic, to SimGrid's rounding (it was 2232 us, the hops crossing rails).
+  CHECK(t_flow >= t_analytic * (1 - 1e-9));
 }
 
 TEST_CASE("every channel's chain leaves the root: a Broadcast moves no faster than the root's port") {

@@ -101,3 +101,27 @@ TEST_CASE("K GPUs of each node: a Broadcast's and a Reduce's chains grow with K 
     }
   }
 }
+
+TEST_CASE("a short last node: every node's rings leave through as many NICs as the smallest node holds") {
+  // 8 GPUs at 3 a node of DGX H100 (3 + 3 + 2): NCCL's communicator keeps the channels of the
+  // node with the fewest GPUs (init.cc: the min over the ranks' graphs), so the rings use two
+  // NICs of every node, as 2 + 2 + 2 + 2 does: the same busbw at 1 GiB, in both fidelities
+  // (regression: 5 of 8 rings left the short node through one NIC, 75.1 GB/s against 93.9). A
+  // Broadcast's chains follow the same rings (93.6 GB/s at 4 GiB, was 75.0). 3 + 3 + 1 runs at
+  // the one NIC of its short node, as 7 one-GPU nodes do.
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "4"}});
+  for (Fidelity f : {Fidelity::Analytic, Fidelity::Flow}) {
+    CAPTURE(static_cast<int>(f));
+    const auto busbw = [&](BenchOp op, int ranks, int k, double bytes) {
+      BenchOptions opt = h100_options(f, k);
+      if (op == BenchOp::AllReduce) opt.algorithm = CollectiveAlgorithm::Ring;
+      return run_collective_bench(topo, op, ranks, {bytes}, opt)[0].busbw_Bps;
+    };
+    const double short_node = busbw(BenchOp::AllReduce, 8, 3, 1024 * kMiB);
+    CHECK(short_node == doctest::Approx(busbw(BenchOp::AllReduce, 8, 2, 1024 * kMiB)).epsilon(1e-9));
+    CHECK(short_node > 90e9);
+    CHECK(busbw(BenchOp::AllReduce, 7, 3, 1024 * kMiB) ==
+          doctest::Approx(busbw(BenchOp::AllReduce, 4, 1, 1024 * kMiB)).epsilon(0.01));
+    CHECK(busbw(BenchOp::Broadcast, 8, 3, 4096 * kMiB) > 90e9);
+  }
+}
