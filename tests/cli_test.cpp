@@ -955,3 +955,31 @@ TEST_CASE("collective --ranks-per-node: the first K GPUs of each node, the log's
     CHECK(r.output.find(c.says) != std::string::npos);
   }
 }
+
+TEST_CASE("collective --ranks-per-node past the machine limit at the nodes' full size: the nodes' first K GPUs") {
+  // 4096 DGX H100 nodes at one rank a node: 32768 GPUs at the nodes' full size pass the 16,384-GPU
+  // limit; the collective takes one GPU and its NIC of each node, which nodes of one GPU are, so
+  // it runs on those and says so, with the figures of --override node.gpus.count=1.
+  const std::string h100 = kSrc + "/topologies/dgx-h100-superpod.yaml";
+  const std::string common = " --op allreduce --sizes 1MiB:1GiB -f 32 --fidelity analytic";
+  const Run k1 = run_cli("collective -t " + h100 + " --override node.count=4096 --ranks-per-node 1" + common);
+  const Run one = run_cli("collective -t " + h100 + " --override node.count=4096 --override node.gpus.count=1" + common);
+  REQUIRE(k1.status == 0);
+  REQUIRE(one.status == 0);
+  CHECK(k1.output.find("note: the nodes loaded with their first 1 GPU(s) and NIC(s) only (node.gpus.count=1): at "
+                       "their full size they pass the machine limit (expected at most 16384 GPUs") != std::string::npos);
+  const auto rows = [](const std::string& out) {
+    std::string kept;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty() && line[0] != '#') kept += line + "\n";
+    return kept;
+  };
+  CHECK(!rows(k1.output).empty());
+  CHECK(rows(k1.output) == rows(one.output));
+  // Past the limit even at K GPUs a node: the limit's own error, at node.count.
+  const Run over = run_cli("collective -t " + h100 + " --override node.count=20000 --ranks-per-node 1" + common);
+  CHECK(over.status == 2);
+  CHECK(over.output.find("node.count: expected at most 16384 GPUs in the machine") != std::string::npos);
+  CHECK(over.output.find("found 20000 nodes of 8 GPUs") != std::string::npos);
+}

@@ -189,7 +189,29 @@ int collective_command(const CollectiveArgs& a) {
     if (eq == std::string::npos || eq == 0) throw InputError(cli, "--override", "expected KEY=VALUE, found '" + kv + "'");
     ov[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  const Topology topo = load_topology(a.topology, ov);
+  // K ranks a node on more nodes than the machine limit allows at the nodes' full GPU count
+  // (4096 nodes of 8 GPUs at one a node): the nodes are loaded with their first K GPUs, which
+  // are the GPUs the collective takes, with their NICs (one per GPU, attach: per-gpu) and their
+  // places in the rails; a test holds one GPU of each of 10 DGX H100 nodes to 10 one-GPU nodes.
+  std::string trimmed_note;
+  const Topology topo = [&] {
+    try {
+      return load_topology(a.topology, ov);
+    } catch (const InputError& e) {
+      if (e.key() != "node.count" || a.ranks_per_node <= 0 || ov.count("node.gpus.count") > 0) throw;
+      TopologyOverrides trimmed = ov;
+      trimmed["node.gpus.count"] = std::to_string(a.ranks_per_node);
+      try {
+        Topology t = load_topology(a.topology, trimmed);
+        trimmed_note = fmt::format("the nodes loaded with their first {} GPU(s) and NIC(s) only (node.gpus.count={}): "
+                                   "at their full size they pass the machine limit ({})",
+                                   a.ranks_per_node, a.ranks_per_node, e.message());
+        return t;
+      } catch (const InputError&) {
+        throw e;
+      }
+    }
+  }();
   if (topo.num_gpus() < 2)
     throw InputError(SourceLocation{a.topology, 0, 0}, "node.gpus",
                      fmt::format("the topology has {} GPU; a collective needs at least 2", topo.num_gpus()));
@@ -210,6 +232,7 @@ int collective_command(const CollectiveArgs& a) {
     return {0, 0};
   };
   std::vector<std::string> notes;
+  if (!trimmed_note.empty()) notes.push_back(trimmed_note);
   // Ranks per node: the flag's, else the log's (its rank lines' hosts), else every GPU of a node.
   int rpn = a.ranks_per_node;
   if (comparing && log.ranks_per_host == 0)
