@@ -395,6 +395,17 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
   return plan_collective(ctx.topology, efficiency(ctx), ranks, kind, bytes, channels, o).closed_form_s();
 }
 
+int predict_collective_sms(const Schedule& s, const Op& op, const PassContext& ctx) {
+  OVERLAPSIM_CHECK(op.type == OpType::Collective, "not a collective: " + op.name);
+  if (op.num_sm >= 0) return op.num_sm;
+  const std::vector<int>& ranks = s.groups.at(op.group).ranks;
+  if (ranks.size() <= 1 || op.collective == CollectiveKind::AllToAll) return 0;
+  CollectiveOptions o = collective_options(ctx);  // as the replay (simulate.cpp)
+  if (op.algorithm != CollectiveAlgorithm::Auto) o.algorithm = op.algorithm;
+  o.reduce_op = op.reduce_op;
+  return plan_collective(ctx.topology, efficiency(ctx), ranks, op.collective, op.bytes, op.channels, o).sm_blocks;
+}
+
 double predict_p2p_step_s(const Topology& topo, const PassContext& ctx, const std::vector<std::pair<int, int>>& flows,
                           double bytes, bool copy_engine, const P2pCommunicator& comm) {
   const LinkEfficiency eff = efficiency(ctx);

@@ -193,6 +193,11 @@ double predict_collective_s(const Schedule& s, const Op& op, const PassContext& 
 double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, double bytes, const PassContext& ctx,
                             int channels = 0, CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto,
                             ReduceOp reduce_op = ReduceOp::Sum);
+/// SMs the replay's communication kernel of collective `op` holds while it runs: the op's
+/// num_sm where it sets one, else the channels NCCL launches for its size (the plan's
+/// sm_blocks, collective_plan.hpp); 0 for an AllToAll (point to point: its own per-size count,
+/// not predicted here) or a group of one.
+int predict_collective_sms(const Schedule& s, const Op& op, const PassContext& ctx);
 /// Time of one step in which every (src, dst) pair sends `bytes` at once: each flow takes its
 /// route's latency plus bytes over the least bandwidth left to it on its links, a link's bandwidth
 /// (after the profile's efficiency) being shared by the step's flows crossing it in the same

@@ -271,3 +271,56 @@ TEST_CASE("run --explain prints each op's alternatives, the JSON carries the pla
   }
   std::filesystem::remove(json);
 }
+
+TEST_CASE("centauri's chunked prediction: a GEMM slowed only while the next chunk's collective runs, with NCCL's SMs") {
+  // One DGX A100 node, TP 8 with SP: the first blocking AllGather site (nothing hides it, w = 0).
+  // Its "chunks:k" alternative is c_k + g_k + (k − 1)·max(c_k, g_k + σ·c_k), σ = interference ·
+  // SMs / SM count with the SMs NCCL launches for the chunk (as the replay holds them, 24 at
+  // large sizes; regression: 8 SMs whatever the size, and the GEMM slowed for all of its time).
+  const CostModel cost = a100_cost();
+  const Topology node = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  ModelConfig m = model_preset("gpt3-175b");
+  m.layers = 2;
+  Parallelism p;
+  p.tp = 8;
+  p.global_batch = 1;
+  p.sp = true;
+  const Schedule w = build_iteration(m, p, cost);
+  std::vector<OpPlan> plan;
+  const double interference = 0.6;
+  const StrategyContext ctx{node, cost, &m, &p, nullptr, &plan, 108, interference};
+  (void)make_strategy("centauri")->apply(w, ctx);
+  const RankProgram& prog = w.programs.at(0);
+  bool checked = false;
+  for (const Site& site : find_sites(w, prog, ctx)) {
+    const Op& c = prog.ops[site.comm];
+    if (site.kind != SiteKind::GatherGemm || c.overlap_stream != 0) continue;
+    const auto row = std::find_if(plan.begin(), plan.end(), [&](const OpPlan& r) { return r.op == c.name; });
+    REQUIRE(row != plan.end());
+    const Op& g = prog.ops[site.gemm];
+    const int64_t extent = gemm_extent(g, site.dim);
+    for (int k : {2, 4}) {
+      CAPTURE(k);
+      Op chunk = c;
+      chunk.bytes = c.bytes / k;
+      const int sms = predict_collective_sms(w, chunk, ctx);
+      CHECK(sms > 8);  // NCCL's channels for an NVSwitch node at this size, not a fixed 8
+      const double sigma = interference * sms / 108;
+      const double ck = predict_collective_s(w, chunk, ctx);
+      const double gk =
+          std::max(gemm_chunk(g, site.dim, (extent + k - 1) / k, ctx).duration_s, cost.launch_overhead_s());
+      // The GEMM bounds the period here, so the test tells the slowdown's form apart.
+      CHECK(gk + sigma * ck > ck);
+      CHECK(gk + sigma * ck < gk / (1 - sigma));
+      const double expected = ck + gk + (k - 1) * std::max(ck, gk + sigma * ck);
+      const auto alt = std::find_if(row->alternatives.begin(), row->alternatives.end(), [&](const auto& a) {
+        return a.plan == "chunks:" + std::to_string(k) + " · as is";
+      });
+      REQUIRE(alt != row->alternatives.end());
+      CHECK(alt->time_s == testing::approx(expected).epsilon(1e-12));
+    }
+    checked = true;
+    break;
+  }
+  CHECK(checked);
+}

@@ -19,13 +19,16 @@
 // predicted contention-free with the cost models the passes document (predict_collective_s,
 // predict_substitution_s, predict_group_partition_s, predict_site, the GEMM cost model):
 //   keep:      T = max(0, c − w) + g                      (c: the lowered collective, g: the GEMM)
-//   k chunks:  T = max(0, c_k − w) + g_k + (k − 1)·max(c_k, g_k / (1 − σ))
+//   k chunks:  T = max(0, c_k − w) + g_k + (k − 1)·max(c_k, g_k + σ·c_k)
 // where c_k and g_k are one chunk's times, w the compute-stream work the schedule already runs
 // beside the collective (Megatron issues the input-gradient reduction asynchronously beside the
 // weight-gradient GEMM: w is the kernels between the collective and its first consumer; 0 for a
-// blocking collective), and σ = interference · SMs / SM count is the slowdown
-// the replay gives a kernel beside an NCCL kernel (SMs: the chunk's channels, 8 by default, as
-// the replay's plans for large buffers). The candidate with
+// blocking collective), and σ = interference · SMs / SM count the share of its speed a kernel
+// loses beside an NCCL kernel in the replay (SMs: those NCCL launches for the chunk's size, as
+// the replay plans it: 24 on an A100 node's TP group at large sizes, 32 on H100's). Each period
+// the chunk's GEMM runs slowed while the next chunk's collective runs and at full speed after,
+// so it takes g_k + σ·c_k where that collective ends first, and then the collective's c_k bounds
+// the period; max(c_k, g_k + σ·c_k) is both. The candidate with
 // the least T wins if it beats "keep, as is" by more than 1% (predictions ignore contention with
 // other traffic: a small margin keeps the identity where the gain is within that error).
 // Communication ops outside sites (data-parallel gradient buckets, the embedding's gradient, the
@@ -208,11 +211,12 @@ class Search {
     return w;
   }
 
-  /// 1/(1 − σ): how much slower a kernel runs beside one of `op`'s NCCL kernels.
-  double slowdown(const Op& op) const {
-    if (ctx_.sm_count <= 0) return 1.0;
-    const int sms = op.channels > 0 ? op.channels : CollectiveOptions{}.channels;
-    return 1.0 / std::max(1e-3, 1.0 - std::min(1.0, ctx_.sm_interference * sms / ctx_.sm_count));
+  /// σ: the fraction of its speed a kernel loses beside `op`'s NCCL kernel, as the replay slows
+  /// it (replay_engine.cpp: interference · SMs held / SM count, SMs as the replay's plan of op).
+  double interference(const Op& op) const {
+    if (ctx_.sm_count <= 0) return 0.0;
+    const int sms = predict_collective_sms(s_, op, ctx_);
+    return std::min(1.0 - 1e-3, ctx_.sm_interference * sms / ctx_.sm_count);
   }
 
   void decide_site(const RankProgram& p, const Site& site) {
@@ -247,9 +251,12 @@ class Search {
         part.chunks = k;
       }
       const double gk = std::max(k == 1 ? g.duration_s : gemm_chunk(g, site.dim, (extent + k - 1) / k, ctx_).duration_s, lo);
+      Op chunk = c;
+      chunk.bytes = c.bytes / k;
+      const double sigma = interference(chunk);
       for (Lowering l : lows) {
         const double ck = comm_s(c, c.bytes / k, l);
-        const double t = std::max(0.0, ck - hidden) + gk + (k - 1) * std::max(ck, gk * slowdown(c));
+        const double t = std::max(0.0, ck - hidden) + gk + (k - 1) * std::max(ck, gk + sigma * ck);
         add({part, l}, t, k * gk);
       }
     }
