@@ -129,12 +129,22 @@ BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& al
   }
   // How the replay will run it (rings, chains, trees, NVLS; not AllToAll and SendRecv, which are
   // point-to-point): it decides the folding below and names the row.
-  std::optional<CollectivePlan> plan;
-  if (op != BenchOp::SendRecv && op != BenchOp::AllToAll) {
-    CollectiveOptions co = opt.replay.collectives;
-    if (opt.algorithm != CollectiveAlgorithm::Auto) co.algorithm = opt.algorithm;
-    plan = plan_collective(topo, opt.replay.link_efficiency, all, kind, size, opt.channels, co);
-  }
+  // The collective every simulated rank runs (not for SendRecv).
+  Op c;
+  c.type = OpType::Collective;
+  c.group = g;
+  c.bytes = size;
+  c.match = 0;
+  c.channels = static_cast<int16_t>(opt.channels);
+  c.algorithm = opt.algorithm;
+  c.reduce_op = opt.replay.collectives.reduce_op;
+  c.purpose = CommPurpose::DataParallel;
+  c.name = to_string(op);
+  c.collective = kind;
+  // Planned through the replay's cache, which the replay below then takes it from.
+  if (!opt.replay.plan_cache) opt.replay.plan_cache = make_plan_cache();
+  const CollectivePlan* plan = nullptr;
+  if (op != BenchOp::SendRecv && op != BenchOp::AllToAll) plan = &cached_plan(opt.replay, topo, all, c);
   // A tree or a chain too large for its flows (kMaxTreeFlows) is timed by its closed form in
   // both fidelities: rank 0 and the member that ends last stand for it (regressions: 16,384
   // ranks of a tree unfolded grew past 24 GB and were killed; a Broadcast over 1024 GPUs at
@@ -187,17 +197,6 @@ BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& al
       p.ops.push_back(recv);
       p.ops.back().deps = {0};  // the receive ends the pair, after the send
     } else if (op != BenchOp::SendRecv) {
-      Op c;
-      c.type = OpType::Collective;
-      c.group = g;
-      c.bytes = size;
-      c.match = 0;
-      c.channels = static_cast<int16_t>(opt.channels);
-      c.algorithm = opt.algorithm;
-      c.reduce_op = opt.replay.collectives.reduce_op;
-      c.purpose = CommPurpose::DataParallel;
-      c.name = to_string(op);
-      c.collective = kind;
       p.ops.push_back(c);
     }
     s.programs.push_back(std::move(p));
@@ -228,7 +227,6 @@ BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& al
                                : alltoall_kernel_channels(topo, all, size, opt.replay.collectives.p2p_comm);
   row.plan = fmt::format("p2p/{}", p2p_channels);
   row.fallback = plan && plan->fallback;
-  const Op& c = s.programs[0].ops.front();
   if (op != BenchOp::SendRecv && opt.replay.fidelity == Fidelity::Analytic &&
       find_measured(opt.replay.measured, c, topo, all, opt.replay.collectives)) {
     row.plan = "measured";

@@ -105,6 +105,16 @@ struct ReplayOptions {
 /// A new, empty plan cache for ReplayOptions::plan_cache.
 std::shared_ptr<detail::PlanCache> make_plan_cache();
 
+/// The plan a replay under `opt` runs collective op `op` over `ranks` (its group's members) by:
+/// plan_collective with opt's link efficiency and collective options and the op's algorithm,
+/// channels and reduction. Taken from opt.plan_cache where it holds it, else planned and kept
+/// there, so that a caller who looks at a plan before replaying it (`overlapsim collective`
+/// names its row by it) plans it once (a 1 GiB ring over 1024 GPUs: 40 M instructions a plan).
+/// REQUIRES: opt.plan_cache set, op a collective other than an AllToAll. Throws
+/// std::logic_error when the cache holds another topology's plans.
+const CollectivePlan& cached_plan(const ReplayOptions& opt, const Topology& topo, const std::vector<int>& ranks,
+                                  const Op& op);
+
 /// One flow the replay issued: a ring or chain step, an AllToAll piece or a send.
 struct FlowRecord {
   double start_s = 0, end_s = 0;  ///< started; arrived (seconds of simulated time)

@@ -17,6 +17,14 @@ namespace overlapsim {
 
 std::shared_ptr<detail::PlanCache> make_plan_cache() { return std::make_shared<detail::PlanCache>(); }
 
+const CollectivePlan& cached_plan(const ReplayOptions& opt, const Topology& topo, const std::vector<int>& ranks,
+                                  const Op& op) {
+  OVERLAPSIM_CHECK(opt.plan_cache != nullptr, "cached_plan: no plan cache in the options");
+  OVERLAPSIM_CHECK(op.type == OpType::Collective && op.collective != CollectiveKind::AllToAll,
+                   "cached_plan: not a planned collective: " + op.name);
+  return detail::planned(*opt.plan_cache, opt, topo, ranks, op).plan;
+}
+
 namespace detail {
 
 const PlannedCollective& Replayer::plan_of(const Op& op) {
@@ -28,17 +36,26 @@ const PlannedCollective& Replayer::plan_of(const Op& op) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   PlanCache& cache = opt_.plan_cache ? *opt_.plan_cache : own_plans_;
-  if (cache.topology == nullptr) cache.topology = &topo_;
-  if (cache.topology != &topo_) throw std::logic_error("replay: a plan cache shared by two topologies");
-  const std::vector<int>& ranks = s_.groups[op.group].ranks;
-  auto [at, fresh] = cache.plans.try_emplace(std::make_tuple(ranks, std::get<1>(key), op.bytes, std::get<3>(key),
-                                                             std::get<4>(key)));
+  const PlannedCollective& pc = planned(cache, opt_, topo_, s_.groups[op.group].ranks, op);
+  plans_.emplace(key, &pc);
+  return pc;
+}
+
+const PlannedCollective& planned(PlanCache& cache, const ReplayOptions& opt, const Topology& topo,
+                                 const std::vector<int>& ranks, const Op& op) {
+  if (cache.topology == nullptr) cache.topology = &topo;
+  if (cache.topology != &topo) throw std::logic_error("replay: a plan cache shared by two topologies");
+  // The reduction only matters where it bars PAT (a ReduceScatter that averages): one key bit.
+  const int alg_key = static_cast<int>(op.algorithm) |
+                      (op.collective == CollectiveKind::ReduceScatter && scales(op.reduce_op) ? 0x100 : 0);
+  auto [at, fresh] = cache.plans.try_emplace(
+      std::make_tuple(ranks, static_cast<int>(op.collective), op.bytes, static_cast<int>(op.channels), alg_key));
   PlannedCollective& pc = at->second;
   if (fresh) {
-    CollectiveOptions o = opt_.collectives;
+    CollectiveOptions o = opt.collectives;
     if (op.algorithm != CollectiveAlgorithm::Auto) o.algorithm = op.algorithm;
     o.reduce_op = op.reduce_op;
-    pc.plan = plan_collective(topo_, opt_.link_efficiency, ranks, op.collective, op.bytes, op.channels, o);
+    pc.plan = plan_collective(topo, opt.link_efficiency, ranks, op.collective, op.bytes, op.channels, o);
     pc.member_ends = pc.plan.member_ends_s();
     for (const ChannelPlan& cp : pc.plan.rings) {
       const bool ring = !pc.plan.chain && pc.plan.steps > 0 && cp.hops.size() > 1;
@@ -46,7 +63,6 @@ const PlannedCollective& Replayer::plan_of(const Op& op) {
       pc.uniform.push_back(ring && uniform_ring(cp));
     }
   }
-  plans_.emplace(key, &pc);
   return pc;
 }
 

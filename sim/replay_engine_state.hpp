@@ -103,6 +103,11 @@ struct PlanCache {
   std::map<std::tuple<std::vector<int>, int, double, int, int>, PlannedCollective> plans;
 };
 
+/// The plan of collective `op` over `ranks` under `opt`, from `cache` or planned into it
+/// (replay.hpp cached_plan; Replayer::plan_of).
+const PlannedCollective& planned(PlanCache& cache, const ReplayOptions& opt, const Topology& topo,
+                                 const std::vector<int>& ranks, const Op& op);
+
 struct CollState {
   const CollectivePlan* plan = nullptr;        ///< &planned->plan
   const PlannedCollective* planned = nullptr;  ///< owned by Replayer::plans_
