@@ -52,7 +52,7 @@ void validate(const ModelConfig& m, const Parallelism& p) {
                      "expected 0, 1, 2 or 3, found " + std::to_string(p.zero_stage));
   if (p.micro_batch < 1 || p.num_micro_batches() < 1)
     throw InputError(SourceLocation{}, "parallelism.global_batch",
-                     "expected at least dp · micro_batch = " + std::to_string(p.dp * p.micro_batch) +
+                     "expected at least dp · micro_batch = " + std::to_string(p.sequences_per_step()) +
                          " sequences (micro_batch >= 1), found " + std::to_string(p.global_batch));
 }
 

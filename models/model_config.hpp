@@ -68,8 +68,11 @@ struct Parallelism {
   bool flash_attention = true;      ///< --use-flash-attn: one fused attention kernel (FlashAttention-2)
 
   int world() const { return tp * pp * dp; }
-  /// Micro-batches per iteration per pipeline: global_batch / (dp · micro_batch).
-  int num_micro_batches() const { return global_batch / (dp * micro_batch); }
+  /// Sequences one step of the pipelines takes: dp · micro_batch (64-bit: each may be up to 2^30).
+  int64_t sequences_per_step() const { return static_cast<int64_t>(dp) * micro_batch; }
+  /// Micro-batches per iteration per pipeline: global_batch / (dp · micro_batch) (0 where that
+  /// exceeds global_batch; REQUIRES dp, micro_batch >= 1).
+  int num_micro_batches() const { return static_cast<int>(global_batch / sequences_per_step()); }
   int tp_index(int rank) const { return rank % tp; }
   int dp_index(int rank) const { return (rank / tp) % dp; }
   int pp_index(int rank) const { return rank / (tp * dp); }

@@ -520,9 +520,9 @@ void check_layout(const ModelConfig& m, const Parallelism& p) {
   if (p.micro_batch > p.global_batch)
     bad("parallelism.micro_batch", std::to_string(p.micro_batch) + " is larger than global_batch = " +
                                        std::to_string(p.global_batch));
-  if (p.global_batch % (p.dp * p.micro_batch))
+  if (p.global_batch % p.sequences_per_step())
     bad("parallelism.global_batch", std::to_string(p.global_batch) + " is not divisible by dp · micro_batch = " +
-                                        std::to_string(p.dp * p.micro_batch));
+                                        std::to_string(p.sequences_per_step()));
   if (p.zero_stage < 0 || p.zero_stage > 3) bad("parallelism.zero_stage", "expected 0, 1, 2 or 3");
 }
 

@@ -59,16 +59,20 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   Parallelism par = sc.parallelism;
   const int gpus = topo.num_gpus();
   const SourceLocation where{sc.path, 0, 0};
+  // Products in 64 bits and doubles: each factor may be up to 2^30 (a product past int wrapped,
+  // and a wrapped world size then indexed past the ranks).
+  const int64_t tp_pp = static_cast<int64_t>(par.tp) * par.pp;
   if (!sc.dp_given) {
-    if (gpus % (par.tp * par.pp) != 0)
+    if (gpus % tp_pp != 0)
       throw InputError(where, "parallelism.dp",
-                       fmt::format("omitted, and the machine's {} GPUs are not divisible by tp · pp = {}", gpus,
-                                   par.tp * par.pp));
-    par.dp = gpus / (par.tp * par.pp);
+                       fmt::format("omitted, and the machine's {} GPUs are not divisible by tp · pp = {}", gpus, tp_pp));
+    par.dp = static_cast<int>(gpus / tp_pp);
   }
-  if (par.world() > gpus)
+  const double world = static_cast<double>(tp_pp) * par.dp;
+  if (world > gpus)
     throw InputError(where, "parallelism",
-                     fmt::format("tp · pp · dp = {} GPUs, but the topology '{}' has {}", par.world(), topo.name, gpus));
+                     fmt::format("tp · pp · dp = {} · {} · {} = {:.0f} GPUs, but the topology '{}' has {}", par.tp, par.pp,
+                                 par.dp, world, topo.name, gpus));
   try {
     check_layout(sc.model, par);
   } catch (const InputError& e) {

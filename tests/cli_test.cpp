@@ -983,3 +983,27 @@ TEST_CASE("collective --ranks-per-node past the machine limit at the nodes' full
   CHECK(over.output.find("node.count: expected at most 16384 GPUs in the machine") != std::string::npos);
   CHECK(over.output.find("found 20000 nodes of 8 GPUs") != std::string::npos);
 }
+
+TEST_CASE("layout products past 32 bits are input errors, not a crash or a wrapped figure") {
+  // Each value passes its own 1..2^30 check; their products did not fit an int (SIGFPE on
+  // dp · micro_batch = 2^32, a negative product printed at 2^31, a wrapped world size).
+  const std::string scenario = " " + kSrc + "/scenarios/default.yaml";
+  struct Case {
+    std::string set, says;
+  };
+  const Case cases[] = {
+      {"--set parallelism.micro_batch=1073741824 --set parallelism.global_batch=1073741824",
+       "parallelism.global_batch: 1073741824 is not divisible by dp · micro_batch = 17179869184"},
+      {"--set parallelism.dp=8 --set parallelism.tp=1 --set parallelism.pp=1 --set parallelism.micro_batch=268435456 "
+       "--set parallelism.global_batch=1073741824",
+       "dp · micro_batch = 2147483648"},
+      {"--set parallelism.dp=1073741824 --set parallelism.global_batch=1073741824",
+       "parallelism: tp · pp · dp = 8 · 8 · 1073741824 = 68719476736 GPUs, but the topology 'dgx-a100-superpod' has 1024"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.set);
+    const Run r = run_cli("run -q --fidelity analytic " + c.set + scenario);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(c.says) != std::string::npos);
+  }
+}
