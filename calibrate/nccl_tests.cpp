@@ -252,6 +252,11 @@ std::vector<NcclTestsLog> read_nccl_tests_logs(const std::string& path, const st
     runs.push_back(parse_run(path, in, collective, start, &next));
     start = next;
   }
+  // An empty file (no line, so no run parsed to say what it lacks).
+  if (runs.empty())
+    throw InputError(SourceLocation{path, 0, 0}, "",
+                     "no nccl-tests results in it: expected the output of a nccl-tests binary (e.g. "
+                     "all_reduce_perf), with its '#  size  count  type ...' header and one row per size");
   return runs;
 }
 
@@ -368,10 +373,25 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     if (layout.redop >= 0) row.redop = t[layout.redop];
     row.out_of_place = parse_half(path, number, t, layout, 0);
     row.in_place = parse_half(path, number, t, layout, 1);
-    for (const NcclTestsHalf* h : {&row.out_of_place, &row.in_place})
+    for (const NcclTestsHalf* h : {&row.out_of_place, &row.in_place}) {
+      const char* half = h == &row.out_of_place ? "out-of-place" : "in-place";
       if (!h->usable && h->time_us > 0)
         log.warnings.push_back(path + ":" + std::to_string(number) + ": #wrong = " + h->wrong +
                                ": nccl-tests found wrong results; this half of the row is left out");
+      else if (!h->usable && row.size_bytes > 0)
+        log.warnings.push_back(path + ":" + std::to_string(number) + ": the " + half + " time is 0 us for " +
+                               std::to_string(row.size_bytes) + " B, which no run measures; this half of the row "
+                               "is left out");
+    }
+    // The names nccl-tests prints for its -d types (src/common.cu test_typenames; "char" and
+    // "int" before NCCL 2; fp8 in recent versions): another is a corrupted or foreign column.
+    static const std::set<std::string> kTypes = {"int8",  "uint8", "int32",    "uint32", "int64",  "uint64",
+                                                 "half",  "float", "double",   "bfloat16", "char", "int",
+                                                 "f8e4m3", "f8e5m2"};
+    if (layout.type >= 0 && !kTypes.count(row.type))
+      log.warnings.push_back(path + ":" + std::to_string(number) + ": type '" + row.type +
+                             "' is none nccl-tests prints (int8, uint8, int32, uint32, int64, uint64, half, float, "
+                             "double, bfloat16, f8e4m3, f8e5m2); the row is read by its size in bytes");
     if (row.size_bytes > 0) log.rows.push_back(row);
   }
 

@@ -117,7 +117,7 @@ NcclTestsLog read_nccl_tests_log(const std::string& path, const std::string& col
 /// Opens a log file that may hold several runs one after another (a sweep script's output: each
 /// run from its "# nccl-tests version", "# Collective test starting" or "# nThread" line on) and
 /// parses each as parse_nccl_tests_log does, errors naming the line of the file. In file order;
-/// one run: one log. Throws InputError as parse_nccl_tests_log for any run.
+/// one run: one log. Throws InputError as parse_nccl_tests_log for any run, and for an empty file.
 std::vector<NcclTestsLog> read_nccl_tests_logs(const std::string& path, const std::string& collective = "");
 
 /// The canonical collective name for an nccl-tests program or a name written by a user

@@ -246,6 +246,35 @@ TEST_CASE("nccl-tests: logs of three nccl-tests output generations parse") {
     REQUIRE(l.warnings.size() == 3);
     CHECK(contains(l.warnings[0], "all_reduce_perf_wrong.log:" + std::to_string(l.rows[2].line) + ": #wrong = 1024"));
   }
+  SUBCASE("a zero time and a type nccl-tests never prints: warned, not taken silently") {
+    // The first row's out-of-place time set to 0.00 and the second row's type to 'quux'.
+    std::ifstream f(kLogs + "all_reduce_perf_8xa100.log");
+    std::stringstream edited;
+    int rows = 0;
+    for (std::string line; std::getline(f, line);) {
+      if (!line.empty() && line.find_first_not_of(' ') != std::string::npos && std::isdigit(static_cast<unsigned char>(
+                                                                                  line[line.find_first_not_of(' ')]))) {
+        ++rows;
+        if (rows == 1) line.replace(line.find("22.00"), 5, " 0.00");
+        if (rows == 2) line.replace(line.find("float"), 5, " quux");
+      }
+      edited << line << "\n";
+    }
+    const NcclTestsLog l = parse_nccl_tests_log("all_reduce_perf_z.log", edited);
+    CHECK_FALSE(l.rows[0].out_of_place.usable);
+    CHECK(l.rows[0].in_place.usable);
+    REQUIRE(l.warnings.size() == 2);
+    CHECK(contains(l.warnings[0], ": the out-of-place time is 0 us for 8 B, which no run measures"));
+    CHECK(contains(l.warnings[1], ": type 'quux' is none nccl-tests prints"));
+  }
+  SUBCASE("an empty file: no results, named, for --compare and the import alike") {
+    const std::string path = testing::temp_path(".log");
+    std::ofstream(path).close();
+    const auto [msg, line] = input_error([&] { read_nccl_tests_logs(path); });
+    CHECK(contains(msg, "no nccl-tests results in it"));
+    const auto [imsg, iline] = input_error([&] { import_nccl_tests({path}, {}); });
+    CHECK(contains(imsg, "no nccl-tests results in it"));
+  }
 }
 
 TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") {
