@@ -195,8 +195,9 @@ void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
   c->add_flag("--quick", a.quick, "short grids (< 5 minutes on one H200)");
   c->add_option("--harness", a.harness, "overlapsim-calibrate-harness to run (default: the one next to overlapsim)");
   c->add_option("--device", a.device, "device-catalog model to fit against (default: from the GPU's name)");
-  c->add_option("--gpu", a.gpu, "CUDA device index to measure (default 0)")->check(CLI::NonNegativeNumber);
-  c->add_option("--max-gpus", a.max_gpus, "use at most this many GPUs for the collectives")->check(CLI::PositiveNumber);
+  // Ranges a machine can have (CLI11's NonNegativeNumber/PositiveNumber printed a 300-digit bound).
+  c->add_option("--gpu", a.gpu, "CUDA device index to measure (default 0)")->check(CLI::Range(0, 1023));
+  c->add_option("--max-gpus", a.max_gpus, "use at most this many GPUs for the collectives")->check(CLI::Range(1, 1024));
   c->add_option("--raw", a.raw, "where to keep the raw measurements (default: PROFILE.raw.json)");
   c->add_option("--from-raw", a.from_raw, "fit an existing raw-measurement file instead of measuring");
 

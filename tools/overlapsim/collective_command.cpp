@@ -66,6 +66,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e); each size counts whole floats")
       ->check([](const std::string& v) { return v.empty() ? std::string("expected FROM:TO, found an empty value") : std::string(); });
   c->add_option("--factor,-f", a.factor, "size multiplication factor, default 2 (nccl-tests -f)")
+      ->type_name("INT")
       ->check(whole_number(2));  // nccl-tests' -f is a whole number: said so, not "not in range"
   c->add_option("--fidelity", a.fidelity, "flow | analytic");
   // An empty value would read as "not given" (auto, or the log's with --compare): refused.
