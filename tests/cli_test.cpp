@@ -1007,3 +1007,24 @@ TEST_CASE("layout products past 32 bits are input errors, not a crash or a wrapp
     CHECK(r.output.find(c.says) != std::string::npos);
   }
 }
+
+TEST_CASE("a key given twice on the command line is refused, not the last one taken silently") {
+  const std::string a100 = kSrc + "/topologies/dgx-a100-superpod.yaml";
+  struct Case {
+    std::string args, says;
+  };
+  const Case cases[] = {
+      {"collective --op allreduce -t " + a100 + " --override node.count=2 --override node.count=4 --sizes 1MiB:1MiB",
+       "--override: 'node.count' is given twice; expected each key once"},
+      {"topo " + a100 + " --override node.count=2 --override node.count=2",
+       "--override: 'node.count' is given twice; expected each key once"},
+      {"run -q " + kSrc + "/scenarios/default.yaml --set parallelism.tp=4 --set parallelism.tp=8",
+       "--set: 'parallelism.tp' is given twice; expected each setting once"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const Run r = run_cli(c.args);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(c.says) != std::string::npos);
+  }
+}

@@ -185,7 +185,9 @@ int collective_command(const CollectiveArgs& a) {
   for (const auto& kv : a.overrides) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw InputError(cli, "--override", "expected KEY=VALUE, found '" + kv + "'");
-    ov[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (!ov.emplace(kv.substr(0, eq), kv.substr(eq + 1)).second)
+      throw InputError(cli, "--override",
+                       "'" + kv.substr(0, eq) + "' is given twice; expected each key once");
   }
   // K ranks a node on more nodes than the machine limit allows at the nodes' full GPU count
   // (4096 nodes of 8 GPUs at one a node): the nodes are loaded with their first K GPUs, which

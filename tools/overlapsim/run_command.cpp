@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <iostream>
 #include <memory>
 
@@ -79,10 +80,14 @@ void add_run_command(CLI::App& app, RunArgs& a) {
 
 int run_command(const RunArgs& a) {
   Scenario sc = load_scenario(a.scenario);
+  std::set<std::string> set_keys;
   for (const auto& kv : a.settings) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
       throw InputError(SourceLocation{"<command line>", 0, 0}, "--set", "expected KEY=VALUE, found '" + kv + "'");
+    if (!set_keys.insert(kv.substr(0, eq)).second)
+      throw InputError(SourceLocation{"<command line>", 0, 0}, "--set",
+                       "'" + kv.substr(0, eq) + "' is given twice; expected each setting once");
     apply_setting(sc, kv.substr(0, eq), kv.substr(eq + 1));
   }
   SimulateOptions opt;

@@ -24,7 +24,9 @@ int topo_command(const TopoArgs& a) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
       throw InputError(SourceLocation{"<command line>", 0, 0}, "--override", "expected KEY=VALUE, found '" + kv + "'");
-    ov[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (!ov.emplace(kv.substr(0, eq), kv.substr(eq + 1)).second)
+      throw InputError(SourceLocation{"<command line>", 0, 0}, "--override",
+                       "'" + kv.substr(0, eq) + "' is given twice; expected each key once");
   }
   const Topology t = load_topology(a.file, ov);
   const auto& g = t.graph;
