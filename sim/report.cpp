@@ -17,7 +17,13 @@ namespace overlapsim {
 
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+/// Memory per GPU in GiB for the table: one decimal, or three significant digits in exponent
+/// form past a million GiB (a layout that cannot fit by far: 3.44e+10, not 34426849835.0).
+std::string gib(double bytes) {
+  const double g = bytes / kGiB;
+  return g < 1e6 ? fmt::format("{:.1f}", g) : fmt::format("{:.3g}", g);
 }
+}  // namespace
 
 void print_table(std::ostream& out, const RunResult& r) {
   out << fmt::format("scenario  {}\nmodel     {} on {} GPUs of {}\nlayout    {}\nprofile   {} ({})\n{}fidelity  {}, "
@@ -31,19 +37,19 @@ void print_table(std::ostream& out, const RunResult& r) {
   std::vector<std::array<std::string, 10>> rows;
   for (const auto& s : r.strategies) {
     if (s.out_of_memory) {
-      rows.push_back({s.strategy, "OOM", "-", "-", "-", "-", "-", "-", fmt::format("{:.1f}", s.peak_memory_bytes / kGiB),
+      rows.push_back({s.strategy, "OOM", "-", "-", "-", "-", "-", "-", gib(s.peak_memory_bytes),
                       "-"});
       continue;
     }
     if (s.refusal) {  // why: under the table
       rows.push_back({s.strategy, "refused", "-", "-", "-", "-", "-", "-",
-                      fmt::format("{:.1f}", s.peak_memory_bytes / kGiB), "-"});
+                      gib(s.peak_memory_bytes), "-"});
       continue;
     }
     rows.push_back({s.strategy, fmt::format("{:.4f}", s.iteration_s), fmt::format("{:.1f}", s.tflops_per_gpu),
                     fmt::format("{:.1f}", s.model_tflops_per_gpu), fmt::format("{:.1f}", 100 * s.mfu),
                     fmt::format("{:.4f}", s.compute_s), fmt::format("{:.4f}", s.exposed_comm_s),
-                    fmt::format("{:.4f}", s.bubble_s), fmt::format("{:.1f}", s.peak_memory_bytes / kGiB),
+                    fmt::format("{:.4f}", s.bubble_s), gib(s.peak_memory_bytes),
                     s.speedup_vs_megatron > 0 ? fmt::format("{:.3f}x", s.speedup_vs_megatron) : "-"});
   }
   std::array<size_t, 10> width{w, 11, 9, 9, 6, 10, 10, 10, 9, 8};
@@ -121,8 +127,8 @@ void print_communication(std::ostream& out, const StrategyResult& s, const RunRe
 void print_plans(std::ostream& out, const RunResult& r) {
   for (const auto& s : r.strategies) {
     if (s.out_of_memory) {
-      out << fmt::format("\n{}: not simulated: the layout needs {:.1f} GiB per GPU, more than the device's {:.1f} GiB\n",
-                         s.strategy, s.peak_memory_bytes / kGiB, r.device_memory_bytes / kGiB);
+      out << fmt::format("\n{}: not simulated: the layout needs {} GiB per GPU, more than the device's {:.1f} GiB\n",
+                         s.strategy, gib(s.peak_memory_bytes), r.device_memory_bytes / kGiB);
       continue;
     }
     if (s.refusal) {

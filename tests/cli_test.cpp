@@ -1028,3 +1028,19 @@ TEST_CASE("a key given twice on the command line is refused, not the last one ta
     CHECK(r.output.find(c.says) != std::string::npos);
   }
 }
+
+TEST_CASE("the memory of a layout that cannot fit by far reads in exponent form, the columns aligned") {
+  // 2^29 sequences a micro-batch: about 3e7 GiB per GPU, written 3.09e+07 rather than 30900000.0.
+  const Run r = run_cli("run -q --fidelity analytic --set parallelism.global_batch=1073741824 --set "
+                        "parallelism.micro_batch=536870912 " + kSrc + "/tests/data/scenarios/small.yaml");
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("OOM") != std::string::npos);
+  CHECK(r.output.find("e+07") != std::string::npos);
+  std::istringstream in(r.output);
+  std::vector<size_t> lengths;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("strategy", 0) == 0 || line.rfind("serial", 0) == 0 || line.rfind("megatron", 0) == 0)
+      lengths.push_back(line.size());
+  REQUIRE(lengths.size() == 3);
+  for (size_t n : lengths) CHECK(n == lengths[0]);
+}
