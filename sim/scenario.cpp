@@ -231,6 +231,8 @@ Scenario load_scenario(const std::string& path) {
   Scenario s;
   s.path = path;
   s.name = as_string(f, require(f, r, "name"), "name");
+  // The name heads the table and the JSON ("scenario  NAME"): an empty one names nothing.
+  if (s.name.find_first_not_of(" \t") == std::string::npos) fail(f, r["name"], "name", "expected a non-empty name, found ''");
   load_model(f, require(f, r, "model"), s.model);
   // A missing file is named where the scenario names it, not only by its own path: by its
   // absolute path, and a relative one also as written and the folder it was taken from (the

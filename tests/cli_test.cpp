@@ -147,6 +147,7 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
       {"duplicate-key.yaml", ":5:", "parallelism.tp: duplicate key (first at line 4); expected each key once"},
       {"duplicate-override.yaml", ":6:", "topology_overrides.node.count: duplicate key (first at line 5)"},
       {"unknown-preset.yaml", ":2:", "model.preset"},
+      {"empty-name.yaml", ":2:", "name: expected a non-empty name, found ''"},
       {"too-many-gpus.yaml", "too-many-gpus.yaml", "parallelism"},
       {"bad-strategy.yaml", ":5:", "magatron"},
       {"missing-topology.yaml", "nowhere.yaml", ""},
