@@ -4,6 +4,8 @@
 #include "sim/error.hpp"
 #include "sim/nccl_tuning.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -96,6 +98,9 @@ Layout parse_header(const std::string& path, int line, const std::vector<std::st
   return l;
 }
 
+/// The least time (µs) a result half may hold to be used (parse_half).
+constexpr double kMinMeasuredTimeUs = 1.0;
+
 NcclTestsHalf parse_half(const std::string& path, int line, const std::vector<std::string>& tok, const Layout& l, int h) {
   const char* name = h == 0 ? "out-of-place" : "in-place";
   NcclTestsHalf out;
@@ -123,7 +128,9 @@ NcclTestsHalf parse_half(const std::string& path, int line, const std::vector<st
                            " column (column " + std::to_string(l.half[h].wrong + 1) + "), found '" + out.wrong + "'");
     if (l.wrong_counts && w > 0) out.usable = false;
   }
-  if (!(out.time_us > 0)) out.usable = false;
+  // nccl-tests' times hold at least one kernel launch, a few µs: below 1 µs (0.00, or 1e-300
+  // written by hand) a time is no measurement, and its busbw would be any size over nothing.
+  if (!(out.time_us >= kMinMeasuredTimeUs)) out.usable = false;
   return out;
 }
 
@@ -375,13 +382,14 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     row.in_place = parse_half(path, number, t, layout, 1);
     for (const NcclTestsHalf* h : {&row.out_of_place, &row.in_place}) {
       const char* half = h == &row.out_of_place ? "out-of-place" : "in-place";
-      if (!h->usable && h->time_us > 0)
+      if (!h->usable && h->time_us >= kMinMeasuredTimeUs)
         log.warnings.push_back(path + ":" + std::to_string(number) + ": #wrong = " + h->wrong +
                                ": nccl-tests found wrong results; this half of the row is left out");
       else if (!h->usable && row.size_bytes > 0)
-        log.warnings.push_back(path + ":" + std::to_string(number) + ": the " + half + " time is 0 us for " +
-                               std::to_string(row.size_bytes) + " B, which no run measures; this half of the row "
-                               "is left out");
+        log.warnings.push_back(path + ":" + std::to_string(number) + ": the " + half + " time is " +
+                               fmt::format("{:g}", h->time_us) + " us for " + std::to_string(row.size_bytes) +
+                               " B, below a kernel launch (1 us), which no run measures; this half of the row is "
+                               "left out");
     }
     // The names nccl-tests prints for its -d types (src/common.cu test_typenames; "char" and
     // "int" before NCCL 2; fp8 in recent versions): another is a corrupted or foreign column.

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -264,8 +265,32 @@ TEST_CASE("nccl-tests: logs of three nccl-tests output generations parse") {
     CHECK_FALSE(l.rows[0].out_of_place.usable);
     CHECK(l.rows[0].in_place.usable);
     REQUIRE(l.warnings.size() == 2);
-    CHECK(contains(l.warnings[0], ": the out-of-place time is 0 us for 8 B, which no run measures"));
+    CHECK(contains(l.warnings[0], ": the out-of-place time is 0 us for 8 B, below a kernel launch (1 us)"));
     CHECK(contains(l.warnings[1], ": type 'quux' is none nccl-tests prints"));
+  }
+  SUBCASE("a time below a kernel launch (1e-300 us written by hand) is left out, with a warning") {
+    std::ifstream f(kLogs + "all_reduce_perf_8xh100.log");
+    std::stringstream edited;
+    for (std::string line; std::getline(f, line);) {
+      std::istringstream words(line);
+      std::string first;
+      words >> first;
+      if (first == "1048576") {  // the 1 MiB row: both times replaced
+        std::vector<std::string> w{first};
+        for (std::string x; words >> x;) w.push_back(x);
+        w[5] = w[9] = "1e-300";
+        line.clear();
+        for (const std::string& x : w) line += " " + x;
+      }
+      edited << line << "\n";
+    }
+    const NcclTestsLog l = parse_nccl_tests_log("all_reduce_perf_tiny.log", edited);
+    const auto row = std::find_if(l.rows.begin(), l.rows.end(), [](const NcclTestsRow& r) { return r.size_bytes == 1048576; });
+    REQUIRE(row != l.rows.end());
+    CHECK_FALSE(row->out_of_place.usable);
+    CHECK_FALSE(row->in_place.usable);
+    REQUIRE(l.warnings.size() == 2);
+    CHECK(contains(l.warnings[0], "the out-of-place time is 1e-300 us for 1048576 B, below a kernel launch (1 us)"));
   }
   SUBCASE("an empty file: no results, named, for --compare and the import alike") {
     const std::string path = testing::temp_path(".log");

@@ -6,6 +6,7 @@
 #include "tests/test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -1044,4 +1045,31 @@ TEST_CASE("the memory of a layout that cannot fit by far reads in exponent form,
       lengths.push_back(line.size());
   REQUIRE(lengths.size() == 3);
   for (size_t n : lengths) CHECK(n == lengths[0]);
+}
+
+TEST_CASE("collective: an AllToAll past 4,096 ranks refused, and --compare's hosts trim the nodes as --ranks-per-node does") {
+  const std::string h100 = kSrc + "/topologies/dgx-h100-superpod.yaml";
+  // An AllToAll's pieces grow with the square of its ranks (16,384 ranks ran past 12 GB).
+  const Run big = run_cli("collective --op alltoall -t " + h100 + " --override node.count=1024 --sizes 1MiB:1MiB "
+                          "--fidelity analytic");
+  CHECK(big.status == 2);
+  CHECK(big.output.find("--ranks: an AllToAll over 8192 ranks is 67100672 point-to-point pieces") != std::string::npos);
+  // A log of 4,096 hosts at one rank each: the ranks per host come from its rank lines, and past
+  // the machine limit at full size the nodes load with that one GPU, as --ranks-per-node 1 does.
+  const std::string log = testing::temp_path("all_reduce_perf.log");
+  {
+    std::ofstream f(log);
+    f << "# nccl-tests version 2.17.8 nccl-headers=22902 nccl-library=22902\n"
+         "# Collective test starting: all_reduce_perf\n#\n# Using devices\n";
+    for (int r = 0; r < 4096; ++r)
+      f << fmt::format("#  Rank {:4d} Group  0 Pid {:6d} on host{:04d} device  0 [0000:9d:00] NVIDIA H100 80GB HBM3\n",
+                       r, 1000 + r, r);
+    f << "#\n#                                                              out-of-place                       in-place\n"
+         "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
+         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n"
+         "  1073741824     268435456     float     sum      -1  50000.0   21.47   42.94       0  50000.0   21.47   42.94       0\n";
+  }
+  const Run cmp = run_cli("collective -t " + h100 + " --override node.count=4096 --compare " + log + " --fidelity analytic");
+  CHECK(cmp.status == 0);
+  CHECK(cmp.output.find("note: the nodes loaded with their first 1 GPU(s) and NIC(s) only") != std::string::npos);
 }

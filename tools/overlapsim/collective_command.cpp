@@ -31,6 +31,10 @@ constexpr int kMaxUnfoldedRanks = 1024;
 /// unfolded AllGather over 520 H100s, 2.2 M flows: 204 s and 376 MB for one size; a 1 GiB ring
 /// AllReduce over 128 A100s unfolded, 260 k flows: 8.9 s).
 constexpr double kMaxUnfoldedRingFlows = 1 << 20;
+/// Most ranks of an AllToAll: its pieces, one per ordered pair of ranks, are routed and timed one
+/// by one, so time and memory grow with the square of the ranks (4,096 ranks, 16.8 M pieces: 34 s
+/// and 1.8 GB; 16,384 ran past 12 GB and was killed).
+constexpr int kMaxAllToAllRanks = 4096;
 
 /// A check that a flag's value is a whole number from `lo` to 2^20, saying so for 2.5 or abc
 /// (CLI11's own range check reads "not in range" there).
@@ -198,14 +202,18 @@ int collective_command(const CollectiveArgs& a) {
     try {
       return load_topology(a.topology, ov);
     } catch (const InputError& e) {
-      if (e.key() != "node.count" || a.ranks_per_node <= 0 || ov.count("node.gpus.count") > 0) throw;
+      // K: the flag's, else (--compare) the log's ranks per host over several hosts.
+      const int k = a.ranks_per_node > 0                                        ? a.ranks_per_node
+                    : comparing && log.nodes > 1 && log.ranks_per_host > 0 ? log.ranks_per_host
+                                                                              : 0;
+      if (e.key() != "node.count" || k <= 0 || ov.count("node.gpus.count") > 0) throw;
       TopologyOverrides trimmed = ov;
-      trimmed["node.gpus.count"] = std::to_string(a.ranks_per_node);
+      trimmed["node.gpus.count"] = std::to_string(k);
       try {
         Topology t = load_topology(a.topology, trimmed);
         trimmed_note = fmt::format("the nodes loaded with their first {} GPU(s) and NIC(s) only (node.gpus.count={}): "
                                    "at their full size they pass the machine limit ({})",
-                                   a.ranks_per_node, a.ranks_per_node, e.message());
+                                   k, k, e.message());
         return t;
       } catch (const InputError&) {
         throw e;
@@ -296,6 +304,12 @@ int collective_command(const CollectiveArgs& a) {
     throw InputError(comparing ? SourceLocation{a.compare, 0, 0} : cli, "--ranks",
                      fmt::format("expected 2 to {} (the GPUs of {}), found {}{}", topo.num_gpus(), topo.name, ranks, more));
   }
+  if (op == BenchOp::AllToAll && ranks > kMaxAllToAllRanks)
+    throw InputError(comparing ? SourceLocation{a.compare, 0, 0} : cli, comparing ? "--compare" : "--ranks",
+                     fmt::format("an AllToAll over {} ranks is {} point-to-point pieces, each routed and timed; "
+                                 "expected at most {} ranks ({} M pieces, about 34 s and 1.8 GB)",
+                                 ranks, static_cast<long long>(ranks) * (ranks - 1), kMaxAllToAllRanks,
+                                 (static_cast<long long>(kMaxAllToAllRanks) * (kMaxAllToAllRanks - 1) + 500000) / 1000000));
   if (a.unfold && ranks > kMaxUnfoldedRanks)
     throw InputError(cli, "--unfold", fmt::format("simulates every rank; expected at most {} ranks, found {} (drop "
                                                   "--unfold: rank 0 with mirrors times the same collective)",
