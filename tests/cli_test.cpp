@@ -983,7 +983,9 @@ TEST_CASE("collective --ranks-per-node past the machine limit at the nodes' full
   const Run over = run_cli("collective -t " + h100 + " --override node.count=20000 --ranks-per-node 1" + common);
   CHECK(over.status == 2);
   CHECK(over.output.find("node.count: expected at most 16384 GPUs in the machine") != std::string::npos);
-  CHECK(over.output.find("found 20000 nodes of 8 GPUs") != std::string::npos);
+  CHECK(over.output.find("found 20000 nodes of 1 GPUs = 20000") != std::string::npos);
+  CHECK(over.output.find("(with the nodes loaded with only the 1 GPU(s) a node the collective takes)") !=
+        std::string::npos);
 }
 
 TEST_CASE("layout products past 32 bits are input errors, not a crash or a wrapped figure") {

@@ -215,8 +215,12 @@ int collective_command(const CollectiveArgs& a) {
                                    "at their full size they pass the machine limit ({})",
                                    k, k, e.message());
         return t;
-      } catch (const InputError&) {
-        throw e;
+      } catch (const InputError& trimmed_error) {
+        // Past the limit even so: its own count, which says why no trimming helped.
+        if (trimmed_error.key() != "node.count") throw e;
+        throw InputError(trimmed_error.where(), trimmed_error.key(),
+                         fmt::format("{} (with the nodes loaded with only the {} GPU(s) a node the collective takes)",
+                                     trimmed_error.message(), k));
       }
     }
   }();
