@@ -15,33 +15,15 @@
 
 using namespace overlapsim;
 using overlapsim::testing::shipped_link_efficiency;
+using overlapsim::testing::small_h100_scenario;
 
 namespace {
 
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 
-/// A scenario file with `nccl` as its nccl line ("" for none): a small model as TP 8 x DP 4 on
-/// four DGX H100 nodes, no SP (TP AllReduces inside a node), ZeRO 1 (DP ReduceScatter and
-/// AllGather over one GPU of each node).
-std::string scenario_file(const std::string& nccl) {
-  const std::string path = overlapsim::testing::temp_path(".yaml");
-  std::ofstream out(path);
-  out << "name: small-h100\n"
-         "model: {name: tiny-gpt, layers: 2, hidden: 4096, heads: 32, ffn_hidden: 16384, seq_len: 2048, vocab: "
-         "32768, dtype: bf16}\n"
-         "topology: " << kSrc << "/topologies/dgx-h100-superpod.yaml\n"
-         "topology_overrides: {node.count: 4}\n"
-         "parallelism: {tp: 8, pp: 1, dp: 4, sp: false, micro_batch: 1, global_batch: 8, recompute: none, "
-         "zero_stage: 1}\n"
-         "strategies: [megatron]\n"
-         "fidelity: analytic\n"
-      << nccl;
-  return path;
-}
-
 std::string input_error(const std::string& nccl) {
   try {
-    load_scenario(scenario_file(nccl));
+    load_scenario(small_h100_scenario(nccl));
   } catch (const InputError& e) {
     return e.what();
   }
@@ -57,13 +39,13 @@ std::vector<CommOpSummary> communication(const Scenario& sc) {
 }  // namespace
 
 TEST_CASE("a scenario's nccl section: NCCL_ALGO, NCCL_PROTO, NVLS and PAT switches, and its errors") {
-  const Scenario none = load_scenario(scenario_file(""));
+  const Scenario none = load_scenario(small_h100_scenario(""));
   CHECK(none.nccl.algorithm == CollectiveAlgorithm::Auto);
   CHECK(none.nccl.protocol_auto);
   CHECK(none.nccl.nvls_enable);
   CHECK(none.nccl.pat_enable);
   const Scenario s =
-      load_scenario(scenario_file("nccl: {algo: Ring, proto: LL128, nvls_enable: false, pat_enable: false}\n"));
+      load_scenario(small_h100_scenario("nccl: {algo: Ring, proto: LL128, nvls_enable: false, pat_enable: false}\n"));
   CHECK(s.nccl.algorithm == CollectiveAlgorithm::Ring);
   CHECK_FALSE(s.nccl.protocol_auto);
   CHECK(s.nccl.protocol == Protocol::LL128);
@@ -138,7 +120,7 @@ TEST_CASE("a scenario's NCCL environment reaches every collective of the replay"
       if (c.plan.rfind(prefix, 0) == 0) return true;
     return false;
   };
-  const Scenario base = load_scenario(scenario_file(""));
+  const Scenario base = load_scenario(small_h100_scenario(""));
   CHECK(has(communication(base), "nvls/"));
   Scenario no_nvls = base;
   apply_setting(no_nvls, "nccl.nvls_enable", "false");

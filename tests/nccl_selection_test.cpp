@@ -21,34 +21,16 @@ using overlapsim::testing::first;
 using overlapsim::testing::Run;
 using overlapsim::testing::run_cli;
 using overlapsim::testing::shipped_link_efficiency;
+using overlapsim::testing::small_h100_scenario;
 
 namespace {
 
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 constexpr double kKiB = 1024.0, kMiB = 1024.0 * 1024;
 
-/// A scenario file whose nccl section is `nccl` (from line 8; "" for none): a small model as TP 8 x
-/// DP 4 on four DGX H100 nodes, no SP (TP AllReduces inside a node), ZeRO 1 (DP ReduceScatter
-/// and AllGather over one GPU of each node).
-std::string scenario_file(const std::string& nccl) {
-  const std::string path = overlapsim::testing::temp_path(".yaml");
-  std::ofstream out(path);
-  out << "name: small-h100\n"
-         "model: {name: tiny-gpt, layers: 2, hidden: 4096, heads: 32, ffn_hidden: 16384, seq_len: 2048, vocab: "
-         "32768, dtype: bf16}\n"
-         "topology: " << kSrc << "/topologies/dgx-h100-superpod.yaml\n"
-         "topology_overrides: {node.count: 4}\n"
-         "parallelism: {tp: 8, pp: 1, dp: 4, sp: false, micro_batch: 1, global_batch: 8, recompute: none, "
-         "zero_stage: 1}\n"
-         "strategies: [megatron]\n"
-         "fidelity: analytic\n"
-      << nccl;
-  return path;
-}
-
 std::string load_error(const std::string& nccl) {
   try {
-    load_scenario(scenario_file(nccl));
+    load_scenario(small_h100_scenario(nccl));
   } catch (const InputError& e) {
     return e.what();
   }
@@ -114,7 +96,7 @@ TEST_CASE("NCCL_ALGO and NCCL_PROTO lists parse as NCCL's parseList reads them")
     CHECK_FALSE(only.of(CollectiveKind::AllGather).protocols_set);  // NCCL's default row (LL128 where trusted)
   }
   SUBCASE("in a scenario and with --set, printed as NCCL reads them; one name keeps its meaning") {
-    const Scenario sc = load_scenario(scenario_file("nccl:\n  algo: ring,tree\n  proto: ^ll128\n"));
+    const Scenario sc = load_scenario(small_h100_scenario("nccl:\n  algo: ring,tree\n  proto: ^ll128\n"));
     CHECK(sc.nccl.algorithm == A::Auto);
     CHECK(sc.nccl.protocol_auto);
     CHECK(describe(sc.nccl) == "NCCL_ALGO=Ring,Tree NCCL_PROTO=^LL128");
@@ -172,7 +154,7 @@ TEST_CASE("NCCL_ALGO and NCCL_PROTO lists: each refused input names file:line:co
                                                         "Simple, any case), found 'LL256'") != std::string::npos);
   }
   SUBCASE("--set: the key, the value and the character") {
-    Scenario s = load_scenario(scenario_file(""));
+    Scenario s = load_scenario(small_h100_scenario(""));
     CHECK_THROWS_WITH_AS(apply_setting(s, "nccl.algo", "ring,,tree"),
                          doctest::Contains("nccl.algo: expected algorithm name between ','s, found an empty name (in "
                                            "'ring,,tree', at character 6)"),
@@ -236,7 +218,7 @@ TEST_CASE("lists inside a DGX H100: NVLS where allowed, and NCCL_PROTO without S
 
 TEST_CASE("overlapsim run: a list that leaves a collective nothing is refused, one forced name that falls back is noted") {
   SUBCASE("refused at the nccl.algo value, naming the collective and its group") {
-    const Scenario sc = load_scenario(scenario_file("nccl: {algo: \"nvls,nvlstree\"}\n"));
+    const Scenario sc = load_scenario(small_h100_scenario("nccl: {algo: \"nvls,nvlstree\"}\n"));
     std::string what;
     try {
       simulate(sc);
@@ -249,7 +231,7 @@ TEST_CASE("overlapsim run: a list that leaves a collective nothing is refused, o
     CHECK(what.find("No algorithm/protocol available for function") != std::string::npos);
   }
   SUBCASE("one name: the ring where it cannot run, said in the notes (table and JSON)") {
-    Scenario sc = load_scenario(scenario_file(""));
+    Scenario sc = load_scenario(small_h100_scenario(""));
     const RunResult plain = simulate(sc);
     CHECK(plain.notes.find("NCCL_ALGO") == std::string::npos);
     apply_setting(sc, "nccl.algo", "nvls");
@@ -264,7 +246,7 @@ TEST_CASE("overlapsim run: a list that leaves a collective nothing is refused, o
     CHECK(r.notes.find("AllReduce of tp") == std::string::npos);  // NVLS runs the TP AllReduces
     CHECK(to_json(r)["notes"].get<std::string>() == r.notes);
     // The forced name and a list of it plus a name that never runs here give the same iteration.
-    Scenario ring = load_scenario(scenario_file(""));
+    Scenario ring = load_scenario(small_h100_scenario(""));
     apply_setting(ring, "nccl.algo", "ring");
     Scenario listed = ring;
     apply_setting(listed, "nccl.algo", "ring,collnetdirect");

@@ -93,4 +93,20 @@ Run run_cli(const std::string& args) {
   return Run{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text};
 }
 
+std::string small_h100_scenario(const std::string& nccl) {
+  const std::string path = temp_path(".yaml");
+  std::ofstream out(path);
+  out << "name: small-h100\n"
+         "model: {name: tiny-gpt, layers: 2, hidden: 4096, heads: 32, ffn_hidden: 16384, seq_len: 2048, vocab: "
+         "32768, dtype: bf16}\n"
+         "topology: " << OVERLAPSIM_SOURCE_DIR << "/topologies/dgx-h100-superpod.yaml\n"
+         "topology_overrides: {node.count: 4}\n"
+         "parallelism: {tp: 8, pp: 1, dp: 4, sp: false, micro_batch: 1, global_batch: 8, recompute: none, "
+         "zero_stage: 1}\n"
+         "strategies: [megatron]\n"
+         "fidelity: analytic\n"
+      << nccl;
+  return path;
+}
+
 }  // namespace overlapsim::testing

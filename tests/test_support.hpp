@@ -59,6 +59,11 @@ struct ProtocolCase {
 /// Bench options that force `c`'s protocol (everything else at its default).
 BenchOptions forced_protocol(const ProtocolCase& c);
 
+/// A scenario file whose `nccl:` section is `nccl` (appended after the last line; "" for none):
+/// a small model as TP 8 x DP 4 on four DGX H100 nodes, no SP (TP AllReduces inside a node),
+/// ZeRO 1 (DP ReduceScatter and AllGather over one GPU of each node), analytic, megatron.
+std::string small_h100_scenario(const std::string& nccl);
+
 /// The whole content of a file ("" when it cannot be read).
 std::string slurp(const std::string& path);
 
