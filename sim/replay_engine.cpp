@@ -27,10 +27,17 @@ const CollectivePlan& cached_plan(const ReplayOptions& opt, const Topology& topo
 
 namespace detail {
 
+namespace {
+/// A collective's algorithm as plan keys hold it: the reduction only matters where it bars PAT
+/// (a ReduceScatter that averages), one bit.
+int algorithm_key(const Op& op) {
+  return static_cast<int>(op.algorithm) |
+         (op.collective == CollectiveKind::ReduceScatter && scales(op.reduce_op) ? 0x100 : 0);
+}
+}  // namespace
+
 const PlannedCollective& Replayer::plan_of(const Op& op) {
-  // The reduction only matters where it bars PAT (a ReduceScatter that averages): one key bit.
-  const int alg_key = static_cast<int>(op.algorithm) |
-                      (op.collective == CollectiveKind::ReduceScatter && scales(op.reduce_op) ? 0x100 : 0);
+  const int alg_key = algorithm_key(op);
   const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes, static_cast<int>(op.channels),
                                    alg_key);
   auto it = plans_.find(key);
@@ -45,9 +52,7 @@ const PlannedCollective& planned(PlanCache& cache, const ReplayOptions& opt, con
                                  const std::vector<int>& ranks, const Op& op) {
   if (cache.topology == nullptr) cache.topology = &topo;
   if (cache.topology != &topo) throw std::logic_error("replay: a plan cache shared by two topologies");
-  // The reduction only matters where it bars PAT (a ReduceScatter that averages): one key bit.
-  const int alg_key = static_cast<int>(op.algorithm) |
-                      (op.collective == CollectiveKind::ReduceScatter && scales(op.reduce_op) ? 0x100 : 0);
+  const int alg_key = algorithm_key(op);
   auto [at, fresh] = cache.plans.try_emplace(
       std::make_tuple(ranks, static_cast<int>(op.collective), op.bytes, static_cast<int>(op.channels), alg_key));
   PlannedCollective& pc = at->second;
