@@ -215,6 +215,7 @@ int collective_command(const CollectiveArgs& a) {
         trimmed_note = fmt::format("the nodes loaded with their first {} GPU(s) and NIC(s) only (node.gpus.count={}): "
                                    "at their full size they pass the machine limit ({})",
                                    k, k, e.message());
+        ov = trimmed;  // what every later load (the node-count hints below) grows from
         return t;
       } catch (const InputError& trimmed_error) {
         // Past the limit even so: its own count, which says why no trimming helped.
