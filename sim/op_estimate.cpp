@@ -50,11 +50,6 @@ OpEstimate estimate_ops(const OpProbe& probe, const Parallelism& par, Folding fo
   return e;
 }
 
-OpEstimate estimate_ops(const ModelConfig& model, const Parallelism& par, const CostModel& cost, Folding folding,
-                        const ApplyStrategy& apply) {
-  return estimate_ops(build_op_probe(model, par, cost), par, folding, apply);
-}
-
 std::string format_ops(long long ops) {
   if (ops >= 1'000'000'000) return fmt::format("{:.1f} G", ops / 1e9);
   if (ops >= 1'000'000) return fmt::format("{:.1f} M", ops / 1e6);

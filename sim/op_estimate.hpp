@@ -75,10 +75,6 @@ OpProbe build_op_probe(const ModelConfig& model, const Parallelism& par, const C
 /// what `apply` throws.
 OpEstimate estimate_ops(const OpProbe& probe, const Parallelism& par, Folding folding, const ApplyStrategy& apply);
 
-/// The same from a probe built for the call (build_op_probe, then estimate_ops).
-OpEstimate estimate_ops(const ModelConfig& model, const Parallelism& par, const CostModel& cost, Folding folding,
-                        const ApplyStrategy& apply);
-
 /// "9.2 M" for 9'200'000, "830 k" for 830'000, "412" below a thousand: op counts for people.
 std::string format_ops(long long ops);
 
