@@ -88,6 +88,16 @@ struct ReplayOptions {
   /// Record every flow in ReplayTimes::flows (for the trace's link tracks, sim/link_trace.hpp).
   /// Off, the replay records nothing and pays nothing for it.
   bool record_flows = false;
+  /// Run every compute kernel as its own activity, so that each op's start and end are its own
+  /// (a trace's kernel boundaries). Off (the default), a run of compute ops on one stream in
+  /// which each op is the only successor of the one before and has no other dependency is one
+  /// activity of their summed work; its members' times are split in proportion to their work,
+  /// which is exact where the GPU's speed and the number of kernels beside them hold over the
+  /// run, and in every figure built from the run's union (ReplayTimes' makespan, the breakdown's
+  /// compute, exposed communication and idle time). Kernels on one GPU share its speed equally
+  /// (both backends), so the run ends when its last member would have. On the default scenario
+  /// this is 3 of every 4 compute ops (measured: replay/kernel_chain_test).
+  bool every_kernel = false;
   /// `analytic` only: measured collective times (a profile's `collectives` section); a
   /// collective one of them covers is timed by it (sim/measured_collectives.hpp) instead of by
   /// its plan's closed form.

@@ -169,12 +169,65 @@ void Replayer::build() {
       if (next_in_stream[i] >= 0) list[fill[i]++] = next_in_stream[i];
       for (int d : p.ops[i].deps) list[fill[d]++] = i;
     }
+    if (!opt_.every_kernel) join_kernel_runs(ri, count, next_in_stream);
     for (int i = 0; i < n; ++i)
       if (pending_[ri][i] == 0) {
         ready_rank_.push_back(ri);
         ready_op_.push_back(i);
       }
   }
+}
+
+void Replayer::join_kernel_runs(int ri, const std::vector<int>& successors, const std::vector<int>& next_in_stream) {
+  const auto& ops = s_.programs[ri].ops;
+  const int n = static_cast<int>(ops.size());
+  std::vector<int>* next = nullptr;
+  for (int i = 0; i < n; ++i) {
+    const int j = next_in_stream[i];
+    // j joins i's run when it waits only on i (its stream predecessor, and deps on i alone) and
+    // nothing else waits on i: then j starts the instant i ends, on the same GPU beside the same
+    // kernels.
+    if (j < 0 || ops[i].type != OpType::Compute || ops[j].type != OpType::Compute) continue;
+    const auto& deps = ops[j].deps;
+    int on_i = 0;
+    for (int d : deps) on_i += d == i;
+    if (on_i != static_cast<int>(deps.size()) || successors[i] != 1 + on_i || pending_[ri][j] != 1 + on_i) continue;
+    if (next == nullptr) {
+      chain_next_.resize(s_.programs.size());
+      chain_s_.resize(s_.programs.size());
+      next = &chain_next_[ri];
+      next->assign(n, -1);
+    }
+    (*next)[i] = j;
+  }
+  if (next == nullptr) return;
+  // The summed time from each op of a run to the run's end (a run's first op: the whole run's);
+  // a run's next op comes later in the program, so one pass from the end sums them all.
+  auto& sum = chain_s_[ri];
+  sum.assign(n, 0.0);
+  for (int i = n - 1; i >= 0; --i)
+    if (ops[i].type == OpType::Compute) sum[i] = kernel_s(ops[i]) + ((*next)[i] >= 0 ? sum[(*next)[i]] : 0.0);
+}
+
+void Replayer::kernel_done(int ri, int oi) {
+  if (chain_next_.empty() || chain_next_[ri].empty() || chain_next_[ri][oi] < 0) {
+    complete(ri, oi);
+    return;
+  }
+  // A run: its ops tile [its start, now] in proportion to their work.
+  const auto& ops = s_.programs[ri].ops;
+  const auto& next = chain_next_[ri];
+  const double t0 = times_.start_s[ri][oi], span = be_.now() - t0, total = chain_s_[ri][oi];
+  double done = 0;
+  int k = oi;
+  for (; next[k] >= 0; k = next[k]) {
+    done += kernel_s(ops[k]);
+    const double end = total > 0 ? t0 + span * (done / total) : t0;
+    times_.end_s[ri][k] = end;
+    times_.start_s[ri][next[k]] = end;
+    ++completed_;
+  }
+  complete(ri, k);
 }
 
 void Replayer::drain() {
@@ -308,9 +361,10 @@ void Replayer::on_ready(int ri, int oi) {
   times_.start_s[ri][oi] = be_.now();
   switch (op.type) {
     case OpType::Compute: {
-      const double seconds = std::max(op.duration_s, opt_.launch_overhead_s);
+      const bool run = !chain_next_.empty() && !chain_next_[ri].empty() && chain_next_[ri][oi] >= 0;
+      const double seconds = run ? chain_s_[ri][oi] : kernel_s(op);
       if (seconds <= 0) {
-        complete(ri, oi);
+        kernel_done(ri, oi);
         return;
       }
       start_exec(Task::Kernel, true, seconds, ri, oi, -1);
@@ -448,7 +502,7 @@ void Replayer::on_activity_done(Task& t) {
   if (opt_.record_flows) flows_.ended(&t, be_.now());
   switch (t.kind) {
     case Task::Kernel:
-      complete(t.rank_idx, t.op);
+      kernel_done(t.rank_idx, t.op);
       break;
     case Task::BulkFlow:
       bulk_done(t);

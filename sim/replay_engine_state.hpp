@@ -153,6 +153,14 @@ class Replayer {
   const PlannedCollective& plan_of(const Op& op);
   void on_ready(int ri, int oi);
   void complete(int ri, int oi);
+  /// Joins runs of compute ops into one activity (ReplayOptions::every_kernel off): fills
+  /// chain_next_ and chain_s_ of rank index ri from its successor counts.
+  void join_kernel_runs(int ri, const std::vector<int>& successors, const std::vector<int>& next_in_stream);
+  /// The kernel of compute op oi of rank index ri (a run's first op: the whole run) has ended:
+  /// its ops' times are set (a run's in proportion to their work) and the last one completes.
+  void kernel_done(int ri, int oi);
+  /// An op's time on the GPU at full speed: its duration, no less than a launch, seconds.
+  double kernel_s(const Op& op) const { return std::max(op.duration_s, opt_.launch_overhead_s); }
   void drain();
   void on_activity_done(Task& t);
   /// An execution of `seconds` (at full speed) on the GPU of rank index ri, or a timer when
@@ -311,6 +319,12 @@ class Replayer {
   std::unordered_map<const Task*, double> flow_floors_;  // rate-bound flows → earliest end, seconds
   std::unordered_map<int64_t, double> p2p_latency_;  // (src·W + dst)·4 + LL·2 + copy engine → seconds
   std::vector<int> held_sms_;                     // per simulated rank: SMs communication holds
+  /// [rank index][op]: the next op of the compute run op belongs to, −1 none (the run's last op,
+  /// or not in a run); empty for a rank without runs (join_kernel_runs).
+  std::vector<std::vector<int>> chain_next_;
+  /// [rank index][op]: a compute op's kernel_s plus those of the rest of its run (a run's first
+  /// op: the whole run's), seconds; empty for a rank without runs.
+  std::vector<std::vector<double>> chain_s_;
   // (group, kind, bytes, channels, algorithm) → the plan, in opt_.plan_cache or own_plans_
   std::map<std::tuple<int, int, double, int, int>, const PlannedCollective*> plans_;
   PlanCache own_plans_;  // where opt_.plan_cache is null

@@ -159,6 +159,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.sm_count = dev.sm_count;
   if (profile.sm_interference > 0) ro.sm_interference = profile.sm_interference;
   ro.record_flows = opt.record_flows;
+  ro.every_kernel = static_cast<bool>(opt.on_replayed);  // a trace shows each kernel as it ran
   ro.plan_cache = make_plan_cache();  // every replay below: one topology, these options
   // Where the job's NCCL_ALGO cannot run for a collective: a note, or (a list) the scenario refused.
   NcclAlgorithmCheck nccl_check(sc.nccl, sc.path);

@@ -211,6 +211,7 @@ TEST_CASE("validate: a dependency forward on another stream is fine, a cycle thr
 TEST_CASE("compute kernels on two streams share the GPU, on one stream they queue") {
   const Topology topo = load_topology(kStar8);
   ReplayOptions opt = textbook();
+  opt.every_kernel = true;  // each kernel's own end (kernel_run_test: the run a then c as one)
   Schedule s;
   s.world_size = 8;
   RankProgram p{0, 2, {}};
