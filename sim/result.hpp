@@ -49,6 +49,11 @@ struct StrategyResult {
   /// the workload's ops where it holds more); 0 out of memory or where a pass stopped the probe.
   long long estimated_ops = 0;
   long long activities = 0;   ///< SimGrid activities (kernels and flows) created
+  int replays = 0;            ///< replays of its schedules made (the steady state's samples, or one)
+  /// Host wall-clock seconds spent in replay() over those replays (flow: the forked child's
+  /// start included), measured with std::chrono::steady_clock; not a simulated figure, and not
+  /// written to the JSON (`run --timings` prints it).
+  double replay_wall_s = 0;
   std::vector<std::string> notes;  ///< what the strategy did not do and why (e.g. a fallback), one line each
   std::vector<OpPlan> plan;        ///< a searching strategy's choice per communication op (`--explain`)
   /// How the replay ran each communication op (SimulateOptions::communication_report, `--explain`),

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <functional>
 #include <optional>
 
@@ -196,6 +197,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   // schedule is built; a strategy whose next schedule would pass the limit is refused there
   // (StrategyResult::refusal) and the others go on.
   std::vector<int> replays(names.size(), 0);
+  std::vector<double> replay_wall(names.size(), 0.0);  // host seconds in replay(), per strategy
   std::vector<std::optional<StrategyResult::Refusal>> refusal(names.size());
   const auto refuse = [&](size_t i, std::string why, long long ops) {
     refusal[i] = StrategyResult::Refusal{std::move(why), ops, opt.max_ops, replays[i]};
@@ -266,7 +268,9 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       return std::nullopt;
     }
     nccl_check.check(sched, topo, ro);
+    const auto began = std::chrono::steady_clock::now();
     const ReplayTimes t = replay(sched, topo, ro);
+    replay_wall[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     ++replays[i];
     if (opt.on_replayed) opt.on_replayed(name, sched, t, topo);
     if (periodic != nullptr)
@@ -432,6 +436,8 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
         if (tried) drifted.push_back(name);
       }
     }
+    r.replays = replays[i];
+    r.replay_wall_s = replay_wall[i];
     if (refusal[i]) {
       r.refusal = refusal[i];
       rr.strategies.push_back(r);

@@ -20,6 +20,7 @@ struct RunArgs {
   bool every_micro_batch = false;  ///< no steady-state extrapolation
   bool explain = false;               ///< print each searching strategy's plan per op
   bool quiet = false;
+  bool timings = false;               ///< print where the run's host time went (stderr)
   long long max_ops = 20'000'000;
 };
 void add_run_command(CLI::App& app, RunArgs& args);

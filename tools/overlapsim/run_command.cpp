@@ -10,6 +10,9 @@
 #include "sim/strategy.hpp"
 #include "sim/trace.hpp"
 
+#include <fmt/format.h>
+
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -55,6 +58,9 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                "replay every micro-batch instead of extending the steady state of a few "
                "(the default when it is exact: the figures of three replays are collinear)");
   run->add_flag("--quiet,-q", a.quiet, "no progress lines on stderr");
+  run->add_flag("--timings", a.timings,
+               "after the table, on stderr: the command's host wall time and, per strategy, its replays and the "
+               "host time they took (the replay engine alone, the fidelities' difference)");
   // A whole number of ops from 1 to 2^40, written out or as 2e7 (rewritten for CLI11's integer
   // conversion); anything else is named as such, not as out of range.
   run->add_option("--max-ops", a.max_ops,
@@ -79,6 +85,7 @@ void add_run_command(CLI::App& app, RunArgs& a) {
 }
 
 int run_command(const RunArgs& a) {
+  const auto began = std::chrono::steady_clock::now();  // (--timings)
   Scenario sc = load_scenario(a.scenario);
   std::set<std::string> set_keys;
   for (const auto& kv : a.settings) {
@@ -141,6 +148,15 @@ int run_command(const RunArgs& a) {
   const RunResult r = simulate(sc, opt);
   print_table(std::cout, r);
   if (a.explain) print_plans(std::cout, r);
+  if (a.timings) {
+    std::cout.flush();
+    std::cerr << fmt::format("overlapsim: timings: {:.6f} s from the command's start to its result ({} fidelity)\n",
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(),
+                             r.fidelity);
+    for (const auto& s : r.strategies)
+      std::cerr << fmt::format("overlapsim: timings: {}: {} replay(s), {:.6f} s in the replay engine\n", s.strategy,
+                               s.replays, s.replay_wall_s);
+  }
   // A strategy --max-ops refused leaves the others' figures: the table, the JSON (the whole
   // result, the refusal recorded in it) and the trace (the strategies replayed) are written, and
   // the run exits 2, as for an input error, naming it.
