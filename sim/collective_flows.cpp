@@ -26,14 +26,32 @@ const Replayer::GroupMembers& Replayer::group_members(int group) {
   return gm;
 }
 
+void Replayer::solo_collective(int ri, int oi, const Op& op, int pos) {
+  const PlannedCollective& pc = plan_of(op);
+  int held = hold_sms(ri, op.num_sm >= 0 ? op.num_sm : pc.plan.sm_blocks);
+  if (s_.groups[op.group].ranks.size() <= 1 || pc.plan.steps == 0) {
+    release_sms(ri, held);
+    complete(ri, oi);
+    return;
+  }
+  start_exec(Task::SoloTimer, false, pc.member_ends[static_cast<size_t>(pos)], ri, oi, op.match, held, pos);
+}
+
 void Replayer::coll_ready(int ri, int oi) {
   const Op& op = s_.programs[ri].ops[oi];
   const auto& g = s_.groups[op.group].ranks;
   const int n = static_cast<int>(g.size());
   const int64_t match = op.match;
+  const GroupMembers& gm = group_members(op.group);
+  // A folded group's one simulated member, analytic: timed alone (a TP or DP collective of a
+  // folded run, tens of thousands of instances).
+  if (opt_.fidelity == Fidelity::Analytic && op.collective != CollectiveKind::AllToAll && opt_.measured.empty() &&
+      gm.simulated_pos.size() == 1) {
+    solo_collective(ri, oi, op, gm.simulated_pos[0]);
+    return;
+  }
   auto [it, fresh] = colls_.try_emplace(match);
   CollState& c = it->second;
-  const GroupMembers& gm = group_members(op.group);
   if (fresh) {
     c.group = op.group;
     c.all_to_all = op.collective == CollectiveKind::AllToAll;

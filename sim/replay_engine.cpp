@@ -507,6 +507,12 @@ void Replayer::on_activity_done(Task& t) {
     case Task::BulkFlow:
       bulk_done(t);
       break;
+    case Task::SoloTimer: {
+      int held = t.channel;
+      release_sms(t.rank_idx, held);
+      complete(t.rank_idx, t.op);
+      break;
+    }
     case Task::CollTimer: {
       CollState& c = colls_.at(t.match);
       --c.in_flight;

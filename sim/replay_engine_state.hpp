@@ -31,13 +31,13 @@ inline constexpr int kMaxMirroredFlowsPerStep = 64;
 struct Task {
   enum Kind : uint8_t {
     Kernel, Step, StepDelay, StepArrival, StepSlot, CollTimer, AllToAllFlow, AllToAllDelay, P2PFlow, P2PDelay, TreeDelay, TreeFlow,
-    TreeFloor, TreeSlot, TreeArrival, StepFloor, BulkFlow, P2PFloor, AllToAllFloor
+    TreeFloor, TreeSlot, TreeArrival, StepFloor, BulkFlow, P2PFloor, AllToAllFloor, SoloTimer
   } kind;
   int rank_idx = -1;  ///< simulated rank owning the op (-1 for a mirror's flow)
   int op = -1;
   int64_t match = -1;
   int channel = -1;   ///< Step/StepFloor/StepDelay/StepArrival/StepSlot: channel; AllToAllFlow: destination group position;
-                      ///< TreeDelay/TreeFlow/TreeSlot/TreeArrival: tree
+                      ///< TreeDelay/TreeFlow/TreeSlot/TreeArrival: tree; SoloTimer: the SMs its member holds
   int idx = -1;       ///< Step/StepFloor/StepDelay/StepArrival/StepSlot: index in the channel's order; AllToAllFlow: source position;
                       ///< TreeDelay/TreeFlow/TreeSlot/TreeArrival: hop (tree_flows.hpp)
   double started_s = 0;
@@ -240,6 +240,10 @@ class Replayer {
   void release_sms(int ri, int& held);
   // Collectives.
   void coll_ready(int ri, int oi);
+  /// An analytic collective (not an AllToAll, no measured times) of one simulated member: timed
+  /// by its plan's end for that member as coll_ready times it, without a CollState (the same
+  /// backend calls in the same order: its SMs held, then its timer, Task::SoloTimer).
+  void solo_collective(int ri, int oi, const Op& op, int pos);
   void ring_advance(CollState& c, int64_t match, int ch, int i);
   void ring_send(CollState& c, int64_t match, int ch, int i);
   /// A ring step's flow (floored at its channel's share, Task::Step) is done: the sender may go on; the

@@ -85,6 +85,38 @@ TEST_CASE("a folded collective (one simulated member) times like the unfolded on
   CHECK(one.activities == 2 * 7);  // only the representative's flows
 }
 
+TEST_CASE("analytic: a folded collective's one simulated member holds its SMs and ends as the unfolded member") {
+  // A DGX A100 AllReduce of 1 GiB beside a 1 ms kernel on every rank: replayed with all 8 ranks
+  // (the collective's state shared by its members) and with rank 0 alone (timed on its own).
+  const Topology topo = load_topology(std::string(OVERLAPSIM_SOURCE_DIR) + "/topologies/dgx-a100.yaml");
+  ReplayOptions ro;
+  ro.fidelity = Fidelity::Analytic;
+  ro.link_efficiency = shipped_link_efficiency("a100-sxm4-80gb");
+  ro.sm_count = 108;
+  const auto schedule = [](const std::vector<int>& sim) {
+    Schedule s;
+    s.world_size = 8;
+    const int g = s.intern_group(first(8), CommPurpose::TensorParallel);
+    for (int r : sim) {
+      RankProgram p{r, 2, {}};
+      Op k;
+      k.type = OpType::Compute;
+      k.duration_s = 0.001;
+      k.name = "gemm";
+      p.ops = {k, collective_op(g, 1, 1024.0 * 1024 * 1024, "ar", CollectiveAlgorithm::Auto, 1)};
+      s.programs.push_back(p);
+    }
+    return s;
+  };
+  const ReplayTimes all = replay(schedule(first(8)), topo, ro);
+  const ReplayTimes one = replay(schedule({0}), topo, ro);
+  REQUIRE(all.end_s[0][1] > 0.002);
+  CHECK(one.end_s[0][1] == testing::approx(all.end_s[0][1]).epsilon(1e-12));
+  CHECK(one.end_s[0][0] == testing::approx(all.end_s[0][0]).epsilon(1e-12));
+  CHECK(one.end_s[0][0] == testing::approx(0.001 * 108.0 / 84.0).epsilon(1e-9));  // 24 of 108 SMs held
+  CHECK(one.activities == 2);  // the kernel and the collective's timer
+}
+
 TEST_CASE("analytic fidelity equals flow fidelity without contention") {
   const Topology topo = load_topology(kStar8);
   ReplayOptions flow, analytic;  // NCCL protocols on: both fidelities must still agree
