@@ -127,8 +127,10 @@ void load_parallelism(const YamlFile& f, const YAML::Node& n, Scenario& s) {
   if (n["pipeline_schedule"])
     p.pipeline_schedule = parse_with(f, n["pipeline_schedule"], "parallelism.pipeline_schedule", parse_pipeline);
   if (n["zero_stage"]) {
-    p.zero_stage = positive_int(f, n["zero_stage"], "parallelism.zero_stage", 0);
-    if (p.zero_stage > 3) fail(f, n["zero_stage"], "parallelism.zero_stage", "expected 0, 1, 2 or 3");
+    const long long z = as_int(f, n["zero_stage"], "parallelism.zero_stage");
+    if (z < 0 || z > 3)
+      fail(f, n["zero_stage"], "parallelism.zero_stage", "expected 0, 1, 2 or 3 (the ZeRO stage), found " + std::to_string(z));
+    p.zero_stage = static_cast<int>(z);
   }
   if (n["recompute"]) p.recompute = parse_with(f, n["recompute"], "parallelism.recompute", parse_recompute);
   if (n["overlap_grad_reduce"])
@@ -311,14 +313,16 @@ namespace {
 
 void apply_setting(Scenario& s, const std::string& key, const std::string& value) {
   auto bad = [&](const std::string& msg) { bad_setting(key, msg); };
-  auto to_int = [&](int min_value) {
+  auto to_int = [&](int min_value, int max_value = 1 << 30) {
     try {
       size_t used = 0;
       const long long v = std::stoll(value, &used);
-      if (used != value.size() || v < min_value || v > (1LL << 30)) throw std::invalid_argument("");
+      if (used != value.size() || v < min_value || v > max_value) throw std::invalid_argument("");
       return static_cast<int>(v);
     } catch (const std::exception&) {
-      bad_setting(key, "expected an integer from " + std::to_string(min_value) + " to 2^30, found '" + value + "'");
+      bad_setting(key, "expected an integer from " + std::to_string(min_value) + " to " +
+                           (max_value == 1 << 30 ? std::string("2^30") : std::to_string(max_value)) + ", found '" +
+                           value + "'");
     }
   };
   auto to_bool = [&]() {
@@ -334,7 +338,7 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
     else if (key == "parallelism.sp") p.sp = to_bool();
     else if (key == "parallelism.micro_batch") p.micro_batch = to_int(1);
     else if (key == "parallelism.global_batch") p.global_batch = to_int(1);
-    else if (key == "parallelism.zero_stage") { p.zero_stage = to_int(0); if (p.zero_stage > 3) bad("expected 0..3"); }
+    else if (key == "parallelism.zero_stage") p.zero_stage = to_int(0, 3);  // ZeRO stages 0-3
     else if (key == "parallelism.recompute") p.recompute = parse_recompute(value);
     else if (key == "parallelism.overlap_grad_reduce") p.overlap_grad_reduce = to_bool();
     else if (key == "parallelism.async_tp_reduce") p.async_tp_reduce = to_bool();
