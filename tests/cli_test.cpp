@@ -972,6 +972,8 @@ TEST_CASE("collective --ranks-per-node past the machine limit at the nodes' full
   REQUIRE(one.status == 0);
   CHECK(k1.output.find("note: the nodes loaded with their first 1 GPU(s) and NIC(s) only (node.gpus.count=1): at "
                        "their full size they pass the machine limit (expected at most 16384 GPUs") != std::string::npos);
+  CHECK(k1.output.find("AllReduce over 4096 of 4096 GPUs of dgx-h100-superpod (h100-sxm5-80gb, 1 per node on 4096 "
+                       "node(s))") != std::string::npos);
   const auto rows = [](const std::string& out) {
     std::string kept;
     std::istringstream in(out);

@@ -540,10 +540,14 @@ int collective_command(const CollectiveArgs& a) {
                                   forced_algorithm_reason(algo_shown)));
   }
 
+  // Per node where not every GPU of a node is a member, or where the nodes were trimmed to K
+  // GPUs (then K per node, their full size).
+  const int per_node = rpn > 0 ? rpn : trimmed_note.empty() ? 0 : topo.gpus_per_node;
   std::cout << fmt::format("# overlapsim collective: {} over {} of {} GPUs of {} ({}{}), {} fidelity, profile {}\n",
                            to_string(op), ranks, topo.num_gpus(), topo.name, topo.gpu_model(),
-                           rpn > 0 ? fmt::format(", {} per node on {} node(s)", rpn, topo.node_of(members.back()) + 1)
-                                   : std::string(),
+                           per_node > 0 ? fmt::format(", {} per node on {} node(s)", per_node,
+                                                      topo.node_of(members.back()) + 1)
+                                        : std::string(),
                            to_string(opt.replay.fidelity), profile_path);
   if (comparing)
     std::cout << fmt::format("# compared with {}: {}, {} ranks on {} node(s){}{}; measured: busbw from the "
