@@ -149,6 +149,16 @@ std::string collective_from_file_name(const std::string& path) {
   return "";
 }
 
+/// Bytes of an element of an nccl-tests -d type, by the name it prints (src/common.cu
+/// test_typenames; "char" and "int" before NCCL 2; fp8 in recent versions); 0 for another name.
+int type_bytes(const std::string& type) {
+  static const std::map<std::string, int> kTypes = {
+      {"int8", 1},   {"uint8", 1},   {"char", 1},      {"int32", 4},  {"uint32", 4},  {"int", 4},  {"int64", 8},
+      {"uint64", 8}, {"half", 2},    {"bfloat16", 2},  {"float", 4},  {"double", 8},  {"f8e4m3", 1}, {"f8e5m2", 1}};
+  const auto it = kTypes.find(type);
+  return it == kTypes.end() ? 0 : it->second;
+}
+
 /// Reads an NCCL TUNING line's words (after "NCCL INFO "); false when it is not one.
 /// `function` gets the collective it names ("" in the oldest format), `per_rank` whether the
 /// size is count · type size (the newest format).
@@ -393,10 +403,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     }
     // The names nccl-tests prints for its -d types (src/common.cu test_typenames; "char" and
     // "int" before NCCL 2; fp8 in recent versions): another is a corrupted or foreign column.
-    static const std::set<std::string> kTypes = {"int8",  "uint8", "int32",    "uint32", "int64",  "uint64",
-                                                 "half",  "float", "double",   "bfloat16", "char", "int",
-                                                 "f8e4m3", "f8e5m2"};
-    if (layout.type >= 0 && !kTypes.count(row.type))
+    if (layout.type >= 0 && type_bytes(row.type) == 0)
       log.warnings.push_back(path + ":" + std::to_string(number) + ": type '" + row.type +
                              "' is none nccl-tests prints (int8, uint8, int32, uint32, int64, uint64, half, float, "
                              "double, bfloat16, f8e4m3, f8e5m2); the row is read by its size in bytes");
@@ -486,6 +493,25 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     throw InputError(SourceLocation{path, at, 0}, "",
                      "expected a collective over at least 2 ranks, found " + std::to_string(log.ranks) + " (" +
                          log.ranks_from + ")");
+  // The count column: nccl-tests prints a rank's elements per call (its paramcount: the whole
+  // buffer for AllReduce, Broadcast, Reduce and SendRecv, a rank's share of the size for
+  // AllGather, ReduceScatter and AllToAll; src/*.cu GetCollByteCount), so size = count · type
+  // size (· ranks). A row that disagrees is corrupted or edited; its size is what is read.
+  const int64_t per_rank = log.collective == "all_gather" || log.collective == "reduce_scatter" ||
+                                   log.collective == "alltoall"
+                               ? log.ranks
+                               : 1;
+  for (const NcclTestsRow& r : log.rows) {
+    const int bytes = type_bytes(r.type);
+    if (bytes == 0 || r.count > (int64_t{1} << 62) / bytes / per_rank) continue;
+    const int64_t expected = r.count * bytes * per_rank;
+    if (expected != r.size_bytes)
+      log.warnings.push_back(fmt::format("{}:{}: count {} of {} ({} B){} is {} B, not the size {} B; the row is read "
+                                         "by its size",
+                                         path, r.line, r.count, r.type, bytes,
+                                         per_rank > 1 ? fmt::format(" on each of {} ranks", per_rank) : "", expected,
+                                         r.size_bytes));
+  }
   // NCCL's choices for this collective (header: sizes of the newest format are per rank for
   // AllGather and ReduceScatter).
   for (RawTuning& t : tuning) {

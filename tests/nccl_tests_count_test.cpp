@@ -1,0 +1,65 @@
+// The nccl-tests log reader checks the count column against the size and the type: nccl-tests
+// prints a rank's elements per call, so size = count · type size, times the ranks for AllGather,
+// ReduceScatter and AllToAll.
+#include "calibrate/nccl_tests.hpp"
+
+#include "tests/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+using namespace overlapsim;
+
+namespace {
+
+const std::string kLogs = std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/data/nccl-tests/";
+
+/// `log` with the count of its row of `size` bytes replaced by `count`.
+std::stringstream with_count(const std::string& log, const std::string& size, const std::string& count) {
+  std::ifstream f(kLogs + log);
+  std::stringstream edited;
+  for (std::string line; std::getline(f, line);) {
+    std::istringstream words(line);
+    std::string first, second;
+    words >> first >> second;
+    if (first == size) line.replace(line.find(second, line.find(first) + first.size()), second.size(), count);
+    edited << line << "\n";
+  }
+  return edited;
+}
+
+bool any_contains(const std::vector<std::string>& v, const std::string& what) {
+  for (const auto& s : v)
+    if (s.find(what) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("nccl-tests logs: a count that disagrees with size and type is warned, the size is read") {
+  SUBCASE("every shipped log agrees") {
+    for (const auto& e : std::filesystem::directory_iterator(kLogs)) {
+      if (e.path().extension() != ".log" || e.path().filename().string().find("wrong") != std::string::npos) continue;
+      CAPTURE(e.path().string());
+      for (const NcclTestsLog& l : read_nccl_tests_logs(e.path().string()))
+        CHECK_FALSE(any_contains(l.warnings, ": count "));
+    }
+  }
+  SUBCASE("AllGather: a rank's share, over 8 ranks") {
+    std::stringstream s = with_count("all_gather_perf_8xh100.log", "1024", "33");
+    const NcclTestsLog l = parse_nccl_tests_log("all_gather_perf.log", s);
+    REQUIRE(l.ranks == 8);
+    CHECK(any_contains(l.warnings, ": count 33 of float (4 B) on each of 8 ranks is 1056 B, not the size 1024 B; the "
+                                   "row is read by its size"));
+    CHECK(l.rows.front().size_bytes == 1024);
+  }
+  SUBCASE("AllReduce: the whole buffer") {
+    std::stringstream s = with_count("all_reduce_perf_8xh100.log", "8", "1");
+    const NcclTestsLog l = parse_nccl_tests_log("all_reduce_perf.log", s);
+    CHECK(any_contains(l.warnings, ": count 1 of float (4 B) is 4 B, not the size 8 B"));
+  }
+}
