@@ -400,10 +400,29 @@ int predict_collective_sms(const Schedule& s, const Op& op, const PassContext& c
   if (op.num_sm >= 0) return op.num_sm;
   const std::vector<int>& ranks = s.groups.at(op.group).ranks;
   if (ranks.size() <= 1 || op.collective == CollectiveKind::AllToAll) return 0;
+  return predict_collective(s, op, ctx).sms;
+}
+
+CollectivePrediction predict_collective(const Schedule& s, const Op& op, const PassContext& ctx) {
+  OVERLAPSIM_CHECK(op.type == OpType::Collective, "not a collective: " + op.name);
+  const std::vector<int>& ranks = s.groups.at(op.group).ranks;
+  CollectivePrediction out;
+  if (ranks.size() <= 1) {
+    out.sms = op.num_sm >= 0 ? op.num_sm : 0;
+    return out;
+  }
+  if (op.collective == CollectiveKind::AllToAll) {
+    out.time_s = predict_collective_s(s, op, ctx);
+    out.sms = op.num_sm >= 0 ? op.num_sm : 0;
+    return out;
+  }
   CollectiveOptions o = collective_options(ctx);  // as the replay (simulate.cpp)
   if (op.algorithm != CollectiveAlgorithm::Auto) o.algorithm = op.algorithm;
   o.reduce_op = op.reduce_op;
-  return plan_collective(ctx.topology, efficiency(ctx), ranks, op.collective, op.bytes, op.channels, o).sm_blocks;
+  const CollectivePlan plan = plan_collective(ctx.topology, efficiency(ctx), ranks, op.collective, op.bytes, op.channels, o);
+  out.time_s = plan.closed_form_s();
+  out.sms = op.num_sm >= 0 ? op.num_sm : plan.sm_blocks;
+  return out;
 }
 
 double predict_p2p_step_s(const Topology& topo, const PassContext& ctx, const std::vector<std::pair<int, int>>& flows,

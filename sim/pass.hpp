@@ -198,6 +198,12 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
 /// sm_blocks, collective_plan.hpp); 0 for an AllToAll (point to point: its own per-size count,
 /// not predicted here) or a group of one.
 int predict_collective_sms(const Schedule& s, const Op& op, const PassContext& ctx);
+/// Both of the above from one plan of the collective (a search that needs both plans it once).
+struct CollectivePrediction {
+  double time_s = 0;  ///< predict_collective_s, seconds
+  int sms = 0;        ///< predict_collective_sms
+};
+CollectivePrediction predict_collective(const Schedule& s, const Op& op, const PassContext& ctx);
 /// Time of one step in which every (src, dst) pair sends `bytes` at once: each flow takes its
 /// route's latency plus bytes over the least bandwidth left to it on its links, a link's bandwidth
 /// (after the profile's efficiency) being shared by the step's flows crossing it in the same

@@ -211,11 +211,11 @@ class Search {
     return w;
   }
 
-  /// σ: the fraction of its speed a kernel loses beside `op`'s NCCL kernel, as the replay slows
-  /// it (replay_engine.cpp: interference · SMs held / SM count, SMs as the replay's plan of op).
-  double interference(const Op& op) const {
+  /// σ: the fraction of its speed a kernel loses beside an NCCL kernel holding `sms` SMs, as the
+  /// replay slows it (replay_engine.cpp: interference · SMs held / SM count; the SMs as the
+  /// replay's plan of the collective, predict_collective).
+  double interference(int sms) const {
     if (ctx_.sm_count <= 0) return 0.0;
-    const int sms = predict_collective_sms(s_, op, ctx_);
     return std::min(1.0 - 1e-3, ctx_.sm_interference * sms / ctx_.sm_count);
   }
 
@@ -253,9 +253,11 @@ class Search {
       const double gk = std::max(k == 1 ? g.duration_s : gemm_chunk(g, site.dim, (extent + k - 1) / k, ctx_).duration_s, lo);
       Op chunk = c;
       chunk.bytes = c.bytes / k;
-      const double sigma = interference(chunk);
+      // The chunk as is: its time and its kernel's SMs, from one plan.
+      const CollectivePrediction as_is = predict_collective(s_, chunk, ctx_);
+      const double sigma = interference(as_is.sms);
       for (Lowering l : lows) {
-        const double ck = comm_s(c, c.bytes / k, l);
+        const double ck = l == Lowering::AsIs ? as_is.time_s : comm_s(c, c.bytes / k, l);
         const double t = std::max(0.0, ck - hidden) + gk + (k - 1) * std::max(ck, gk + sigma * ck);
         add({part, l}, t, k * gk);
       }
