@@ -81,6 +81,43 @@ void Replayer::build() {
     rank_index_[static_cast<size_t>(r)] = i;
     ranks.push_back(s_.programs[i].rank);
   }
+  // One pass over each rank's ops (they are most of the replay's memory: one read of each):
+  // stream order and dependencies counted, the communication ops noted for the scans below.
+  pending_.resize(nr);
+  succ_begin_.resize(nr);
+  succ_.resize(nr);
+  times_.start_s.resize(nr);
+  times_.end_s.resize(nr);
+  std::vector<std::vector<int>> comm_ops(nr), count(nr), next_in_stream(nr);
+  for (int ri = 0; ri < nr; ++ri) {
+    const auto& p = s_.programs[ri];
+    const int n = static_cast<int>(p.ops.size());
+    total_ops_ += n;
+    times_.start_s[ri].assign(n, -1.0);
+    times_.end_s[ri].assign(n, -1.0);
+    auto& cnt = count[ri];
+    auto& nis = next_in_stream[ri];
+    cnt.assign(n + 1, 0);
+    nis.assign(n, -1);
+    std::vector<int> last(p.num_streams, -1);
+    auto& pend = pending_[ri];
+    pend.assign(n, 0);
+    for (int i = 0; i < n; ++i) {
+      const Op& op = p.ops[i];
+      if (op.type != OpType::Compute) comm_ops[ri].push_back(i);
+      int& prev = last[op.stream];
+      if (prev >= 0) {
+        nis[prev] = i;
+        ++cnt[prev];
+        ++pend[i];
+      }
+      prev = i;
+      for (int d : op.deps) {
+        ++cnt[d];
+        ++pend[i];
+      }
+    }
+  }
   // Every (src, dst) pair a flow may use. A send names its pair once per message (millions
   // with collective matmul's ring permutes): each pair is kept once as it comes, not sorted
   // out of a list of them all.
@@ -90,8 +127,10 @@ void Replayer::build() {
     if (!pairs.empty() && pairs.back() == std::pair<int, int>{src, dst}) return;
     if (seen.insert((int64_t{src} << 32) | static_cast<uint32_t>(dst)).second) pairs.emplace_back(src, dst);
   };
-  for (const auto& p : s_.programs)
-    for (const auto& op : p.ops) {
+  for (int ri = 0; ri < nr; ++ri) {
+    const auto& p = s_.programs[ri];
+    for (const int i : comm_ops[ri]) {
+      const Op& op = p.ops[i];
       if (op.type == OpType::Collective) {
         const auto& g = s_.groups[op.group].ranks;
         const int n = static_cast<int>(g.size());
@@ -121,6 +160,7 @@ void Replayer::build() {
         add(op.peer, p.rank);
       }
     }
+  }
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   // Power state k of a GPU: its speed while communication kernels hold k of its SMs.
@@ -132,44 +172,34 @@ void Replayer::build() {
 
   mirror_partner_.resize(nr);
   mirror_partner_send_.resize(nr);
-  for (int ri = 0; ri < nr; ++ri) mirror_partners(ri);
-  pending_.resize(nr);
-  succ_begin_.resize(nr);
-  succ_.resize(nr);
-  times_.start_s.resize(nr);
-  times_.end_s.resize(nr);
+  for (int ri = 0; ri < nr; ++ri) mirror_partners(ri, comm_ops[ri]);
   for (int ri = 0; ri < nr; ++ri) {
     const auto& p = s_.programs[ri];
     const int n = static_cast<int>(p.ops.size());
-    total_ops_ += n;
-    times_.start_s[ri].assign(n, -1.0);
-    times_.end_s[ri].assign(n, -1.0);
-    std::vector<int> count(n + 1, 0), last(p.num_streams, -1), next_in_stream(n, -1);
-    pending_[ri].assign(n, 0);
-    for (int i = 0; i < n; ++i) {
-      int& prev = last[p.ops[i].stream];
-      if (prev >= 0) {
-        next_in_stream[prev] = i;
-        ++count[prev];
-        ++pending_[ri][i];
-      }
-      prev = i;
-      for (int d : p.ops[i].deps) {
-        ++count[d];
-        ++pending_[ri][i];
-      }
-    }
+    const auto& cnt = count[ri];
+    const auto& nis = next_in_stream[ri];
     auto& begin = succ_begin_[ri];
     begin.assign(n + 1, 0);
-    for (int i = 0; i < n; ++i) begin[i + 1] = begin[i] + count[i];
+    for (int i = 0; i < n; ++i) begin[i + 1] = begin[i] + cnt[i];
     auto& list = succ_[ri];
     list.assign(begin[n], 0);
     std::vector<int> fill(begin.begin(), begin.end() - 1);
+    // Runs of compute kernels (ReplayOptions::every_kernel off) are found in the same pass.
+    const bool runs = !opt_.every_kernel;
+    std::vector<int>* next = nullptr;
     for (int i = 0; i < n; ++i) {
-      if (next_in_stream[i] >= 0) list[fill[i]++] = next_in_stream[i];
-      for (int d : p.ops[i].deps) list[fill[d]++] = i;
+      const Op& op = p.ops[i];
+      if (nis[i] >= 0) list[fill[i]++] = nis[i];
+      for (int d : op.deps) list[fill[d]++] = i;
+      if (runs && nis[i] >= 0 && joins_run(ri, i, nis[i], cnt[i])) {
+        if (next == nullptr) {
+          chain_next_.resize(static_cast<size_t>(nr));
+          next = &chain_next_[ri];
+          next->assign(n, -1);
+        }
+        (*next)[i] = nis[i];
+      }
     }
-    if (!opt_.every_kernel) join_kernel_runs(ri, count, next_in_stream);
     for (int i = 0; i < n; ++i)
       if (pending_[ri][i] == 0) {
         ready_rank_.push_back(ri);
@@ -178,35 +208,23 @@ void Replayer::build() {
   }
 }
 
-void Replayer::join_kernel_runs(int ri, const std::vector<int>& successors, const std::vector<int>& next_in_stream) {
+bool Replayer::joins_run(int ri, int i, int j, int successors) const {
+  // j joins i's run when it waits only on i (its stream predecessor, and deps on i alone) and
+  // nothing else waits on i: then j starts the instant i ends, on the same GPU beside the same
+  // kernels.
   const auto& ops = s_.programs[ri].ops;
-  const int n = static_cast<int>(ops.size());
-  std::vector<int>* next = nullptr;
-  for (int i = 0; i < n; ++i) {
-    const int j = next_in_stream[i];
-    // j joins i's run when it waits only on i (its stream predecessor, and deps on i alone) and
-    // nothing else waits on i: then j starts the instant i ends, on the same GPU beside the same
-    // kernels.
-    if (j < 0 || ops[i].type != OpType::Compute || ops[j].type != OpType::Compute) continue;
-    const auto& deps = ops[j].deps;
-    int on_i = 0;
-    for (int d : deps) on_i += d == i;
-    if (on_i != static_cast<int>(deps.size()) || successors[i] != 1 + on_i || pending_[ri][j] != 1 + on_i) continue;
-    if (next == nullptr) {
-      chain_next_.resize(s_.programs.size());
-      chain_s_.resize(s_.programs.size());
-      next = &chain_next_[ri];
-      next->assign(n, -1);
-    }
-    (*next)[i] = j;
-  }
-  if (next == nullptr) return;
-  // The summed time from each op of a run to the run's end (a run's first op: the whole run's);
-  // a run's next op comes later in the program, so one pass from the end sums them all.
-  auto& sum = chain_s_[ri];
-  sum.assign(n, 0.0);
-  for (int i = n - 1; i >= 0; --i)
-    if (ops[i].type == OpType::Compute) sum[i] = kernel_s(ops[i]) + ((*next)[i] >= 0 ? sum[(*next)[i]] : 0.0);
+  if (ops[i].type != OpType::Compute || ops[j].type != OpType::Compute) return false;
+  int on_i = 0;
+  for (int d : ops[j].deps) on_i += d == i;
+  return on_i == static_cast<int>(ops[j].deps.size()) && successors == 1 + on_i && pending_[ri][j] == 1 + on_i;
+}
+
+double Replayer::run_s(int ri, int oi) const {
+  const auto& ops = s_.programs[ri].ops;
+  const auto& next = chain_next_[ri];
+  double sum = 0;
+  for (int k = oi; k >= 0; k = next[k]) sum += kernel_s(ops[k]);
+  return sum;
 }
 
 void Replayer::kernel_done(int ri, int oi) {
@@ -217,7 +235,7 @@ void Replayer::kernel_done(int ri, int oi) {
   // A run: its ops tile [its start, now] in proportion to their work.
   const auto& ops = s_.programs[ri].ops;
   const auto& next = chain_next_[ri];
-  const double t0 = times_.start_s[ri][oi], span = be_.now() - t0, total = chain_s_[ri][oi];
+  const double t0 = times_.start_s[ri][oi], span = be_.now() - t0, total = run_s(ri, oi);
   double done = 0;
   int k = oi;
   for (; next[k] >= 0; k = next[k]) {
@@ -362,7 +380,7 @@ void Replayer::on_ready(int ri, int oi) {
   switch (op.type) {
     case OpType::Compute: {
       const bool run = !chain_next_.empty() && !chain_next_[ri].empty() && chain_next_[ri][oi] >= 0;
-      const double seconds = run ? chain_s_[ri][oi] : kernel_s(op);
+      const double seconds = run ? run_s(ri, oi) : kernel_s(op);
       if (seconds <= 0) {
         kernel_done(ri, oi);
         return;
@@ -412,10 +430,10 @@ void Replayer::mirror_send(int ri, int recv) {
   p2p_send(-1, -1, m, false);
 }
 
-void Replayer::mirror_partners(int ri) {
+void Replayer::mirror_partners(int ri, const std::vector<int>& comm_ops) {
   const auto& ops = s_.programs[ri].ops;
   std::map<int, std::vector<int>> sends, recvs;  // peer → op indices in program order
-  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+  for (const int i : comm_ops) {
     if (ops[i].type == OpType::Send && rank_idx(ops[i].peer) < 0) sends[ops[i].peer].push_back(i);
     if (ops[i].type == OpType::Recv && rank_idx(ops[i].peer) < 0) recvs[ops[i].peer].push_back(i);
   }

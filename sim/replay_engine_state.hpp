@@ -146,16 +146,19 @@ class Replayer {
   /// send to q, where q is r's only mirror it sends to, or the one of two that is not p (a
   /// bidirectional ring), and both counts agree. Unpaired receives start the mirror's send when
   /// posted.
-  void mirror_partners(int ri);
+  void mirror_partners(int ri, const std::vector<int>& comm_ops);  // comm_ops: its ops other than compute, in order
   /// Starts the mirror's send into receive `recv` of simulated rank `ri` (once: its pairing is
   /// dropped and P2PState::mirror_sent set).
   void mirror_send(int ri, int recv);
   const PlannedCollective& plan_of(const Op& op);
   void on_ready(int ri, int oi);
   void complete(int ri, int oi);
-  /// Joins runs of compute ops into one activity (ReplayOptions::every_kernel off): fills
-  /// chain_next_ and chain_s_ of rank index ri from its successor counts.
-  void join_kernel_runs(int ri, const std::vector<int>& successors, const std::vector<int>& next_in_stream);
+  /// Whether compute op j, next after op i on its stream, joins i's run of kernels (ReplayOptions::
+  /// every_kernel off): both compute ops, j waiting on i alone and nothing else on i (i has
+  /// `successors` counted, the stream's and deps').
+  bool joins_run(int ri, int i, int j, int successors) const;
+  /// A run's summed kernel_s from its op oi to its end (oi its first op: the whole run's), seconds.
+  double run_s(int ri, int oi) const;
   /// The kernel of compute op oi of rank index ri (a run's first op: the whole run) has ended:
   /// its ops' times are set (a run's in proportion to their work) and the last one completes.
   void kernel_done(int ri, int oi);
@@ -326,9 +329,6 @@ class Replayer {
   /// [rank index][op]: the next op of the compute run op belongs to, −1 none (the run's last op,
   /// or not in a run); empty for a rank without runs (join_kernel_runs).
   std::vector<std::vector<int>> chain_next_;
-  /// [rank index][op]: a compute op's kernel_s plus those of the rest of its run (a run's first
-  /// op: the whole run's), seconds; empty for a rank without runs.
-  std::vector<std::vector<double>> chain_s_;
   // (group, kind, bytes, channels, algorithm) → the plan, in opt_.plan_cache or own_plans_
   std::map<std::tuple<int, int, double, int, int>, const PlannedCollective*> plans_;
   PlanCache own_plans_;  // where opt_.plan_cache is null
