@@ -457,13 +457,17 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     if (nics > 0 && p.channels > nics && p.channels % nics != 0) p.channels = (p.channels / nics + 1) * nics;
   }
 
-  // Rings by channel count (NCCL lowers the count for small sizes, per protocol: nccl_tuning.hpp).
-  struct Rings {
-    std::vector<ChannelPlan> rings;
-    bool all_even = true;
-  };
+  // Rings by channel count (NCCL lowers the count for small sizes, per protocol: nccl_tuning.hpp),
+  // kept in the options' memo where they have one (another size of this group builds the same).
+  using Rings = RingMemo::Rings;
   std::map<int, Rings> by_count;
+  const int chain_kind = p.chain ? static_cast<int>(kind) : -1;
   auto rings_for = [&](int channels) -> const Rings& {
+    if (opt.ring_memo != nullptr) {
+      auto [at, fresh] = opt.ring_memo->by_key.try_emplace(std::make_tuple(ranks, chain_kind, channels));
+      if (fresh) at->second.rings = build_rings(topo, eff, ranks, kind, p.chain, channels, &at->second.all_even);
+      return at->second;
+    }
     auto found = by_count.find(channels);
     if (found != by_count.end()) return found->second;
     Rings& r = by_count[channels];

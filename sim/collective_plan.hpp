@@ -299,7 +299,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace overlapsim {
@@ -506,6 +508,18 @@ struct P2pCommunicator {
 /// `channels` (0: the topology's).
 P2pCommunicator group_communicator(const Topology& topo, const std::vector<int>& ranks, int channels = 0);
 
+/// Channel rings reused across plans (CollectiveOptions::ring_memo): by (group members in order,
+/// the chain's kind for a Broadcast or Reduce or −1 for a ring, channels). A 1024-GPU group's
+/// rings take about 10 M instructions to build (routes measured, shares set), and every size and
+/// protocol of one group builds the same ones.
+struct RingMemo {
+  struct Rings {
+    std::vector<ChannelPlan> rings;
+    bool all_even = true;  ///< every channel's hops have one bandwidth
+  };
+  std::map<std::tuple<std::vector<int>, int, int>, Rings> by_key;
+};
+
 struct CollectiveOptions {
   int channels = 8;  ///< the communicator's channel count (NCCL on DGX A100/H100 opens 8 or more
                      ///< rings for large collectives: one per NIC); an op that does not set its
@@ -553,6 +567,10 @@ struct CollectiveOptions {
   /// receive between two ranks on a communicator of those two (PyTorch's ProcessGroupNCCL opens
   /// one per pair for point-to-point), the default.
   P2pCommunicator p2p_comm;
+  /// Where set, the channel rings plan_ring builds (bytes aside: a group's rings at a channel
+  /// count) are kept there and reused by later plans; not owned. REQUIRES: every plan made with
+  /// it is of one topology and one link efficiency (a PlanCache's, which holds one).
+  RingMemo* ring_memo = nullptr;
   /// Takes what a calibration profile says of collectives: its tuning table and its
   /// network.simple_slice_nvlink_s, ll128_step_nvlink_s, ll128_busbw_nvlink_Bps, nvls_loop_s,
   /// p2p_channel_nvlink_Bps and p2p_round_s (the one

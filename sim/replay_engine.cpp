@@ -60,6 +60,7 @@ const PlannedCollective& planned(PlanCache& cache, const ReplayOptions& opt, con
     CollectiveOptions o = opt.collectives;
     if (op.algorithm != CollectiveAlgorithm::Auto) o.algorithm = op.algorithm;
     o.reduce_op = op.reduce_op;
+    o.ring_memo = &cache.rings;  // one topology and link efficiency, as the cache's plans
     pc.plan = plan_collective(topo, opt.link_efficiency, ranks, op.collective, op.bytes, op.channels, o);
     pc.member_ends = pc.plan.member_ends_s();
     for (const ChannelPlan& cp : pc.plan.rings) {

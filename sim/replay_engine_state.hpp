@@ -101,6 +101,7 @@ struct PlannedCollective {
 struct PlanCache {
   const Topology* topology = nullptr;  ///< the one topology its plans are of
   std::map<std::tuple<std::vector<int>, int, double, int, int>, PlannedCollective> plans;
+  RingMemo rings;  ///< the channel rings its plans were built on (CollectiveOptions::ring_memo)
 };
 
 /// The plan of collective `op` over `ranks` under `opt`, from `cache` or planned into it
