@@ -192,7 +192,8 @@ void Replayer::build() {
       const Op& op = p.ops[i];
       if (nis[i] >= 0) list[fill[i]++] = nis[i];
       for (int d : op.deps) list[fill[d]++] = i;
-      if (runs && nis[i] >= 0 && joins_run(ri, i, nis[i], cnt[i])) {
+      // (j joins i's run only where j waits on as many as wait on i: checked first, no op read.)
+      if (runs && nis[i] >= 0 && pending_[ri][nis[i]] == cnt[i] && joins_run(ri, i, nis[i], cnt[i])) {
         if (next == nullptr) {
           chain_next_.resize(static_cast<size_t>(nr));
           next = &chain_next_[ri];
