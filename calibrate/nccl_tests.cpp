@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -291,6 +293,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     bool per_rank = false;
   };
   std::vector<RawTuning> tuning;
+  std::map<int, std::string> huge_counts;  // line → a count past 2^63, as written (the check below)
   bool have_layout = false;
   Layout layout;
   std::string line;
@@ -385,7 +388,14 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     row.size_bytes = static_cast<int64_t>(v);
     if (!is_unsigned(t[1]))
       throw InputError(SourceLocation{path, number, 0}, "", "expected an element count in column 2, found '" + t[1] + "'");
-    row.count = std::atoll(t[1].c_str());
+    // (Past 2^63 the count cannot be any size's: kept as the largest, which the check below
+    // finds disagreeing, not saturated silently by atoll.)
+    errno = 0;
+    row.count = std::strtoll(t[1].c_str(), nullptr, 10);
+    if (errno == ERANGE) {
+      row.count = std::numeric_limits<int64_t>::max();
+      huge_counts[number] = t[1];
+    }
     if (layout.type >= 0) row.type = t[layout.type];
     if (layout.redop >= 0) row.redop = t[layout.redop];
     row.out_of_place = parse_half(path, number, t, layout, 0);
@@ -406,7 +416,8 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     if (layout.type >= 0 && type_bytes(row.type) == 0)
       log.warnings.push_back(path + ":" + std::to_string(number) + ": type '" + row.type +
                              "' is none nccl-tests prints (int8, uint8, int32, uint32, int64, uint64, half, float, "
-                             "double, bfloat16, f8e4m3, f8e5m2); the row is read by its size in bytes");
+                             "double, bfloat16, f8e4m3, f8e5m2, and before NCCL 2 char, int); the row is read by its "
+                             "size in bytes");
     if (row.size_bytes > 0) log.rows.push_back(row);
   }
 
@@ -503,14 +514,21 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
                                : 1;
   for (const NcclTestsRow& r : log.rows) {
     const int bytes = type_bytes(r.type);
-    if (bytes == 0 || r.count > (int64_t{1} << 62) / bytes / per_rank) continue;
+    if (bytes == 0) continue;
+    const std::string ranks_part = per_rank > 1 ? fmt::format(" on each of {} ranks", per_rank) : "";
+    // Sizes are at most 2^62 bytes (refused above): a count whose bytes pass that disagrees.
+    if (r.count > (int64_t{1} << 62) / bytes / per_rank) {
+      log.warnings.push_back(fmt::format("{}:{}: count {} of {} ({} B){} is past 2^62 B, not the size {} B; the row is "
+                                         "read by its size",
+                                         path, r.line, huge_counts.count(r.line) ? huge_counts[r.line] : std::to_string(r.count), r.type, bytes,
+                                         ranks_part, r.size_bytes));
+      continue;
+    }
     const int64_t expected = r.count * bytes * per_rank;
     if (expected != r.size_bytes)
       log.warnings.push_back(fmt::format("{}:{}: count {} of {} ({} B){} is {} B, not the size {} B; the row is read "
                                          "by its size",
-                                         path, r.line, r.count, r.type, bytes,
-                                         per_rank > 1 ? fmt::format(" on each of {} ranks", per_rank) : "", expected,
-                                         r.size_bytes));
+                                         path, r.line, r.count, r.type, bytes, ranks_part, expected, r.size_bytes));
   }
   // NCCL's choices for this collective (header: sizes of the newest format are per rank for
   // AllGather and ReduceScatter).

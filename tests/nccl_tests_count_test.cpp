@@ -57,6 +57,15 @@ TEST_CASE("nccl-tests logs: a count that disagrees with size and type is warned,
                                    "row is read by its size"));
     CHECK(l.rows.front().size_bytes == 1024);
   }
+  SUBCASE("a count past 2^62 bytes, or past 2^63 (read as written, not saturated)") {
+    for (const char* huge : {"4611686018427387904", "9223372036854775807", "99999999999999999999"}) {
+      CAPTURE(huge);
+      std::stringstream s = with_count("all_gather_perf_8xh100.log", "1048576", huge);
+      const NcclTestsLog l = parse_nccl_tests_log("all_gather_perf.log", s);
+      CHECK(any_contains(l.warnings, std::string(": count ") + huge + " of float (4 B) on each of 8 ranks is past 2^62 B, "
+                                     "not the size 1048576 B"));
+    }
+  }
   SUBCASE("AllReduce: the whole buffer") {
     std::stringstream s = with_count("all_reduce_perf_8xh100.log", "8", "1");
     const NcclTestsLog l = parse_nccl_tests_log("all_reduce_perf.log", s);
