@@ -984,6 +984,16 @@ TEST_CASE("collective --ranks-per-node past the machine limit at the nodes' full
   CHECK(!rows(k1.output).empty());
   CHECK(rows(k1.output) == rows(one.output));
   // Past the limit even at K GPUs a node: the limit's own error, at node.count.
+  // K at the nodes' full size trims nothing, and a node.count that is no count is not a limit:
+  // their errors as they are, without the trimming's words.
+  for (const std::string& args : {std::string(" --override node.count=4096 --ranks-per-node 8"),
+                                  std::string(" --override node.count=99999999999999999999 --ranks-per-node 1")}) {
+    CAPTURE(args);
+    const Run r = run_cli("collective -t " + h100 + args + common);
+    CHECK(r.status == 2);
+    CHECK(r.output.find("node.count: expected") != std::string::npos);
+    CHECK(r.output.find("loaded with only") == std::string::npos);
+  }
   const Run over = run_cli("collective -t " + h100 + " --override node.count=20000 --ranks-per-node 1" + common);
   CHECK(over.status == 2);
   CHECK(over.output.find("node.count: expected at most 16384 GPUs in the machine") != std::string::npos);

@@ -208,6 +208,16 @@ int collective_command(const CollectiveArgs& a) {
                     : comparing && log.nodes > 1 && log.ranks_per_host > 0 ? log.ranks_per_host
                                                                               : 0;
       if (e.key() != "node.count" || k <= 0 || ov.count("node.gpus.count") > 0) throw;
+      // K at the nodes' full size (or more) trims nothing: the error as it is.
+      TopologyOverrides one_node = ov;
+      one_node["node.count"] = "1";
+      int full = 0;
+      try {
+        full = load_topology(a.topology, one_node).gpus_per_node;
+      } catch (const InputError&) {
+        throw e;  // (one node does not load either)
+      }
+      if (k >= full) throw;
       TopologyOverrides trimmed = ov;
       trimmed["node.gpus.count"] = std::to_string(k);
       try {
@@ -218,8 +228,9 @@ int collective_command(const CollectiveArgs& a) {
         ov = trimmed;  // what every later load (the node-count hints below) grows from
         return t;
       } catch (const InputError& trimmed_error) {
-        // Past the limit even so: its own count, which says why no trimming helped.
-        if (trimmed_error.key() != "node.count") throw e;
+        // Past the limit even so: its own count, which says why no trimming helped. (The same
+        // message: node.count itself is wrong, which no trimming changes.)
+        if (trimmed_error.key() != "node.count" || trimmed_error.message() == e.message()) throw e;
         throw InputError(trimmed_error.where(), trimmed_error.key(),
                          fmt::format("{} (with the nodes loaded with only the {} GPU(s) a node the collective takes)",
                                      trimmed_error.message(), k));
