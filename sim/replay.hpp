@@ -141,7 +141,7 @@ struct ReplayTimes {
   std::vector<std::vector<double>> start_s;
   std::vector<std::vector<double>> end_s;
   double makespan_s = 0;       ///< latest end over all ops
-  long long activities = 0;    ///< SimGrid activities created (execs + flows)
+  long long activities = 0;    ///< activities created: kernels (or runs of them), flows and timers (SimGrid's in flow)
   std::vector<FlowRecord> flows;  ///< in start order; only with ReplayOptions::record_flows
 };
 

@@ -48,7 +48,8 @@ struct StrategyResult {
   /// --max-ops's estimate of `ops`, made before any schedule was built (sim/op_estimate.hpp;
   /// the workload's ops where it holds more); 0 out of memory or where a pass stopped the probe.
   long long estimated_ops = 0;
-  long long activities = 0;   ///< SimGrid activities (kernels and flows) created
+  long long activities = 0;   ///< activities the replay created: kernels (a run of kernels on one stream is one,
+                              ///< ReplayOptions::every_kernel), flows and timers (SimGrid's in flow fidelity)
   int replays = 0;            ///< replays of its schedules made (the steady state's samples, or one)
   /// Host wall-clock seconds spent in replay() over those replays (flow: the forked child's
   /// start included), measured with std::chrono::steady_clock; not a simulated figure, and not
