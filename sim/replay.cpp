@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +19,7 @@
 
 #include <csignal>
 #include <dlfcn.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,7 +192,26 @@ ReplayTimes replay(const Schedule& schedule, const Topology& topo, const ReplayO
   ::close(fds[1]);
   std::string buf;
   char chunk[1 << 16];
+  // The child writes its result when done: until then the parent waits, telling the heartbeat
+  // (ReplayOptions::heartbeat) how long it has waited every heartbeat_interval_s.
+  const auto began = std::chrono::steady_clock::now();
+  double next_beat = options.heartbeat_interval_s;
   for (;;) {
+    if (options.heartbeat && options.heartbeat_interval_s > 0) {
+      pollfd pfd{fds[0], POLLIN, 0};
+      const auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
+      // (Rounded up to poll's milliseconds: never told before its time.)
+      const int ms = static_cast<int>(std::ceil(std::clamp((next_beat - waited()) * 1e3, 0.0, 1e9)));
+      const int ready = ::poll(&pfd, 1, ms);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) {
+        const double now = waited();
+        if (now < next_beat) continue;
+        options.heartbeat(now);
+        next_beat = (std::floor(now / options.heartbeat_interval_s) + 1) * options.heartbeat_interval_s;
+        continue;
+      }
+    }
     ssize_t n = ::read(fds[0], chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;

@@ -60,6 +60,7 @@
 #include "sim/schedule.hpp"
 #include "sim/topology.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -110,6 +111,11 @@ struct ReplayOptions {
   /// are distinct). Null: each replay plans its own. Throws std::logic_error when shared by two
   /// topologies.
   std::shared_ptr<detail::PlanCache> plan_cache;
+  /// `flow` only: while the parent waits for the replay's process, called with the seconds
+  /// waited so far (host time) each time another heartbeat_interval_s of them has passed (a
+  /// progress line for a replay of minutes); null: none.
+  std::function<void(double waited_s)> heartbeat;
+  double heartbeat_interval_s = 30;  ///< seconds
 };
 
 /// A new, empty plan cache for ReplayOptions::plan_cache.

@@ -268,6 +268,17 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
       return std::nullopt;
     }
     nccl_check.check(sched, topo, ro);
+    // A flow replay of minutes says it is still running (the progress lines' callback).
+    if (opt.progress && ro.fidelity == Fidelity::Flow)
+      ro.heartbeat = [&](double waited_s) {
+        opt.progress(fmt::format("still replaying {} ({} micro-batches, {} ops on {} simulated rank(s), flow fidelity): "
+                                 "{:.0f} s",
+                                 name, p.num_micro_batches(), format_ops(out.ops), sched.programs.size(), waited_s));
+      };
+    struct Unset {  // (its captures end with this replay, thrown or not)
+      ReplayOptions& o;
+      ~Unset() { o.heartbeat = nullptr; }
+    } unset{ro};
     const auto began = std::chrono::steady_clock::now();
     const ReplayTimes t = replay(sched, topo, ro);
     replay_wall[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();

@@ -117,6 +117,30 @@ TEST_CASE("analytic: a folded collective's one simulated member holds its SMs an
   CHECK(one.activities == 2);  // the kernel and the collective's timer
 }
 
+TEST_CASE("a flow replay's heartbeat tells the seconds waited, every interval, and changes nothing") {
+  // 100 AllReduces one after another on 8 simulated ranks: some tens of milliseconds of flows.
+  const Topology topo = load_topology(kStar8);
+  ReplayOptions opt = textbook();
+  Schedule s;
+  s.world_size = 8;
+  const int g = s.intern_group(first(8), CommPurpose::TensorParallel);
+  for (int r = 0; r < 8; ++r) {
+    RankProgram p{r, 1, {}};
+    for (int k = 0; k < 100; ++k) p.ops.push_back(collective_op(g, k, 1024.0 * 1024, "ar"));
+    s.programs.push_back(p);
+  }
+  const ReplayTimes quiet = replay(s, topo, opt);
+  std::vector<double> beats;
+  opt.heartbeat = [&](double waited_s) { beats.push_back(waited_s); };
+  opt.heartbeat_interval_s = 0.001;
+  const ReplayTimes told = replay(s, topo, opt);
+  REQUIRE_FALSE(beats.empty());
+  CHECK(beats.front() >= 0.001);
+  for (size_t i = 1; i < beats.size(); ++i) CHECK(std::floor(beats[i] / 0.001) > std::floor(beats[i - 1] / 0.001));
+  CHECK(told.makespan_s == quiet.makespan_s);
+  CHECK(told.activities == quiet.activities);
+}
+
 TEST_CASE("analytic fidelity equals flow fidelity without contention") {
   const Topology topo = load_topology(kStar8);
   ReplayOptions flow, analytic;  // NCCL protocols on: both fidelities must still agree
