@@ -315,6 +315,10 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
   auto bad = [&](const std::string& msg) { bad_setting(key, msg); };
   auto to_int = [&](int min_value, int max_value = 1 << 30) {
     try {
+      // Digits, after a minus sign at most (as the YAML reader takes them: no '+', no blanks).
+      const size_t first = !value.empty() && value[0] == '-' ? 1 : 0;
+      if (value.size() == first || value.find_first_not_of("0123456789", first) != std::string::npos)
+        throw std::invalid_argument("");
       size_t used = 0;
       const long long v = std::stoll(value, &used);
       if (used != value.size() || v < min_value || v > max_value) throw std::invalid_argument("");

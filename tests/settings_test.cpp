@@ -28,3 +28,16 @@ TEST_CASE("zero_stage outside 0-3 names the ZeRO stages, from the file and from 
     CHECK(file.output.find(std::string("expected 0, 1, 2 or 3 (the ZeRO stage), found ") + v) != std::string::npos);
   }
 }
+
+TEST_CASE("--set takes an integer as the scenario file does: digits, no sign '+', no blanks") {
+  const std::string src = OVERLAPSIM_SOURCE_DIR;
+  for (const char* v : {"+2", " 2", "2 ", "0x2", "2.0", ""}) {
+    CAPTURE(v);
+    const Run r = run_cli("run -q " + src + "/scenarios/default.yaml --set 'parallelism.zero_stage=" + v + "'");
+    CHECK(r.status == 2);
+    CHECK(r.output.find(std::string("parallelism.zero_stage: expected an integer from 0 to 3, found '") + v + "'") !=
+          std::string::npos);
+  }
+  CHECK(run_cli("run -q " + src + "/scenarios/default.yaml --fidelity analytic -s megatron --set parallelism.zero_stage=02")
+            .status == 0);
+}
