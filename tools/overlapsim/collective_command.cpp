@@ -68,7 +68,8 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->check(whole_number(1));
   c->add_option("--topology,-t", a.topology, "topology YAML file")->required();
   c->add_option("--override", a.overrides, "topology override KEY=VALUE, e.g. node.count=16 (repeatable)");
-  c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e); each size counts whole floats")
+  c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e); each size is the one nccl-tests runs for "
+                "it: whole floats (a rank's, for allgather, reducescatter, alltoall)")
       ->check([](const std::string& v) { return v.empty() ? std::string("expected FROM:TO, found an empty value") : std::string(); });
   c->add_option("--factor,-f", a.factor, "size multiplication factor, default 2 (nccl-tests -f)")
       ->type_name("INT")
@@ -363,8 +364,25 @@ int collective_command(const CollectiveArgs& a) {
             "{:.0f} B",
             all_memory, ranks, ranks, dev.hbm_bytes / (1024.0 * 1024 * 1024), dev.model, to));
       sizes = size_range(from, to, a.factor == 0 ? 2.0 : a.factor);
-      for (double& s : sizes) s = 4 * std::floor(s / 4);
+      // The size nccl-tests runs and prints for each: what its element count makes (src/common.cu
+      // setupArgs: count = size / 4 for floats; AllGather, ReduceScatter and AllToAll take
+      // count / ranks elements a rank, GetCollByteCount), 4 · count, times the ranks for those
+      // three (100 B of AllGather over 8 ranks runs and reads 96 B). A size that holds no element
+      // a rank is a call of 0 elements there, nothing to time: left out, with a note.
+      const bool per_rank = op == BenchOp::AllGather || op == BenchOp::ReduceScatter || op == BenchOp::AllToAll;
+      const double unit = 4.0 * (per_rank ? ranks : 1);
+      for (double& s : sizes) s = unit * std::floor(s / unit);
       sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+      if (!sizes.empty() && sizes.front() == 0) {
+        sizes.erase(sizes.begin());
+        if (sizes.empty())
+          throw std::invalid_argument(fmt::format(
+              "expected a size of at least {:.0f} B for {} over {} ranks (one float a rank), found at most {:.0f} B",
+              unit, to_string(op), ranks, to));
+        notes.push_back(fmt::format("sizes below {:.0f} B hold no float a rank for {} over {} ranks (nccl-tests runs "
+                                    "them as 0 elements): left out",
+                                    unit, to_string(op), ranks));
+      }
     } catch (const std::invalid_argument& e) {
       throw InputError(cli, "--sizes", std::string(e.what()) + " (in '" + range + "')");
     }
