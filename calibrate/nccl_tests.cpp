@@ -293,7 +293,6 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     bool per_rank = false;
   };
   std::vector<RawTuning> tuning;
-  std::map<int, std::string> huge_counts;  // line → a count past 2^63, as written (the check below)
   bool have_layout = false;
   Layout layout;
   std::string line;
@@ -383,19 +382,21 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     row.line = number;
     double v = 0;
     if (!parse_double(t[0], &v)) throw InputError(SourceLocation{path, number, 0}, "", "expected a size in bytes, found '" + t[0] + "'");
-    if (v > 0x1p62)  // 4 EiB: beyond any buffer (and past int64 a cast would wrap)
+    // 4 EiB: beyond any buffer (and past int64 a cast would wrap). Digits are read exactly (a
+    // double rounds 2^62 + 1 down to 2^62).
+    errno = 0;
+    const unsigned long long exact = is_unsigned(t[0]) ? std::strtoull(t[0].c_str(), nullptr, 10) : 0;
+    if (v > 0x1p62 || errno == ERANGE || exact > (1ULL << 62))
       throw InputError(SourceLocation{path, number, 0}, "", "expected a size of at most 2^62 bytes, found '" + t[0] + "'");
-    row.size_bytes = static_cast<int64_t>(v);
+    row.size_bytes = is_unsigned(t[0]) ? static_cast<int64_t>(exact) : static_cast<int64_t>(v);
     if (!is_unsigned(t[1]))
       throw InputError(SourceLocation{path, number, 0}, "", "expected an element count in column 2, found '" + t[1] + "'");
     // (Past 2^63 the count cannot be any size's: kept as the largest, which the check below
     // finds disagreeing, not saturated silently by atoll.)
     errno = 0;
     row.count = std::strtoll(t[1].c_str(), nullptr, 10);
-    if (errno == ERANGE) {
-      row.count = std::numeric_limits<int64_t>::max();
-      huge_counts[number] = t[1];
-    }
+    row.count_text = t[1];
+    if (errno == ERANGE) row.count = std::numeric_limits<int64_t>::max();
     if (layout.type >= 0) row.type = t[layout.type];
     if (layout.redop >= 0) row.redop = t[layout.redop];
     row.out_of_place = parse_half(path, number, t, layout, 0);
@@ -516,11 +517,11 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     const int bytes = type_bytes(r.type);
     if (bytes == 0) continue;
     const std::string ranks_part = per_rank > 1 ? fmt::format(" on each of {} ranks", per_rank) : "";
-    // Sizes are at most 2^62 bytes (refused above): a count whose bytes pass that disagrees.
+    // Sizes are at most 2^62 bytes (refused where read): a count whose bytes pass that disagrees.
     if (r.count > (int64_t{1} << 62) / bytes / per_rank) {
       log.warnings.push_back(fmt::format("{}:{}: count {} of {} ({} B){} is past 2^62 B, not the size {} B; the row is "
                                          "read by its size",
-                                         path, r.line, huge_counts.count(r.line) ? huge_counts[r.line] : std::to_string(r.count), r.type, bytes,
+                                         path, r.line, r.count_text, r.type, bytes,
                                          ranks_part, r.size_bytes));
       continue;
     }

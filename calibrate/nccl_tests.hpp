@@ -72,7 +72,8 @@ struct NcclTestsHalf {
 struct NcclTestsRow {
   int line = 0;              ///< 1-based line in the log
   int64_t size_bytes = 0;
-  int64_t count = 0;
+  int64_t count = 0;         ///< (past 2^63: the largest int64; count_text holds it as written)
+  std::string count_text;    ///< the count as written
   std::string type, redop;   ///< as printed ("" when the header has no such column)
   NcclTestsHalf out_of_place, in_place;
 };

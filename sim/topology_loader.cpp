@@ -298,6 +298,11 @@ long long count_with_override(const YamlFile& f, const YAML::Node& map, const st
   long long n = 0;
   const std::string& s = o->second;
   const auto r = std::from_chars(s.data(), s.data() + s.size(), n);
+  // (Digits past 2^63 are a count too large, not one that is no count: the machine limit's words.)
+  if (!s.empty() && r.ec == std::errc::result_out_of_range && r.ptr == s.data() + s.size())
+    fail(f, v, key, "expected at most " + std::to_string(kMaxTopologyGpus) + " GPUs in the machine, found '" + s +
+                        "' " + (key == "node.count" ? "nodes" : "GPUs per node") + " (from the topology override " +
+                        key + ")");
   if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size() || n <= 0)
     fail(f, v, key, "expected a positive count, found '" + s + "' (from the topology override " + key + ")");
   return n;
@@ -337,7 +342,8 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
     const std::string key = per_node_alone ? "node.gpus.count" : "node.count";
     const std::string found =
         per_node_alone ? std::to_string(per_node) + " GPUs per node"
-                       : std::to_string(num_nodes) + " nodes of " + std::to_string(per_node) + " GPUs = " +
+                       : std::to_string(num_nodes) + " nodes of " + std::to_string(per_node) +
+                             (per_node == 1 ? " GPU = " : " GPUs = ") +
                              (num_nodes > std::numeric_limits<long long>::max() / per_node
                                   ? std::string("more than 2^63")
                                   : std::to_string(num_nodes * per_node));

@@ -997,9 +997,18 @@ TEST_CASE("collective --ranks-per-node past the machine limit at the nodes' full
   const Run over = run_cli("collective -t " + h100 + " --override node.count=20000 --ranks-per-node 1" + common);
   CHECK(over.status == 2);
   CHECK(over.output.find("node.count: expected at most 16384 GPUs in the machine") != std::string::npos);
-  CHECK(over.output.find("found 20000 nodes of 1 GPUs = 20000") != std::string::npos);
-  CHECK(over.output.find("(with the nodes loaded with only the 1 GPU(s) a node the collective takes)") !=
+  CHECK(over.output.find("found 20000 nodes of 1 GPU = 20000") != std::string::npos);
+  CHECK(over.output.find("; that is with the nodes loaded with only the 1 GPU(s) a node the collective takes") !=
         std::string::npos);
+  // More per node than a node holds: that error, not the machine limit's.
+  const Run nine = run_cli("collective -t " + h100 + " --override node.count=4096 --ranks-per-node 9" + common);
+  CHECK(nine.status == 2);
+  CHECK(nine.output.find("--ranks-per-node: expected at most 8 (the GPUs of a node of dgx-h100-superpod), found 9") !=
+        std::string::npos);
+  // Digits past 2^63: a count too large, said as the limit.
+  const Run huge = run_cli("collective -t " + h100 + " --override node.count=99999999999999999999" + common);
+  CHECK(huge.output.find("node.count: expected at most 16384 GPUs in the machine, found '99999999999999999999' "
+                         "nodes") != std::string::npos);
 }
 
 TEST_CASE("layout products past 32 bits are input errors, not a crash or a wrapped figure") {

@@ -2,6 +2,7 @@
 // prints a rank's elements per call, so size = count · type size, times the ranks for AllGather,
 // ReduceScatter and AllToAll.
 #include "calibrate/nccl_tests.hpp"
+#include "sim/error.hpp"
 
 #include "tests/test_support.hpp"
 
@@ -65,6 +66,33 @@ TEST_CASE("nccl-tests logs: a count that disagrees with size and type is warned,
       CHECK(any_contains(l.warnings, std::string(": count ") + huge + " of float (4 B) on each of 8 ranks is past 2^62 B, "
                                      "not the size 1048576 B"));
     }
+  }
+  SUBCASE("the count as written, in the row and in collective --compare's table") {
+    std::stringstream s = with_count("all_reduce_perf_8xh100.log", "1048576", "99999999999999999999");
+    const std::string text = s.str();
+    const NcclTestsLog l = parse_nccl_tests_log("all_reduce_perf.log", s);
+    bool found = false;
+    for (const auto& r : l.rows) found |= r.size_bytes == 1048576 && r.count_text == "99999999999999999999";
+    CHECK(found);
+    const std::string path = testing::temp_path("_all_reduce_perf.log");
+    std::ofstream(path) << text;
+    const testing::Run cmp = testing::run_cli("collective -t " + std::string(OVERLAPSIM_SOURCE_DIR) +
+                                              "/topologies/dgx-h100-superpod.yaml --override node.count=1 --fidelity "
+                                              "analytic --compare " + path);
+    CHECK(cmp.status == 0);
+    CHECK(cmp.output.find("1048576 99999999999999999999  float") != std::string::npos);
+  }
+  SUBCASE("a size past 2^62 by one byte is refused, not rounded to 2^62") {
+    std::ifstream f(kLogs + "all_reduce_perf_8xh100.log");
+    std::stringstream edited;
+    for (std::string line; std::getline(f, line);) {
+      const auto at = line.find("     1048576 ");
+      if (at != std::string::npos) line.replace(at, 13, " 4611686018427387905 ");
+      edited << line << "\n";
+    }
+    CHECK_THROWS_WITH_AS(parse_nccl_tests_log("all_reduce_perf.log", edited),
+                         doctest::Contains("expected a size of at most 2^62 bytes, found '4611686018427387905'"),
+                         InputError);
   }
   SUBCASE("AllReduce: the whole buffer") {
     std::stringstream s = with_count("all_reduce_perf_8xh100.log", "8", "1");

@@ -218,7 +218,11 @@ int collective_command(const CollectiveArgs& a) {
       } catch (const InputError&) {
         throw e;  // (one node does not load either)
       }
-      if (k >= full) throw;
+      if (k > full)  // its own error, as where the nodes load (below)
+        throw InputError(cli, "--ranks-per-node",
+                         fmt::format("expected at most {} (the GPUs of a node of {}), found {}", full,
+                                     load_topology(a.topology, one_node).name, k));
+      if (k == full) throw;
       TopologyOverrides trimmed = ov;
       trimmed["node.gpus.count"] = std::to_string(k);
       try {
@@ -233,8 +237,8 @@ int collective_command(const CollectiveArgs& a) {
         // message: node.count itself is wrong, which no trimming changes.)
         if (trimmed_error.key() != "node.count" || trimmed_error.message() == e.message()) throw e;
         throw InputError(trimmed_error.where(), trimmed_error.key(),
-                         fmt::format("{} (with the nodes loaded with only the {} GPU(s) a node the collective takes)",
-                                     trimmed_error.message(), k));
+                         fmt::format("{}; that is with the nodes loaded with only the {} GPU(s) a node the "
+                                     "collective takes", trimmed_error.message(), k));
       }
     }
   }();
@@ -626,12 +630,12 @@ int collective_command(const CollectiveArgs& a) {
     // nccl-tests' count: elements per rank for AllGather, ReduceScatter and AllToAll (a rank's
     // part of the size), of the buffer for the others.
     const bool per_rank = op == BenchOp::AllGather || op == BenchOp::ReduceScatter || op == BenchOp::AllToAll;
-    const double count = lr && lr->count > 0 ? static_cast<double>(lr->count)
-                                             : std::floor(r.size_bytes / 4 / (per_rank ? ranks : 1));
+    // (The log's count as written, whatever it says; the reader warns where it disagrees.)
+    const std::string count = lr ? lr->count_text : fmt::format("{:.0f}", std::floor(r.size_bytes / 4 / (per_rank ? ranks : 1)));
     const std::string type = lr && !lr->type.empty() ? lr->type : "float";
     const std::string row_redop =
         lr && !lr->redop.empty() ? lr->redop : reduces ? to_string(opt.replay.collectives.reduce_op) : "none";
-    std::cout << fmt::format("  {:>12.0f} {:>12.0f} {:>6} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}  {}\n", r.size_bytes,
+    std::cout << fmt::format("  {:>12.0f} {:>12} {:>6} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}  {}\n", r.size_bytes,
                              count, type, row_redop, rooted ? "0" : "-1", r.time_s * 1e6, r.algbw_Bps / 1e9,
                              r.busbw_Bps / 1e9, extra, r.plan);
     sum_busbw += r.busbw_Bps;
