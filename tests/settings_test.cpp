@@ -41,3 +41,11 @@ TEST_CASE("--set takes an integer as the scenario file does: digits, no sign '+'
   CHECK(run_cli("run -q " + src + "/scenarios/default.yaml --fidelity analytic -s megatron --set parallelism.zero_stage=02")
             .status == 0);
 }
+
+TEST_CASE("an input error of a scenario changed by --set names the settings with the file") {
+  const std::string src = OVERLAPSIM_SOURCE_DIR;
+  const Run r = run_cli("run -q " + src + "/scenarios/default.yaml --set parallelism.global_batch=02");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("parallelism.global_batch: 2 is not divisible by dp · micro_batch = 16 (the scenario as "
+                      "changed by --set parallelism.global_batch=02)") != std::string::npos);
+}

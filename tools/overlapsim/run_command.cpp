@@ -145,7 +145,18 @@ int run_command(const RunArgs& a) {
       trace->add(name, s, t, &topo);
     };
   }
-  const RunResult r = simulate(sc, opt);
+  // An input error in a scenario changed by --set names the file, whose line may not hold the
+  // value at fault: the settings are said with it.
+  const RunResult r = [&] {
+    try {
+      return simulate(sc, opt);
+    } catch (const InputError& e) {
+      if (a.settings.empty() || e.where().file != sc.path) throw;
+      std::string set;
+      for (const auto& kv : a.settings) set += (set.empty() ? "--set " : ", --set ") + kv;
+      throw InputError(e.where(), e.key(), e.message() + " (the scenario as changed by " + set + ")");
+    }
+  }();
   print_table(std::cout, r);
   if (a.explain) print_plans(std::cout, r);
   if (a.timings) {
