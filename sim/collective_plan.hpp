@@ -510,8 +510,9 @@ P2pCommunicator group_communicator(const Topology& topo, const std::vector<int>&
 
 /// Channel rings reused across plans (CollectiveOptions::ring_memo): by (group members in order,
 /// the chain's kind for a Broadcast or Reduce or −1 for a ring, channels). A 1024-GPU group's
-/// rings take about 10 M instructions to build (routes measured, shares set), and every size and
-/// protocol of one group builds the same ones.
+/// 8 rings took 21 M instructions to build (routes measured, shares set; callgrind, `collective
+/// --op allreduce` over 128 DGX A100 nodes at 1 GiB), and every size, protocol and tuner input of
+/// one group builds the same ones.
 struct RingMemo {
   struct Rings {
     std::vector<ChannelPlan> rings;

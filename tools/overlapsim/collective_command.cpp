@@ -209,7 +209,7 @@ int collective_command(const CollectiveArgs& a) {
                     : comparing && log.nodes > 1 && log.ranks_per_host > 0 ? log.ranks_per_host
                                                                               : 0;
       if (e.key() != "node.count" || k <= 0 || ov.count("node.gpus.count") > 0) throw;
-      // K at the nodes' full size (or more) trims nothing: the error as it is.
+      // K at the nodes' full size trims nothing (the error as it is); above it, K's own error.
       TopologyOverrides one_node = ov;
       one_node["node.count"] = "1";
       int full = 0;
