@@ -203,8 +203,7 @@ void Replayer::on_ready(int ri, int oi) {
   times_.start_s[ri][oi] = be_.now();
   switch (op.type) {
     case OpType::Compute: {
-      const bool run = !chain_next_.empty() && !chain_next_[ri].empty() && chain_next_[ri][oi] >= 0;
-      const double seconds = run ? run_s(ri, oi) : kernel_s(op);
+      const double seconds = continues_run(ri, oi) ? run_s(ri, oi) : kernel_s(op);
       if (seconds <= 0) {
         kernel_done(ri, oi);
         return;

@@ -170,7 +170,7 @@ double Replayer::run_s(int ri, int oi) const {
 }
 
 void Replayer::kernel_done(int ri, int oi) {
-  if (chain_next_.empty() || chain_next_[ri].empty() || chain_next_[ri][oi] < 0) {
+  if (!continues_run(ri, oi)) {
     complete(ri, oi);
     return;
   }

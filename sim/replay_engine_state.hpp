@@ -160,6 +160,10 @@ class Replayer {
   bool joins_run(int ri, int i, int j, int successors) const;
   /// A run's summed kernel_s from its op oi to its end (oi its first op: the whole run's), seconds.
   double run_s(int ri, int oi) const;
+  /// Whether compute op oi of rank index ri is followed in a kernel run (joins_run).
+  bool continues_run(int ri, int oi) const {
+    return !chain_next_.empty() && !chain_next_[ri].empty() && chain_next_[ri][oi] >= 0;
+  }
   /// The kernel of compute op oi of rank index ri (a run's first op: the whole run) has ended:
   /// its ops' times are set (a run's in proportion to their work) and the last one completes.
   void kernel_done(int ri, int oi);

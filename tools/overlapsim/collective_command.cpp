@@ -18,6 +18,7 @@
 #include <cmath>
 #include <functional>
 #include <iostream>
+#include <optional>
 
 namespace overlapsim::cli {
 
@@ -31,6 +32,14 @@ constexpr int kMaxUnfoldedRanks = 1024;
 /// unfolded AllGather over 520 H100s, 2.2 M flows: 204 s and 376 MB for one size; a 1 GiB ring
 /// AllReduce over 128 A100s unfolded, 260 k flows: 8.9 s).
 constexpr double kMaxUnfoldedRingFlows = 1 << 20;
+/// The bytes one unit of nccl-tests' count column stands for, its elements being floats: 4, or
+/// 4 · ranks for AllGather, ReduceScatter and AllToAll, whose count is a rank's share of the size
+/// (src/*.cu GetCollByteCount).
+double counted_bytes(BenchOp op, int ranks) {
+  const bool per_rank = op == BenchOp::AllGather || op == BenchOp::ReduceScatter || op == BenchOp::AllToAll;
+  return 4.0 * (per_rank ? ranks : 1);
+}
+
 /// Most ranks of an AllToAll: its pieces, one per ordered pair of ranks, are routed and timed one
 /// by one, so time and memory grow with the square of the ranks (4,096 ranks, 16.8 M pieces: 34 s
 /// and 1.8 GB; 16,384 ran past 12 GB and was killed).
@@ -212,17 +221,17 @@ int collective_command(const CollectiveArgs& a) {
       // K at the nodes' full size trims nothing (the error as it is); above it, K's own error.
       TopologyOverrides one_node = ov;
       one_node["node.count"] = "1";
-      int full = 0;
+      std::optional<Topology> node;
       try {
-        full = load_topology(a.topology, one_node).gpus_per_node;
+        node.emplace(load_topology(a.topology, one_node));
       } catch (const InputError&) {
         throw e;  // (one node does not load either)
       }
-      if (k > full)  // its own error, as where the nodes load (below)
+      if (k > node->gpus_per_node)  // its own error, as where the nodes load (below)
         throw InputError(cli, "--ranks-per-node",
-                         fmt::format("expected at most {} (the GPUs of a node of {}), found {}", full,
-                                     load_topology(a.topology, one_node).name, k));
-      if (k == full) throw;
+                         fmt::format("expected at most {} (the GPUs of a node of {}), found {}", node->gpus_per_node,
+                                     node->name, k));
+      if (k == node->gpus_per_node) throw;
       TopologyOverrides trimmed = ov;
       trimmed["node.gpus.count"] = std::to_string(k);
       try {
@@ -373,8 +382,7 @@ int collective_command(const CollectiveArgs& a) {
       // count / ranks elements a rank, GetCollByteCount), 4 · count, times the ranks for those
       // three (100 B of AllGather over 8 ranks runs and reads 96 B). A size that holds no element
       // a rank is a call of 0 elements there, nothing to time: left out, with a note.
-      const bool per_rank = op == BenchOp::AllGather || op == BenchOp::ReduceScatter || op == BenchOp::AllToAll;
-      const double unit = 4.0 * (per_rank ? ranks : 1);
+      const double unit = counted_bytes(op, ranks);
       for (double& s : sizes) s = unit * std::floor(s / unit);
       sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
       if (!sizes.empty() && sizes.front() == 0) {
@@ -627,11 +635,9 @@ int collective_command(const CollectiveArgs& a) {
     }
     // The log's count, type and redop where it prints them (the simulation moves bytes).
     const NcclTestsRow* lr = comparing ? &log.rows[i] : nullptr;
-    // nccl-tests' count: elements per rank for AllGather, ReduceScatter and AllToAll (a rank's
-    // part of the size), of the buffer for the others.
-    const bool per_rank = op == BenchOp::AllGather || op == BenchOp::ReduceScatter || op == BenchOp::AllToAll;
-    // (The log's count as written, whatever it says; the reader warns where it disagrees.)
-    const std::string count = lr ? lr->count_text : fmt::format("{:.0f}", std::floor(r.size_bytes / 4 / (per_rank ? ranks : 1)));
+    // nccl-tests' count (counted_bytes); the log's as written, whatever it says (the reader warns
+    // where it disagrees).
+    const std::string count = lr ? lr->count_text : fmt::format("{:.0f}", std::floor(r.size_bytes / counted_bytes(op, ranks)));
     const std::string type = lr && !lr->type.empty() ? lr->type : "float";
     const std::string row_redop =
         lr && !lr->redop.empty() ? lr->redop : reduces ? to_string(opt.replay.collectives.reduce_op) : "none";
