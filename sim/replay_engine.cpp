@@ -82,17 +82,16 @@ void Replayer::drain() {
 }
 
 void Replayer::complete(int ri, int oi) {
-  times_.end_s[ri][oi] = be_.now();
+  OpState* st = &ops_[op_base_[static_cast<size_t>(ri)]];
+  st[oi].end_s = be_.now();
   // Only a Send or Recv holds a peer kernel's SMs (p2p_hold): no lookup for the other ops.
-  if (!p2p_holds_.empty()) {
-    const OpType type = s_.programs[ri].ops[oi].type;
-    if (type == OpType::Send || type == OpType::Recv) p2p_release(ri, oi);
-  }
+  if (!p2p_holds_.empty() && (st[oi].type == OpType::Send || st[oi].type == OpType::Recv)) p2p_release(ri, oi);
   ++completed_;
-  const auto& begin = succ_begin_[ri];
-  for (int k = begin[oi]; k < begin[oi + 1]; ++k) {
-    const int j = succ_[ri][k];
-    if (--pending_[ri][j] == 0) {
+  // (The next op's succ_begin ends the list: the last op's is the next rank's first, or the
+  // sentinel past every rank.)
+  for (int k = st[oi].succ_begin, end = st[oi + 1].succ_begin; k < end; ++k) {
+    const int j = succ_[k];
+    if (--st[j].pending == 0) {
       ready_rank_.push_back(ri);
       ready_op_.push_back(j);
     }
@@ -199,22 +198,23 @@ void Replayer::set_gpu_state(int ri) {
 }
 
 void Replayer::on_ready(int ri, int oi) {
-  const Op& op = s_.programs[ri].ops[oi];
-  times_.start_s[ri][oi] = be_.now();
-  switch (op.type) {
+  OpState& st = state(ri, oi);
+  st.start_s = be_.now();
+  switch (st.type) {
     case OpType::Compute: {
-      const double seconds = continues_run(ri, oi) ? run_s(ri, oi) : kernel_s(op);
-      if (seconds <= 0) {
+      // A kernel, or the first of a run for the run's summed time (its Op is not read).
+      if (st.run_s <= 0) {
         kernel_done(ri, oi);
         return;
       }
-      start_exec(Task::Kernel, true, seconds, ri, oi, -1);
+      start_exec(Task::Kernel, true, st.run_s, ri, oi, -1);
       return;
     }
     case OpType::Collective:
       coll_ready(ri, oi);
       return;
     case OpType::Send: {
+      const Op& op = s_.programs[ri].ops[oi];
       p2p_hold(ri, oi, op);
       p2p_send(ri, oi, op.match, false);
       // The mirror that sends to this rank does so now too (mirror_partners).
@@ -222,6 +222,7 @@ void Replayer::on_ready(int ri, int oi) {
       return;
     }
     case OpType::Recv: {
+      const Op& op = s_.programs[ri].ops[oi];
       p2p_hold(ri, oi, op);
       P2PState& st = p2p_[op.match];
       st.recv_rank_idx = ri;
@@ -440,7 +441,8 @@ void Replayer::on_activity_done(Task& t) {
       if (st.recv_ready) {
         const int ri = st.recv_rank_idx, oi = st.recv_op;
         // Waiting for the sender to start is idle time (a pipeline bubble), not communication.
-        times_.start_s[ri][oi] = std::max(times_.start_s[ri][oi], t.started_s);
+        double& start = state(ri, oi).start_s;
+        start = std::max(start, t.started_s);
         p2p_.erase(t.match);
         complete(ri, oi);
       }
@@ -458,10 +460,10 @@ ReplayTimes Replayer::run() {
     free_tasks_.push_back(t);  // nothing holds it any more: the next activity may reuse it
     drain();
   });
-  if (completed_ != total_ops_) {
+  if (completed_ != static_cast<long long>(ops_.size()) - 1) {
     for (size_t ri = 0; ri < s_.programs.size(); ++ri)
       for (size_t oi = 0; oi < s_.programs[ri].ops.size(); ++oi)
-        if (times_.end_s[ri][oi] < 0)
+        if (state(static_cast<int>(ri), static_cast<int>(oi)).end_s < 0)
           throw std::runtime_error("replay deadlock: rank " + std::to_string(s_.programs[ri].rank) + " op " +
                                    std::to_string(oi) + " (" + s_.programs[ri].ops[oi].name + ") never completed");
   }
@@ -471,8 +473,19 @@ ReplayTimes Replayer::run() {
   OVERLAPSIM_CHECK(p2p_holds_.empty() && p2p_kernels_.empty(),
                    std::to_string(p2p_holds_.size()) + " point-to-point SM holds left");
   OVERLAPSIM_CHECK(flow_floors_.empty(), std::to_string(flow_floors_.size()) + " rate-bound flows never ended");
-  for (const auto& v : times_.end_s)
-    for (double e : v) times_.makespan_s = std::max(times_.makespan_s, e);
+  for (size_t ri = 0; ri < s_.programs.size(); ++ri) {
+    const OpState* st = &ops_[op_base_[ri]];
+    const size_t n = s_.programs[ri].ops.size();
+    auto& start = times_.start_s[ri];
+    auto& end = times_.end_s[ri];
+    start.resize(n);
+    end.resize(n);
+    for (size_t oi = 0; oi < n; ++oi) {
+      start[oi] = st[oi].start_s;
+      end[oi] = st[oi].end_s;
+      times_.makespan_s = std::max(times_.makespan_s, end[oi]);
+    }
+  }
   if (opt_.record_flows) times_.flows = flows_.take();
   return times_;
 }

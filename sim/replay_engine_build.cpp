@@ -22,43 +22,98 @@ void Replayer::build() {
     rank_index_[static_cast<size_t>(r)] = i;
     ranks.push_back(s_.programs[i].rank);
   }
-  // One pass over each rank's ops (they are most of the replay's memory: one read of each):
-  // stream order and dependencies counted, the communication ops noted for the scans below.
-  pending_.resize(nr);
-  succ_begin_.resize(nr);
-  succ_.resize(nr);
+  // One pass over each rank's ops, the one read of them (they are most of the replay's memory):
+  // stream order and dependencies counted and noted, the communication ops noted for the scans
+  // below. A second over what it noted: each op's successors (in the order a walk of the ops
+  // would list them: an op's next on its stream, then the ops depending on it, by index) and
+  // the runs of compute kernels.
+  size_t total = 0;
+  op_base_.resize(static_cast<size_t>(nr));
+  for (int ri = 0; ri < nr; ++ri) {
+    op_base_[ri] = total;
+    total += s_.programs[ri].ops.size();
+  }
+  ops_.assign(total + 1, OpState{});
+  succ_.clear();
+  succ_.reserve(2 * total);  // about an edge of stream order and one dependency per op
   times_.start_s.resize(nr);
   times_.end_s.resize(nr);
-  std::vector<std::vector<int>> comm_ops(nr), count(nr), next_in_stream(nr);
+  std::vector<std::vector<int>> comm_ops(nr);
+  // By op of the rank at hand: successors counted, next op on its stream, deps, its one dependency
+  // (-1: none, -2: more than one op); its deps, op by op.
+  std::vector<int> count, next_in_stream, num_deps, sole_dep, dep_src, last, fill;
+  std::vector<char> in_run;  // by op: it follows another in a kernel run
+  const bool runs = !opt_.every_kernel;
   for (int ri = 0; ri < nr; ++ri) {
     const auto& p = s_.programs[ri];
     const int n = static_cast<int>(p.ops.size());
-    total_ops_ += n;
-    times_.start_s[ri].assign(n, -1.0);
-    times_.end_s[ri].assign(n, -1.0);
-    auto& cnt = count[ri];
-    auto& nis = next_in_stream[ri];
-    cnt.assign(n + 1, 0);
-    nis.assign(n, -1);
-    std::vector<int> last(p.num_streams, -1);
-    auto& pend = pending_[ri];
-    pend.assign(n, 0);
+    OpState* st = &ops_[op_base_[ri]];
+    count.assign(n, 0);
+    next_in_stream.assign(n, -1);
+    num_deps.resize(n);
+    sole_dep.resize(n);
+    dep_src.clear();
+    last.assign(p.num_streams, -1);
     for (int i = 0; i < n; ++i) {
       const Op& op = p.ops[i];
-      if (op.type != OpType::Compute) comm_ops[ri].push_back(i);
+      st[i].type = op.type;
+      if (op.type == OpType::Compute) st[i].run_s = kernel_s(op);
+      else comm_ops[ri].push_back(i);
       int& prev = last[op.stream];
       if (prev >= 0) {
-        nis[prev] = i;
-        ++cnt[prev];
-        ++pend[i];
+        next_in_stream[prev] = i;
+        ++count[prev];
+        ++st[i].pending;
       }
       prev = i;
+      int sole = -1;
       for (int d : op.deps) {
-        ++cnt[d];
-        ++pend[i];
+        ++count[d];
+        dep_src.push_back(d);
+        sole = sole == -1 || sole == d ? d : -2;
+      }
+      num_deps[i] = static_cast<int>(op.deps.size());
+      st[i].pending += num_deps[i];
+      sole_dep[i] = sole;
+    }
+    const int base = static_cast<int>(succ_.size());
+    fill.resize(n);
+    in_run.assign(n, 0);
+    int at = base;
+    for (int i = 0; i < n; ++i) {
+      st[i].succ_begin = fill[i] = at;
+      at += count[i];
+    }
+    succ_.resize(static_cast<size_t>(at));
+    for (int i = 0, e = 0; i < n; ++i) {
+      const int j = next_in_stream[i];
+      if (j >= 0) succ_[fill[i]++] = j;
+      for (const int end = e + num_deps[i]; e < end; ++e) succ_[fill[dep_src[e]]++] = i;
+      // Runs of compute kernels (ReplayOptions::every_kernel off): j, next after i on its stream,
+      // joins i's run when both are compute ops, j waits on i alone (its stream predecessor, and
+      // deps on i only) and nothing else waits on i: then j starts the instant i ends, on the
+      // same GPU beside the same kernels.
+      if (runs && j >= 0 && st[i].type == OpType::Compute && st[j].type == OpType::Compute &&
+          (num_deps[j] == 0 || sole_dep[j] == i) && count[i] == 1 + num_deps[j] && st[j].pending == 1 + num_deps[j]) {
+        st[i].run_next = j;
+        in_run[j] = 1;
       }
     }
+    // A run's first op (no run leads to it) holds the run's summed time, summed from its first;
+    // a later op keeps its own kernel_s (Replayer::kernel_done).
+    for (int i = 0; i < n; ++i)
+      if (st[i].run_next >= 0 && !in_run[i]) {
+        double sum = 0;
+        for (int k = i; k >= 0; k = st[k].run_next) sum += st[k].run_s;
+        st[i].run_s = sum;
+      }
+    for (int i = 0; i < n; ++i)
+      if (st[i].pending == 0) {
+        ready_rank_.push_back(ri);
+        ready_op_.push_back(i);
+      }
   }
+  ops_[total].succ_begin = static_cast<int>(succ_.size());
   // Every (src, dst) pair a flow may use. A send names its pair once per message (millions
   // with collective matmul's ring permutes): each pair is kept once as it comes, not sorted
   // out of a list of them all.
@@ -114,77 +169,25 @@ void Replayer::build() {
   mirror_partner_.resize(nr);
   mirror_partner_send_.resize(nr);
   for (int ri = 0; ri < nr; ++ri) mirror_partners(ri, comm_ops[ri]);
-  for (int ri = 0; ri < nr; ++ri) {
-    const auto& p = s_.programs[ri];
-    const int n = static_cast<int>(p.ops.size());
-    const auto& cnt = count[ri];
-    const auto& nis = next_in_stream[ri];
-    auto& begin = succ_begin_[ri];
-    begin.assign(n + 1, 0);
-    for (int i = 0; i < n; ++i) begin[i + 1] = begin[i] + cnt[i];
-    auto& list = succ_[ri];
-    list.assign(begin[n], 0);
-    std::vector<int> fill(begin.begin(), begin.end() - 1);
-    // Runs of compute kernels (ReplayOptions::every_kernel off) are found in the same pass.
-    const bool runs = !opt_.every_kernel;
-    std::vector<int>* next = nullptr;
-    for (int i = 0; i < n; ++i) {
-      const Op& op = p.ops[i];
-      if (nis[i] >= 0) list[fill[i]++] = nis[i];
-      for (int d : op.deps) list[fill[d]++] = i;
-      // (j joins i's run only where j waits on as many as wait on i: checked first, no op read.)
-      if (runs && nis[i] >= 0 && pending_[ri][nis[i]] == cnt[i] && joins_run(ri, i, nis[i], cnt[i])) {
-        if (next == nullptr) {
-          chain_next_.resize(static_cast<size_t>(nr));
-          next = &chain_next_[ri];
-          next->assign(n, -1);
-        }
-        (*next)[i] = nis[i];
-      }
-    }
-    for (int i = 0; i < n; ++i)
-      if (pending_[ri][i] == 0) {
-        ready_rank_.push_back(ri);
-        ready_op_.push_back(i);
-      }
-  }
-}
-
-bool Replayer::joins_run(int ri, int i, int j, int successors) const {
-  // j joins i's run when it waits only on i (its stream predecessor, and deps on i alone) and
-  // nothing else waits on i: then j starts the instant i ends, on the same GPU beside the same
-  // kernels.
-  const auto& ops = s_.programs[ri].ops;
-  if (ops[i].type != OpType::Compute || ops[j].type != OpType::Compute) return false;
-  int on_i = 0;
-  for (int d : ops[j].deps) on_i += d == i;
-  return on_i == static_cast<int>(ops[j].deps.size()) && successors == 1 + on_i && pending_[ri][j] == 1 + on_i;
-}
-
-double Replayer::run_s(int ri, int oi) const {
-  const auto& ops = s_.programs[ri].ops;
-  const auto& next = chain_next_[ri];
-  double sum = 0;
-  for (int k = oi; k >= 0; k = next[k]) sum += kernel_s(ops[k]);
-  return sum;
 }
 
 void Replayer::kernel_done(int ri, int oi) {
-  if (!continues_run(ri, oi)) {
+  OpState* st = &ops_[op_base_[static_cast<size_t>(ri)]];
+  if (st[oi].run_next < 0) {
     complete(ri, oi);
     return;
   }
   // A run: its ops tile [its start, now] in proportion to their work.
   const auto& ops = s_.programs[ri].ops;
-  const auto& next = chain_next_[ri];
-  const double t0 = times_.start_s[ri][oi], span = be_.now() - t0, total = run_s(ri, oi);
+  const double t0 = st[oi].start_s, span = be_.now() - t0, total = st[oi].run_s;
   double done = 0;
   int k = oi;
-  for (; next[k] >= 0; k = next[k]) {
-    done += kernel_s(ops[k]);
+  for (; st[k].run_next >= 0; k = st[k].run_next) {
+    // (The first op's run_s is the run's; a later one's its own kernel_s, OpState.)
+    done += k == oi ? kernel_s(ops[k]) : st[k].run_s;
     const double end = total > 0 ? t0 + span * (done / total) : t0;
-    times_.end_s[ri][k] = end;
-    times_.start_s[ri][next[k]] = end;
+    st[k].end_s = end;
+    st[st[k].run_next].start_s = end;
     ++completed_;
   }
   complete(ri, k);
