@@ -1,6 +1,7 @@
 // nccl-tests log reader (format and rules in nccl_tests.hpp; the importer: nccl_tests_import.cpp).
 #include "calibrate/nccl_tests.hpp"
 
+#include "sim/collective_bench.hpp"
 #include "sim/error.hpp"
 #include "sim/nccl_tuning.hpp"
 
@@ -507,12 +508,9 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
                          log.ranks_from + ")");
   // The count column: nccl-tests prints a rank's elements per call (its paramcount: the whole
   // buffer for AllReduce, Broadcast, Reduce and SendRecv, a rank's share of the size for
-  // AllGather, ReduceScatter and AllToAll; src/*.cu GetCollByteCount), so size = count · type
-  // size (· ranks). A row that disagrees is corrupted or edited; its size is what is read.
-  const int64_t per_rank = log.collective == "all_gather" || log.collective == "reduce_scatter" ||
-                                   log.collective == "alltoall"
-                               ? log.ranks
-                               : 1;
+  // AllGather, ReduceScatter and AllToAll), so size = count · type size (· ranks,
+  // nccl_tests_count_ranks). A row that disagrees is corrupted or edited; its size is what is read.
+  const int64_t per_rank = nccl_tests_count_ranks(parse_bench_op(log.collective), log.ranks);
   for (const NcclTestsRow& r : log.rows) {
     const int bytes = type_bytes(r.type);
     if (bytes == 0) continue;

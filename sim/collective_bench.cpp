@@ -42,6 +42,10 @@ const char* to_string(BenchOp op) {
   return "?";
 }
 
+int nccl_tests_count_ranks(BenchOp op, int ranks) {
+  return op == BenchOp::AllGather || op == BenchOp::ReduceScatter || op == BenchOp::AllToAll ? ranks : 1;
+}
+
 double busbw_factor(BenchOp op, int n) {
   if (n <= 1) return op == BenchOp::AllReduce || op == BenchOp::AllGather || op == BenchOp::ReduceScatter ||
                              op == BenchOp::AllToAll

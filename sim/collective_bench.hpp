@@ -21,6 +21,10 @@ BenchOp parse_bench_op(const std::string& text);
 const char* to_string(BenchOp op);
 /// nccl-tests' bus-bandwidth factor for n ranks.
 double busbw_factor(BenchOp op, int n);
+/// Over how many of `ranks` nccl-tests spreads a size in its count column: `ranks` for
+/// AllGather, ReduceScatter and AllToAll, whose count is a rank's share of the size, else 1
+/// (nccl-tests src/*.cu GetCollByteCount): size = count · type size · this.
+int nccl_tests_count_ranks(BenchOp op, int ranks);
 
 /// Sizes from `from` to `to` bytes, each `factor` times the last (nccl-tests -b -e -f).
 /// Throws std::invalid_argument unless 0 < from <= to and factor >= 2.

@@ -3,6 +3,7 @@
 // each line (the log's collective, rank count and sizes; error = (simulated − measured) / measured
 // busbw).
 #include "tools/overlapsim/commands.hpp"
+#include "tools/overlapsim/collective_inputs.hpp"
 
 #include "calibrate/gpu_names.hpp"
 #include "calibrate/nccl_tests.hpp"
@@ -32,14 +33,6 @@ constexpr int kMaxUnfoldedRanks = 1024;
 /// unfolded AllGather over 520 H100s, 2.2 M flows: 204 s and 376 MB for one size; a 1 GiB ring
 /// AllReduce over 128 A100s unfolded, 260 k flows: 8.9 s).
 constexpr double kMaxUnfoldedRingFlows = 1 << 20;
-/// The bytes one unit of nccl-tests' count column stands for, its elements being floats: 4, or
-/// 4 · ranks for AllGather, ReduceScatter and AllToAll, whose count is a rank's share of the size
-/// (src/*.cu GetCollByteCount).
-double counted_bytes(BenchOp op, int ranks) {
-  const bool per_rank = op == BenchOp::AllGather || op == BenchOp::ReduceScatter || op == BenchOp::AllToAll;
-  return 4.0 * (per_rank ? ranks : 1);
-}
-
 /// Most ranks of an AllToAll: its pieces, one per ordered pair of ranks, are routed and timed one
 /// by one, so time and memory grow with the square of the ranks (4,096 ranks, 16.8 M pieces: 34 s
 /// and 1.8 GB; 16,384 ran past 12 GB and was killed).
@@ -204,53 +197,12 @@ int collective_command(const CollectiveArgs& a) {
       throw InputError(cli, "--override",
                        "'" + kv.substr(0, eq) + "' is given twice; expected each key once");
   }
-  // K ranks a node on more nodes than the machine limit allows at the nodes' full GPU count
-  // (4096 nodes of 8 GPUs at one a node): the nodes are loaded with their first K GPUs, which
-  // are the GPUs the collective takes, with their NICs (one per GPU, attach: per-gpu) and their
-  // places in the rails; a test holds one GPU of each of 10 DGX H100 nodes to 10 one-GPU nodes.
+  // K: the flag's, else (--compare) the log's ranks per host over several hosts.
+  const int k = a.ranks_per_node > 0                                        ? a.ranks_per_node
+                : comparing && log.nodes > 1 && log.ranks_per_host > 0 ? log.ranks_per_host
+                                                                          : 0;
   std::string trimmed_note;
-  const Topology topo = [&] {
-    try {
-      return load_topology(a.topology, ov);
-    } catch (const InputError& e) {
-      // K: the flag's, else (--compare) the log's ranks per host over several hosts.
-      const int k = a.ranks_per_node > 0                                        ? a.ranks_per_node
-                    : comparing && log.nodes > 1 && log.ranks_per_host > 0 ? log.ranks_per_host
-                                                                              : 0;
-      if (e.key() != "node.count" || k <= 0 || ov.count("node.gpus.count") > 0) throw;
-      // K at the nodes' full size trims nothing (the error as it is); above it, K's own error.
-      TopologyOverrides one_node = ov;
-      one_node["node.count"] = "1";
-      std::optional<Topology> node;
-      try {
-        node.emplace(load_topology(a.topology, one_node));
-      } catch (const InputError&) {
-        throw e;  // (one node does not load either)
-      }
-      if (k > node->gpus_per_node)  // its own error, as where the nodes load (below)
-        throw InputError(cli, "--ranks-per-node",
-                         fmt::format("expected at most {} (the GPUs of a node of {}), found {}", node->gpus_per_node,
-                                     node->name, k));
-      if (k == node->gpus_per_node) throw;
-      TopologyOverrides trimmed = ov;
-      trimmed["node.gpus.count"] = std::to_string(k);
-      try {
-        Topology t = load_topology(a.topology, trimmed);
-        trimmed_note = fmt::format("the nodes loaded with their first {} GPU(s) and NIC(s) only (node.gpus.count={}): "
-                                   "at their full size they pass the machine limit ({})",
-                                   k, k, e.message());
-        ov = trimmed;  // what every later load (the node-count hints below) grows from
-        return t;
-      } catch (const InputError& trimmed_error) {
-        // Past the limit even so: its own count, which says why no trimming helped. (The same
-        // message: node.count itself is wrong, which no trimming changes.)
-        if (trimmed_error.key() != "node.count" || trimmed_error.message() == e.message()) throw e;
-        throw InputError(trimmed_error.where(), trimmed_error.key(),
-                         fmt::format("{}; that is with the nodes loaded with only the {} GPU(s) a node the "
-                                     "collective takes", trimmed_error.message(), k));
-      }
-    }
-  }();
+  const Topology topo = load_collective_topology(a.topology, &ov, k, &trimmed_note);
   if (topo.num_gpus() < 2)
     throw InputError(SourceLocation{a.topology, 0, 0}, "node.gpus",
                      fmt::format("the topology has {} GPU; a collective needs at least 2", topo.num_gpus()));
@@ -350,54 +302,8 @@ int collective_command(const CollectiveArgs& a) {
   if (comparing) {
     for (const NcclTestsRow& r : log.rows) sizes.push_back(static_cast<double>(r.size_bytes));
   } else {
-    const std::string range = a.sizes.empty() ? "8B:8GiB" : a.sizes;
-    const auto colon = range.find(':');
-    if (colon == std::string::npos) throw InputError(cli, "--sizes", "expected FROM:TO such as 8B:8GiB, found '" + range + "'");
-    try {
-      const double from = parse_bytes(range.substr(0, colon)), to = parse_bytes(range.substr(colon + 1));
-      // nccl-tests counts floats: below 4 B the count is 0 and nothing moves; a size between
-      // whole floats moves count · 4 bytes, which is the size it reports (5B reads 4).
-      if (from != std::floor(from) || to != std::floor(to) || from < 4)
-        throw std::invalid_argument("expected whole numbers of bytes >= 4B (one float, the element counted)");
-      if (from > to)
-        throw std::invalid_argument(fmt::format("expected the first size at most the last, found {} B > {} B", from, to));
-      // A size is nccl-tests' size: the per-rank buffer, the largest buffer each rank holds (send
-      // and receive buffer alike for AllReduce, Broadcast, Reduce, AllToAll and SendRecv, the
-      // gathered output for AllGather, the input for ReduceScatter). So one above one GPU's
-      // memory (the device catalog's HBM) would fail to allocate on a real machine; but nothing is
-      // allocated here, and the model's time for it (where the bandwidth curve goes) can still be
-      // asked for, so that is only noted, below. One above the memory of all the ranks together
-      // would not fit even spread over every rank, so it is no machine's (16384PiB written for
-      // 16384GiB, say): refused; and below that limit every size and element count is exact in
-      // a double (16,384 ranks of 141 GiB < 2^53 B).
-      const double all_memory = dev.hbm_bytes * ranks;
-      if (dev.hbm_bytes > 0 && to > all_memory)
-        throw std::invalid_argument(fmt::format(
-            "expected sizes of at most {:.0f} B, the memory of all {} ranks together ({} x {:g} GiB of {}), found "
-            "{:.0f} B",
-            all_memory, ranks, ranks, dev.hbm_bytes / (1024.0 * 1024 * 1024), dev.model, to));
-      sizes = size_range(from, to, a.factor == 0 ? 2.0 : a.factor);
-      // The size nccl-tests runs and prints for each: what its element count makes (src/common.cu
-      // setupArgs: count = size / 4 for floats; AllGather, ReduceScatter and AllToAll take
-      // count / ranks elements a rank, GetCollByteCount), 4 · count, times the ranks for those
-      // three (100 B of AllGather over 8 ranks runs and reads 96 B). A size that holds no element
-      // a rank is a call of 0 elements there, nothing to time: left out, with a note.
-      const double unit = counted_bytes(op, ranks);
-      for (double& s : sizes) s = unit * std::floor(s / unit);
-      sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-      if (!sizes.empty() && sizes.front() == 0) {
-        sizes.erase(sizes.begin());
-        if (sizes.empty())
-          throw std::invalid_argument(fmt::format(
-              "expected a size of at least {:.0f} B for {} over {} ranks (one float a rank), found at most {:.0f} B",
-              unit, to_string(op), ranks, to));
-        notes.push_back(fmt::format("sizes below {:.0f} B hold no float a rank for {} over {} ranks (nccl-tests runs "
-                                    "them as 0 elements): left out",
-                                    unit, to_string(op), ranks));
-      }
-    } catch (const std::invalid_argument& e) {
-      throw InputError(cli, "--sizes", std::string(e.what()) + " (in '" + range + "')");
-    }
+    sizes = collective_sizes(a.sizes.empty() ? "8B:8GiB" : a.sizes, a.factor == 0 ? 2.0 : a.factor, op, ranks, dev,
+                             &notes);
   }
   double compare_from = 0;
   try {

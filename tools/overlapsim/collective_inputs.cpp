@@ -1,0 +1,119 @@
+// What `overlapsim collective` takes from its flags before it simulates (collective_inputs.hpp).
+#include "tools/overlapsim/collective_inputs.hpp"
+
+#include "sim/error.hpp"
+#include "sim/units.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+
+namespace overlapsim::cli {
+
+namespace {
+const SourceLocation kCommandLine{"<command line>", 0, 0};
+}  // namespace
+
+double counted_bytes(BenchOp op, int ranks) { return 4.0 * nccl_tests_count_ranks(op, ranks); }
+
+Topology load_collective_topology(const std::string& path, TopologyOverrides* ov, int k, std::string* trimmed_note) {
+  // K ranks a node on more nodes than the machine limit allows at the nodes' full GPU count
+  // (4096 nodes of 8 GPUs at one a node): the nodes are loaded with their first K GPUs, which
+  // are the GPUs the collective takes, with their NICs (one per GPU, attach: per-gpu) and their
+  // places in the rails; a test holds one GPU of each of 10 DGX H100 nodes to 10 one-GPU nodes.
+  try {
+    return load_topology(path, *ov);
+  } catch (const InputError& e) {
+    if (e.key() != "node.count" || k <= 0 || ov->count("node.gpus.count") > 0) throw;
+    // K at the nodes' full size trims nothing (the error as it is); above it, K's own error.
+    TopologyOverrides one_node = *ov;
+    one_node["node.count"] = "1";
+    std::optional<Topology> node;
+    try {
+      node.emplace(load_topology(path, one_node));
+    } catch (const InputError&) {
+      throw e;  // (one node does not load either)
+    }
+    if (k > node->gpus_per_node)  // its own error, as where the nodes load (collective_command.cpp)
+      throw InputError(kCommandLine, "--ranks-per-node",
+                       fmt::format("expected at most {} (the GPUs of a node of {}), found {}", node->gpus_per_node,
+                                   node->name, k));
+    if (k == node->gpus_per_node) throw;
+    TopologyOverrides trimmed = *ov;
+    trimmed["node.gpus.count"] = std::to_string(k);
+    try {
+      Topology t = load_topology(path, trimmed);
+      *trimmed_note = fmt::format("the nodes loaded with their first {} GPU(s) and NIC(s) only (node.gpus.count={}): "
+                                  "at their full size they pass the machine limit ({})",
+                                  k, k, e.message());
+      *ov = trimmed;  // what every later load (the command's node-count hints) grows from
+      return t;
+    } catch (const InputError& trimmed_error) {
+      // Past the limit even so: its own count, which says why no trimming helped. (The same
+      // message: node.count itself is wrong, which no trimming changes.)
+      if (trimmed_error.key() != "node.count" || trimmed_error.message() == e.message()) throw e;
+      throw InputError(trimmed_error.where(), trimmed_error.key(),
+                       fmt::format("{}; that is with the nodes loaded with only the {} GPU(s) a node the "
+                                   "collective takes", trimmed_error.message(), k));
+    }
+  }
+}
+
+std::vector<double> collective_sizes(const std::string& range, double factor, BenchOp op, int ranks,
+                                     const DeviceSpec& dev, std::vector<std::string>* notes) {
+  const SourceLocation& cli = kCommandLine;
+  std::vector<double> sizes;
+  const auto colon = range.find(':');
+  if (colon == std::string::npos) throw InputError(cli, "--sizes", "expected FROM:TO such as 8B:8GiB, found '" + range + "'");
+  try {
+    const double from = parse_bytes(range.substr(0, colon)), to = parse_bytes(range.substr(colon + 1));
+    // nccl-tests counts floats: below 4 B the count is 0 and nothing moves; a size between
+    // whole floats moves count · 4 bytes, which is the size it reports (5B reads 4).
+    if (from != std::floor(from) || to != std::floor(to) || from < 4)
+      throw std::invalid_argument("expected whole numbers of bytes >= 4B (one float, the element counted)");
+    if (from > to)
+      throw std::invalid_argument(fmt::format("expected the first size at most the last, found {} B > {} B", from, to));
+    // A size is nccl-tests' size: the per-rank buffer, the largest buffer each rank holds (send
+    // and receive buffer alike for AllReduce, Broadcast, Reduce, AllToAll and SendRecv, the
+    // gathered output for AllGather, the input for ReduceScatter). So one above one GPU's
+    // memory (the device catalog's HBM) would fail to allocate on a real machine; but nothing is
+    // allocated here, and the model's time for it (where the bandwidth curve goes) can still be
+    // asked for, so that is only noted, below. One above the memory of all the ranks together
+    // would not fit even spread over every rank, so it is no machine's (16384PiB written for
+    // 16384GiB, say): refused; and below that limit every size and element count is exact in
+    // a double (16,384 ranks of 141 GiB < 2^53 B).
+    const double all_memory = dev.hbm_bytes * ranks;
+    if (dev.hbm_bytes > 0 && to > all_memory)
+      throw std::invalid_argument(fmt::format(
+          "expected sizes of at most {:.0f} B, the memory of all {} ranks together ({} x {:g} GiB of {}), found "
+          "{:.0f} B",
+          all_memory, ranks, ranks, dev.hbm_bytes / (1024.0 * 1024 * 1024), dev.model, to));
+    sizes = size_range(from, to, factor);
+    // The size nccl-tests runs and prints for each: what its element count makes (src/common.cu
+    // setupArgs: count = size / 4 for floats; AllGather, ReduceScatter and AllToAll take
+    // count / ranks elements a rank, GetCollByteCount), 4 · count, times the ranks for those
+    // three (100 B of AllGather over 8 ranks runs and reads 96 B). A size that holds no element
+    // a rank is a call of 0 elements there, nothing to time: left out, with a note.
+    const double unit = counted_bytes(op, ranks);
+    for (double& s : sizes) s = unit * std::floor(s / unit);
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    if (!sizes.empty() && sizes.front() == 0) {
+      sizes.erase(sizes.begin());
+      if (sizes.empty())
+        throw std::invalid_argument(fmt::format(
+            "expected a size of at least {:.0f} B for {} over {} ranks (one float a rank), found at most {:.0f} B",
+            unit, to_string(op), ranks, to));
+      notes->push_back(fmt::format("sizes below {:.0f} B hold no float a rank for {} over {} ranks (nccl-tests runs "
+                                  "them as 0 elements): left out",
+                                  unit, to_string(op), ranks));
+    }
+  } catch (const std::invalid_argument& e) {
+    throw InputError(cli, "--sizes", std::string(e.what()) + " (in '" + range + "')");
+  }
+  return sizes;
+}
+
+}  // namespace overlapsim::cli

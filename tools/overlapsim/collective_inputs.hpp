@@ -1,0 +1,40 @@
+// What `overlapsim collective` takes from its flags before it simulates (collective_command.cpp):
+// the machine, trimmed where its nodes at full size pass the machine limit, and the sizes as
+// nccl-tests runs them.
+#pragma once
+
+#include "models/device_catalog.hpp"
+#include "sim/collective_bench.hpp"
+#include "sim/topology.hpp"
+
+#include <string>
+#include <vector>
+
+namespace overlapsim::cli {
+
+/// The bytes one unit of nccl-tests' count column stands for, its elements being floats: 4, or
+/// 4 · ranks for AllGather, ReduceScatter and AllToAll, whose count is a rank's share of the size
+/// (nccl_tests_count_ranks), bytes.
+double counted_bytes(BenchOp op, int ranks);
+
+/// The topology of file `path` with the overrides `*ov`. Where node.count passes the machine
+/// limit at the nodes' full size and the collective takes `k` GPUs a node (k > 0: --ranks-per-node,
+/// or a --compare log's ranks per host), the nodes are loaded with their first k GPUs (their
+/// NICs, one per GPU, and their places in the rails with them): `*ov` then holds
+/// node.gpus.count=k, for every later load to grow from, and `*trimmed_note` says so.
+/// Throws InputError: the load's own where k is 0, equals a node's GPUs or node.gpus.count is
+/// overridden; "--ranks-per-node" where k passes a node's GPUs; node.count's where even k GPUs
+/// a node pass the limit (naming the trimming).
+Topology load_collective_topology(const std::string& path, TopologyOverrides* ov, int k, std::string* trimmed_note);
+
+/// The sizes of `range` ("FROM:TO", e.g. 8B:8GiB), FROM, FROM · factor, ... up to TO, each as
+/// nccl-tests runs and prints it for `op` over `ranks`: whole floats, a rank's share for
+/// AllGather, ReduceScatter and AllToAll (counted_bytes: 100 B of AllGather over 8 ranks is
+/// 96 B), bytes, ascending, without repeats. A size that holds no float a rank is left out with
+/// a note in `*notes`. Throws InputError on "--sizes": not FROM:TO, not whole bytes of at least
+/// 4 B, FROM above TO, TO above the memory of all the ranks together (`dev`'s HBM · ranks), or
+/// no size left.
+std::vector<double> collective_sizes(const std::string& range, double factor, BenchOp op, int ranks,
+                                     const DeviceSpec& dev, std::vector<std::string>* notes);
+
+}  // namespace overlapsim::cli
