@@ -1,6 +1,7 @@
-// The algorithm a collective runs (collective_plan.hpp, "Algorithm" and "Tuning table"): a
-// forced one where it can run, a measured tuning rule's, or the automatic choice — NCCL's tuner's
-// ranking across nodes, the least closed form inside a node — among what NCCL_ALGO's and
+// The algorithm a collective runs (collective_plan.hpp, "Algorithm", "Protocol" and "Tuning
+// table"): a forced one where it can run, a measured tuning rule's, or the automatic choice —
+// NCCL's tuner's ranking across nodes (of the algorithm and, for the ring and the tree, the
+// protocol), the least closed form inside a node — among what NCCL_ALGO's and
 // NCCL_PROTO's lists leave (sim/nccl_selection.hpp), and the ring, marked, where nothing asked can run.
 #include "sim/collective_plan.hpp"
 #include "sim/collective_plan_detail.hpp"
@@ -70,8 +71,31 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     proto = nullptr;
   }
   if (ranks.size() <= 1) alg = CollectiveAlgorithm::Ring;
-  if (alg == CollectiveAlgorithm::Tree) return plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
-  CollectivePlan ring = plan_ring(topo, eff, ranks, kind, bytes, forced, opt, proto);
+  // The group's tuner inputs as NCCL's ranking takes them: the protocols NCCL_PROTO's list
+  // enables (LL128 among them where it names it), the forced protocol alone.
+  std::optional<NcclTunerInputs> tuner;
+  const auto ranked_inputs = [&]() -> const NcclTunerInputs& {
+    if (!tuner) {
+      tuner = tuner_inputs(topo, eff, ranks, nodes, opt);
+      if (!opt.protocol_auto) tuner->only_protocol = &opt.protocol;
+      else tuner->protocols = allowed.protocols;
+      if (allowed.protocols_set && allowed.has(Protocol::LL128)) tuner->ll128 = true;
+    }
+    return *tuner;
+  };
+  // Across nodes NCCL's tuner ranks the protocols as it ranks the algorithms (header): where the
+  // op leaves the protocol automatic, the ring and the tree run the one it ranks first for them.
+  std::optional<Protocol> ring_ranked, tree_ranked;
+  if (nodes > 1 && ranks.size() > 1 && opt.protocol_auto && !opt.textbook && forced == 0 && proto == nullptr &&
+      (kind == CollectiveKind::AllReduce || gather)) {
+    ring_ranked = nccl_model_protocol(kind, CollectiveAlgorithm::Ring, bytes, ranked_inputs());
+    if (kind == CollectiveKind::AllReduce)
+      tree_ranked = nccl_model_protocol(kind, CollectiveAlgorithm::Tree, bytes, ranked_inputs());
+  }
+  const Protocol* ring_proto = proto ? proto : ring_ranked ? &*ring_ranked : nullptr;
+  const Protocol* tree_proto = proto ? proto : tree_ranked ? &*tree_ranked : nullptr;
+  if (alg == CollectiveAlgorithm::Tree) return plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto);
+  CollectivePlan ring = plan_ring(topo, eff, ranks, kind, bytes, forced, opt, ring_proto);
   // The candidates the lists leave (all of them without lists): where none can run, the ring
   // runs, marked (NCCL 2.24 and later fail there; callers refuse or note it).
   const bool ring_ok = may(CollectiveAlgorithm::Ring) || ranks.size() <= 1;
@@ -93,7 +117,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     if (ring_ok) return ring;
     if (nvls_ok) return plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
     // NCCL's tree inside one node (a chain), where the lists leave it alone.
-    if (tree_ok) return plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
+    if (tree_ok) return plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto);
     return none_left();
   }
   if (gather) {
@@ -103,11 +127,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     const NcclTunerInputs in = tuner_inputs(topo, eff, ranks, nodes, opt);
     if (!ring_ok) return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
     if (forced == 0) {
-      NcclTunerInputs ranked = in;
-      if (!opt.protocol_auto) ranked.only_protocol = &opt.protocol;
-      else ranked.protocols = allowed.protocols;
-      if (allowed.protocols_set && allowed.has(Protocol::LL128)) ranked.ll128 = true;
-      if (nccl_model_allgather_algorithm(bytes, ranked) != CollectiveAlgorithm::Pat) return ring;
+      if (nccl_model_allgather_algorithm(bytes, ranked_inputs()) != CollectiveAlgorithm::Pat) return ring;
       return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
     }
     CollectivePlan q = plan_pat(topo, eff, ranks, kind, bytes, forced, in);
@@ -118,20 +138,17 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   // Across nodes, the algorithm NCCL's tuner ranks first (header) of those the lists leave;
   // forced channels or the textbook model: the least closed form.
   if (alg == CollectiveAlgorithm::Auto && forced == 0 && !opt.textbook) {
-    NcclTunerInputs in = tuner_inputs(topo, eff, ranks, nodes, opt);
+    NcclTunerInputs in = ranked_inputs();
     if (nvls_tree_ok) nvls_tree_tuner_inputs(topo, eff, ranks, &in);
-    if (!opt.protocol_auto) in.only_protocol = &opt.protocol;
-    else in.protocols = allowed.protocols;
-    if (allowed.protocols_set && allowed.has(Protocol::LL128)) in.ll128 = true;
     in.algorithms = (ring_ok ? algorithm_bit(CollectiveAlgorithm::Ring) : 0u) |
                     (tree_ok ? algorithm_bit(CollectiveAlgorithm::Tree) : 0u) |
                     (nvls_tree_ok ? algorithm_bit(CollectiveAlgorithm::NvlsTree) : 0u);
     const CollectiveAlgorithm pick = nccl_model_allreduce_algorithm(bytes, in);
     if (pick == CollectiveAlgorithm::NvlsTree) return plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
-    return pick == CollectiveAlgorithm::Tree ? plan_tree(topo, eff, ranks, bytes, forced, opt, proto) : ring;
+    return pick == CollectiveAlgorithm::Tree ? plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto) : ring;
   }
   std::optional<CollectivePlan> best;
-  if (tree_ok) best = plan_tree(topo, eff, ranks, bytes, forced, opt, proto);
+  if (tree_ok) best = plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto);
   if (ring_ok && (!best || ring.closed_form_s() <= best->closed_form_s())) best = std::move(ring);
   if (nvls_tree_ok && alg == CollectiveAlgorithm::Auto) {
     CollectivePlan q = plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);

@@ -269,8 +269,8 @@
 // the lists enable for the collective's kind — across nodes the one NCCL's tuner ranks first among
 // them, inside a node the ring or NVLS of least closed form among them, else NCCL's tree (a
 // chain) where the list leaves it alone; PAT and a rule's choice only where allowed; the
-// protocol of least closed form among the enabled ones (LL128 everywhere where NCCL_PROTO's row
-// enables it, as NCCL's protoEnable 1). Where nothing enabled can run, the ring runs and
+// protocol (below) among the enabled ones (LL128 everywhere where NCCL_PROTO's row enables it, as
+// NCCL's protoEnable 1). Where nothing enabled can run, the ring runs and
 // CollectivePlan::fallback says so (NCCL 2.24 and later fail the call; sim/nccl_algorithm_check.hpp
 // refuses such a scenario).
 //
@@ -278,8 +278,7 @@
 // NCCL's own tuner ranks first (nccl_model_allreduce_algorithm, nccl_tuning.hpp: its latency and
 // bandwidth model with its per-algorithm caps), fed with what NCCL's graph search would find here:
 // the communicator's graph channels (Topology::nccl_channels / 2, one per NIC rail; else the
-// options' channels) as rings at their bottleneck's share of the links; its protocol is then the
-// one of least closed form, as inside a node. Inside one node, the ring or, where it can run,
+// options' channels) as rings at their bottleneck's share of the links. Inside one node, the ring or, where it can run,
 // NVLS, whichever has the lesser closed form (NCCL's tree there is a chain; forcing Tree still
 // gives it). Forcing Nvls where it cannot run gives the ring. A textbook model, or forced
 // channels, takes the ring or tree of least closed form. Why NCCL's ranking and not the model's
@@ -290,6 +289,19 @@
 // tree was 19-22% above it). AllGather and ReduceScatter across nodes take PAT where it can run
 // and NCCL's tuner ranks it first (with forced channels: the lesser closed form), else the ring;
 // Broadcast and Reduce always take the ring (NCCL's NCCL_ALGO=tree applies to AllReduce only).
+//
+// Protocol (CollectiveOptions::protocol_auto, no rule's): an AllReduce, AllGather or
+// ReduceScatter across nodes runs its ring or tree with the protocol NCCL's tuner ranks first for
+// that algorithm (nccl_model_protocol: NCCL picks algorithm and protocol together, as the least
+// of one table); inside a node, for Broadcast and Reduce, with forced channels or the textbook
+// model, the protocol of least closed form. Across nodes the least closed form had run LL128
+// rings where NCCL runs Simple: over 10 DGX H100 nodes an AllGather of 256-512 MiB was 1.6-2.1x
+// the published curve's busbw (xxrjun/nccl-tests-cluster), 12% and 10% with the tuner's Simple;
+// over 16 DGX A100 nodes an AllReduce of 128 MiB 42% above coreweave's curve, 11% with the
+// tuner's LL128 (tests/nccl_validation_test.cpp). Inside a node the measured curves sit on the
+// least closed form: one DGX H100's AllGather and ReduceScatter at 32-128 MiB within 1-5% of the
+// model's LL128, where NCCL's tuner model as replicated here ranks Simple, 17-34% slow (the
+// Simple per-slice cost was fitted with LL128 below 256 MiB).
 #pragma once
 
 #include "sim/nccl_selection.hpp"

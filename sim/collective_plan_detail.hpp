@@ -56,7 +56,8 @@ CollectivePlan least_protocol(const Model& model, const Protocol* forced_protoco
 }
 
 /// NCCL's ring (a chain for Broadcast and Reduce) plan (collective_plan.hpp, Ring and Chain): its
-/// protocol forced (`forced_protocol`, else the options'), else the least closed form (least_protocol).
+/// protocol forced (`forced_protocol`: a rule's, or across nodes the one NCCL's tuner ranks first;
+/// else the options'), else the least closed form (least_protocol).
 CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                          CollectiveKind kind, double bytes, int channels_forced, const CollectiveOptions& opt,
                          const Protocol* forced_protocol);

@@ -281,6 +281,26 @@ double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double by
   return ring_latency_s(proto, n - 1, in.nodes - 1, in) + bytes / bw;
 }
 
+std::optional<Protocol> nccl_model_protocol(CollectiveKind kind, CollectiveAlgorithm alg, double bytes,
+                                            const NcclTunerInputs& in) {
+  OVERLAPSIM_CHECK(kind == CollectiveKind::AllReduce || kind == CollectiveKind::AllGather ||
+                       kind == CollectiveKind::ReduceScatter,
+                   "nccl_model_protocol: NCCL's tuner model here covers AllReduce, AllGather and ReduceScatter");
+  std::optional<Protocol> best;
+  double best_s = std::numeric_limits<double>::infinity();
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    if (in.only_protocol && p != *in.only_protocol) continue;
+    if (!(in.protocols & (1u << static_cast<unsigned>(p)))) continue;
+    const double t = kind == CollectiveKind::AllReduce ? nccl_model_allreduce_s(alg, p, bytes, in)
+                                                       : nccl_model_allgather_s(alg, p, bytes, in);
+    if (t < best_s) {
+      best_s = t;
+      best = p;
+    }
+  }
+  return best;
+}
+
 CollectiveAlgorithm nccl_model_allgather_algorithm(double bytes, const NcclTunerInputs& in) {
   return least_time({CollectiveAlgorithm::Ring, CollectiveAlgorithm::Pat}, nccl_model_allgather_s, bytes, in);
 }

@@ -30,6 +30,7 @@
 #include "sim/schedule.hpp"
 
 #include <climits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -181,6 +182,14 @@ double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double by
 /// protocols for an AllGather or ReduceScatter of `bytes` (src/enqueue.cc: the ring is tried
 /// before PAT, so a tie goes to the ring), among those in.algorithms and in.protocols enable.
 CollectiveAlgorithm nccl_model_allgather_algorithm(double bytes, const NcclTunerInputs& in);
+
+/// The protocol of NCCL's least modelled time for `kind` (AllReduce: nccl_model_allreduce_s;
+/// AllGather, ReduceScatter: nccl_model_allgather_s) run with `alg`, among the protocols
+/// in.protocols enables (in.only_protocol's alone where set), tried in NCCL's order LL, LL128,
+/// Simple (a tie goes to the earlier; src/enqueue.cc getAlgoInfo); nullopt where none has a
+/// finite time. REQUIRES: kind AllReduce, AllGather or ReduceScatter; alg one its model takes.
+std::optional<Protocol> nccl_model_protocol(CollectiveKind kind, CollectiveAlgorithm alg, double bytes,
+                                            const NcclTunerInputs& in);
 
 /// One rule of a profile's tuning table (calibrate/profile.hpp, key `tuning.rules`).
 struct TuningRule {
