@@ -5,6 +5,7 @@
 #include "sim/link_efficiency.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace overlapsim {
@@ -47,6 +48,13 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
   cw.ends.assign(C, std::vector<double>(n, 0.0));
   std::vector<double> t(hops, 0.0);  // this wave's hop times (e), by c · (n − 1) + p
   int lo = 0, hi = -1;               // the window of sending positions
+  // The starts after the wave before, while every position sends (the waves that repeat). With
+  // the same hop times each wave, position p sends at s_p(w) = max(s_{p−1}(w−1) + e_{p−1},
+  // s_p(w−1) + d_p): once every position's start moves on by λ_p = max(λ_{p−1}, d_p) a wave
+  // (λ_0 = d_0: the slowest occupancy up to p), it does so every wave until the window moves, and
+  // those waves are skipped (s_p + R · λ_p). Without it a Broadcast of 8 GiB over 2,048 DGX H100
+  // nodes stepped 16,383 positions x 8 channels through some 33,000 waves per protocol: 100 s.
+  std::vector<std::vector<double>> before;
   for (long long w = 0; w < W; ++w) {
     const int new_lo = static_cast<int>(std::max(0LL, w - K + 1)), new_hi = static_cast<int>(std::min<long long>(w, last));
     const bool moved = new_lo != lo || new_hi != hi;
@@ -83,6 +91,30 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
           if (p == last) cw.ends[c][n - 1] = s + e;
         }
       }
+    }
+    // Waves w + 1 .. K − 2 send from every position with the same hop times and set no end: skip
+    // them where every start moves on at its steady rate (within 1e-9 of it; the closed form is
+    // then within that of its waves stepped one by one).
+    const long long repeats = static_cast<long long>(K) - 2 - w;
+    if (lo == 0 && hi == last && !moved && repeats > 0) {
+      bool steady = !before.empty();
+      for (int c = 0; c < C && steady; ++c) {
+        double rate = 0;  // λ_{p−1}
+        for (int p = 0; p <= last && steady; ++p) {
+          rate = std::max(rate, d_last[c][p]);
+          steady = std::abs((start[c][p] - before[c][p]) - rate) <= 1e-9 * rate;
+        }
+      }
+      if (steady) {
+        for (int c = 0; c < C; ++c)
+          for (int p = 0; p <= last; ++p) start[c][p] += static_cast<double>(repeats) * (start[c][p] - before[c][p]);
+        if (table)
+          for (long long v = w + 1; v <= w + repeats; ++v) cw.wave_id[static_cast<size_t>(v)] = cw.wave_id[static_cast<size_t>(w)];
+        w += repeats;
+        before.clear();
+        continue;
+      }
+      before = start;
     }
   }
   // No link carries its bytes faster than its bandwidth: each channel's tail ends no sooner than
