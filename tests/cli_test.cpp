@@ -532,13 +532,32 @@ TEST_CASE("command line: an unknown command and out-of-range options are one cle
   const Run twice = run_cli("run -q " + kSrc + "/tests/data/scenarios/small.yaml -s megatron -s serial -s megatron");
   CHECK(twice.status == 2);
   CHECK(twice.output.find("--strategy: 'megatron' is given twice") != std::string::npos);
-  const Run channels = run_cli("collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --channels 65");
-  CHECK(channels.status == 2);
-  CHECK(channels.output.find("overlapsim: --channels") != std::string::npos);
-  // A fraction is no channel count: refused as not an integer, not as out of range.
-  const Run half = run_cli("collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --channels 1.5");
-  CHECK(half.status == 2);
-  CHECK(half.output.find("overlapsim: --channels: Failed parsing 1.5") != std::string::npos);
+  // -s all: every built-in strategy, as a scenario's `strategies: all`; alone.
+  const Run all = run_cli("run -q " + kSrc + "/tests/data/scenarios/small.yaml --fidelity analytic -s all");
+  CHECK(all.status == 0);
+  for (const std::string& name : strategy_names()) {
+    CAPTURE(name);
+    CHECK(all.output.find("\n" + name + " ") != std::string::npos);
+  }
+  const Run all_and = run_cli("run -q " + kSrc + "/tests/data/scenarios/small.yaml -s all -s serial");
+  CHECK(all_and.status == 2);
+  CHECK(all_and.output.find("--strategy: 'all' names every strategy; expected it alone") != std::string::npos);
+  // A channel count is a whole number from 1 to 64, said in those words whatever is wrong with it
+  // (CLI11 had said "not in range" for 65 and "Failed parsing abc as a INT").
+  for (const char* bad : {"65", "0", "1.5", "abc"}) {
+    CAPTURE(bad);
+    const Run r = run_cli(std::string("collective --op allreduce -t ") + kSrc + "/topologies/dgx-a100.yaml --channels " + bad);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(std::string("overlapsim: --channels: expected a whole number from 1 to 64, found '") + bad + "'") !=
+          std::string::npos);
+  }
+  for (const char* bad : {"abc", "-1", "nan", "2e6"}) {  // --tolerance: a percentage from 0 to 10^6
+    CAPTURE(bad);
+    const Run r = run_cli(std::string("collective --op allreduce -t ") + kSrc + "/topologies/dgx-a100.yaml --tolerance " + bad);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(std::string("overlapsim: --tolerance: expected a percentage from 0 to 1000000, found '") + bad +
+                        "'") != std::string::npos);
+  }
   // More ranks than GPUs: a topology with a fabric for more nodes names the override that fits.
   const Run nine = run_cli("collective --op allreduce -t " + kSrc +
                            "/topologies/dgx-h100-superpod.yaml --override node.count=1 --ranks 9 --sizes 1MiB:1MiB");
@@ -668,7 +687,7 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       {"-t " + a100, "--op: expected a collective (or --compare LOG)"},
       {"-t " + a100 + " --compare " + logs + "bad/bad_number.log", "bad_number.log:20"},
       {"-t " + a100 + " --compare /nonexistent.log", "/nonexistent.log"},
-      {"-t " + a100 + " --compare " + log + " --tolerance nan", "--tolerance: expected a percentage, found nan"},
+      {"-t " + a100 + " --compare " + log + " --tolerance nan", "--tolerance: expected a percentage from 0 to 1000000, found 'nan'"},
       {"-t " + a100 + " --op allreduce --compare-from 4MiB", "--compare-from: only with --compare"},
       // Regression: the default's own value (1MiB) slipped through.
       {"-t " + a100 + " --op allreduce --compare-from 1MiB", "--compare-from: only with --compare"},

@@ -39,10 +39,10 @@ constexpr double kMaxUnfoldedRingFlows = 1 << 20;
 /// and 1.8 GB; 16,384 ran past 12 GB and was killed).
 constexpr int kMaxAllToAllRanks = 4096;
 
-/// A check that a flag's value is a whole number from `lo` to 2^20, saying so for 2.5 or abc
-/// (CLI11's own range check reads "not in range" there).
-std::function<std::string(const std::string&)> whole_number(long long lo) {
-  return [lo](const std::string& v) {
+/// A check that a flag's value is a whole number from `lo` to `hi` (default 2^20), saying so for
+/// 2.5 or abc (CLI11's own checks read "not in range" or "Failed parsing abc as a INT" there).
+std::function<std::string(const std::string&)> whole_number(long long lo, long long hi = 1 << 20) {
+  return [lo, hi](const std::string& v) {
     size_t used = 0;
     long long k = 0;
     try {
@@ -50,10 +50,25 @@ std::function<std::string(const std::string&)> whole_number(long long lo) {
     } catch (const std::exception&) {
       used = 0;
     }
-    return used == v.size() && !v.empty() && k >= lo && k <= (1 << 20)
+    return used == v.size() && !v.empty() && k >= lo && k <= hi
                ? std::string()
-               : fmt::format("expected a whole number from {} to 1048576, found '{}'", lo, v);
+               : fmt::format("expected a whole number from {} to {}, found '{}'", lo, hi, v);
   };
+}
+
+/// A check that --tolerance is a percentage from 0 to 10^6 (CLI11's range check said "Value abc
+/// not in range 0.000000 to 1000000.000000").
+std::string percentage(const std::string& v) {
+  size_t used = 0;
+  double x = -1;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  return used == v.size() && !v.empty() && x >= 0 && x <= 1e6
+             ? std::string()
+             : fmt::format("expected a percentage from 0 to 1000000, found '{}'", v);
 }
 }  // namespace
 
@@ -98,8 +113,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                  "rings the flows run on, and the communicator's channels that a sendrecv or alltoall splits its "
                  "messages over (default: NCCL's count for the size over the topology's node.nccl_channels, "
                  "else 8, on 8 rings)")
-      ->check(CLI::TypeValidator<int>("an integer"))
-      ->check(CLI::Range(1, 64));
+      ->check(CLI::Validator(whole_number(1, 64), "1 to 64"));
   c->add_option("--calibration", a.calibration, "profile JSON (default: the GPU's datasheet profile)");
   c->add_flag("--unfold", a.unfold, "simulate every rank instead of rank 0 with mirrors");
   c->add_option("--compare", a.compare,
@@ -107,7 +121,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                 "busbw (from its times) and the error beside each row");
   c->add_option("--tolerance", a.tolerance_pct,
                 "with --compare: exit status 1 when a size from --compare-from on is off by more than this many percent")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(CLI::Validator(percentage, "0 to 1000000"));
   c->add_option("--compare-from", a.compare_from, "with --compare: the smallest size the summary and --tolerance "
                                                   "count (default 1MiB)")
       ->check([](const std::string& v) { return v.empty() ? std::string("expected a size, found an empty value") : std::string(); });
@@ -171,7 +185,6 @@ int collective_command(const CollectiveArgs& a) {
     throw InputError(cli, "--compare-from", "only with --compare LOG");
   }
   const std::string from_text = a.compare_from.empty() ? "1MiB" : a.compare_from;
-  if (std::isnan(a.tolerance_pct)) throw InputError(cli, "--tolerance", "expected a percentage, found nan");
   if (a.op.empty() && !comparing) throw InputError(cli, "--op", "expected a collective (or --compare LOG), found none");
   BenchOp op;
   try {

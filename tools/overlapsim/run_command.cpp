@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <iostream>
@@ -27,8 +28,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   CLI::App* run = app.add_subcommand("run", "simulate one training iteration of a scenario under each strategy");
   run->add_option("scenario", a.scenario, "scenario YAML file")->required();
   run->add_option("--strategy,-s", a.strategies, "strategy to simulate (repeatable; default: the scenario's): " + names +
-                      "; or a composition BASE+PASS[:ARG]+... such as megatron+workload-partition:4 "
-                      "(docs/extending.md)");
+                      "; all of them (all, as a scenario's strategies: all); or a composition BASE+PASS[:ARG]+... "
+                      "such as megatron+workload-partition:4 (docs/extending.md)");
   run->add_option("--fidelity", a.fidelity, "flow | analytic (default: the scenario's)");
   // An empty path would silently write nothing: refuse it (CLI11 exits 2 naming the flag).
   const auto non_empty = [](const std::string& v) { return v.empty() ? std::string("expected a file path, found ''") : std::string(); };
@@ -98,13 +99,20 @@ int run_command(const RunArgs& a) {
     apply_setting(sc, kv.substr(0, eq), kv.substr(eq + 1));
   }
   SimulateOptions opt;
-  // Validate every flag before any work.
-  for (size_t i = 0; i < a.strategies.size(); ++i)
+  // Validate every flag before any work. `all`: every built-in strategy, as in a scenario; alone.
+  std::vector<std::string> strategies = a.strategies;
+  if (std::find(strategies.begin(), strategies.end(), "all") != strategies.end()) {
+    if (strategies.size() > 1)
+      throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
+                       "'all' names every strategy; expected it alone, not beside others");
+    strategies = strategy_names();
+  }
+  for (size_t i = 0; i < strategies.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      if (a.strategies[i] == a.strategies[j])
+      if (strategies[i] == strategies[j])
         throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
-                         "'" + a.strategies[i] + "' is given twice; expected each strategy once");
-  for (const auto& s : a.strategies) {
+                         "'" + strategies[i] + "' is given twice; expected each strategy once");
+  for (const auto& s : strategies) {
     try {
       make_strategy(s);
     } catch (const InputError& e) {
@@ -125,7 +133,7 @@ int run_command(const RunArgs& a) {
   if (!a.json.empty() && !a.trace.empty() && resolve_output_path(a.json) == resolve_output_path(a.trace))
     throw InputError(SourceLocation{"<command line>", 0, 0}, "--trace", "is the same file as --json; expected another");
   opt.max_ops = a.max_ops;
-  opt.strategies = a.strategies;
+  opt.strategies = strategies;
   if (!a.fidelity.empty()) {
     try {
       opt.fidelity = parse_fidelity(a.fidelity);
