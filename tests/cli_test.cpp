@@ -1082,6 +1082,10 @@ TEST_CASE("the memory of a layout that cannot fit by far reads in exponent form,
   REQUIRE(r.status == 0);
   CHECK(r.output.find("OOM") != std::string::npos);
   CHECK(r.output.find("e+07") != std::string::npos);
+  // The OOM rows' reason, under the table: what needs the memory, on which stage, against what.
+  CHECK(r.output.find("notes: out of memory: the layout needs ") != std::string::npos);
+  CHECK(r.output.find("GiB per GPU on pipeline stage ") != std::string::npos);
+  CHECK(r.output.find("so no strategy is simulated") != std::string::npos);
   std::istringstream in(r.output);
   std::vector<size_t> lengths;
   for (std::string line; std::getline(in, line);)
