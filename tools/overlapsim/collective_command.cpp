@@ -463,6 +463,15 @@ int collective_command(const CollectiveArgs& a) {
   if (!sizes.empty() && dev.hbm_bytes > 0 && sizes.back() > dev.hbm_bytes)
     notes.push_back(fmt::format("sizes above {:.0f} B do not fit in one {}'s {:g} GiB of memory: simulated all the same",
                                 dev.hbm_bytes, dev.model, dev.hbm_bytes / (1024.0 * 1024 * 1024)));
+  // A flow replay of minutes (a size of a long sweep over many ranks) says it is still running,
+  // as `run` does (ReplayOptions::heartbeat); the table comes at the end.
+  if (opt.replay.fidelity == Fidelity::Flow)
+    opt.replay.heartbeat = [&](double waited_s) {
+      std::cerr << fmt::format("overlapsim: still simulating {} over {} ranks, {} size(s) from {:.0f} B to {:.0f} B "
+                               "(flow fidelity; the table comes at the end): a size has taken {:.0f} s\n",
+                               to_string(op), ranks, sizes.size(), sizes.empty() ? 0.0 : sizes.front(),
+                               sizes.empty() ? 0.0 : sizes.back(), waited_s);
+    };
   const std::vector<BenchRow> rows = run_collective_bench(topo, op, ranks, sizes, opt);
   // A forced algorithm that cannot run here gives what NCCL would run instead (the last column
   // says which); say so once rather than let the column alone tell. A list that leaves a size
