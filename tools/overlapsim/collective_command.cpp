@@ -17,10 +17,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <functional>
 #include <iostream>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 namespace overlapsim::cli {
 
@@ -463,16 +467,46 @@ int collective_command(const CollectiveArgs& a) {
   if (!sizes.empty() && dev.hbm_bytes > 0 && sizes.back() > dev.hbm_bytes)
     notes.push_back(fmt::format("sizes above {:.0f} B do not fit in one {}'s {:g} GiB of memory: simulated all the same",
                                 dev.hbm_bytes, dev.model, dev.hbm_bytes / (1024.0 * 1024 * 1024)));
-  // A flow replay of minutes (a size of a long sweep over many ranks) says it is still running,
-  // as `run` does (ReplayOptions::heartbeat); the table comes at the end.
+  // A run of minutes (a size of a long sweep over many ranks: a flow replay, or a Broadcast's
+  // chain over thousands of GPUs, whose closed form steps its waves) says it is still running
+  // every 30 s, as `run` does; the table comes at the end. Flow: the replay's heartbeat, from
+  // the size's own start; analytic: a watch beside the bench, from the command's.
+  const std::string running = fmt::format(
+      "{} over {} ranks, {} size(s) from {:.0f} B to {:.0f} B ({} fidelity; the table comes at the end)", to_string(op),
+      ranks, sizes.size(), sizes.empty() ? 0.0 : sizes.front(), sizes.empty() ? 0.0 : sizes.back(),
+      to_string(opt.replay.fidelity));
+  const auto still = [running](const char* what, double s) {  // (a copy: the watch's thread calls it too)
+    std::cerr << fmt::format("overlapsim: still simulating {}: {} {:.0f} s\n", running, what, s);
+  };
   if (opt.replay.fidelity == Fidelity::Flow)
-    opt.replay.heartbeat = [&](double waited_s) {
-      std::cerr << fmt::format("overlapsim: still simulating {} over {} ranks, {} size(s) from {:.0f} B to {:.0f} B "
-                               "(flow fidelity; the table comes at the end): a size has taken {:.0f} s\n",
-                               to_string(op), ranks, sizes.size(), sizes.empty() ? 0.0 : sizes.front(),
-                               sizes.empty() ? 0.0 : sizes.back(), waited_s);
-    };
-  const std::vector<BenchRow> rows = run_collective_bench(topo, op, ranks, sizes, opt);
+    opt.replay.heartbeat = [&](double waited_s) { still("a size has taken", waited_s); };
+  std::vector<BenchRow> rows;
+  {
+    // (Joined however the bench ends, thrown or not.)
+    struct Watch {
+      std::mutex m;
+      std::condition_variable cv;
+      bool done = false;
+      std::thread thread;
+      ~Watch() {
+        if (!thread.joinable()) return;
+        {
+          std::lock_guard<std::mutex> lock(m);
+          done = true;
+        }
+        cv.notify_all();
+        thread.join();
+      }
+    } watch;
+    if (opt.replay.fidelity == Fidelity::Analytic)
+      watch.thread = std::thread([&watch, &still] {
+        const auto began = std::chrono::steady_clock::now();
+        std::unique_lock<std::mutex> lock(watch.m);
+        while (!watch.cv.wait_for(lock, std::chrono::seconds(30), [&watch] { return watch.done; }))
+          still("running for", std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+      });
+    rows = run_collective_bench(topo, op, ranks, sizes, opt);
+  }
   // A forced algorithm that cannot run here gives what NCCL would run instead (the last column
   // says which); say so once rather than let the column alone tell. A list that leaves a size
   // nothing that can run is refused, as NCCL 2.24 and later fail the call; one from a log (NCCL
