@@ -71,17 +71,22 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     proto = nullptr;
   }
   if (ranks.size() <= 1) alg = CollectiveAlgorithm::Ring;
-  // The group's tuner inputs as NCCL's ranking takes them: the protocols NCCL_PROTO's list
-  // enables (LL128 among them where it names it), the forced protocol alone.
-  std::optional<NcclTunerInputs> tuner;
-  const auto ranked_inputs = [&]() -> const NcclTunerInputs& {
-    if (!tuner) {
-      tuner = tuner_inputs(topo, eff, ranks, nodes, opt);
-      if (!opt.protocol_auto) tuner->only_protocol = &opt.protocol;
-      else tuner->protocols = allowed.protocols;
-      if (allowed.protocols_set && allowed.has(Protocol::LL128)) tuner->ll128 = true;
-    }
+  // The group's tuner inputs (computed once, where asked for), and as NCCL's ranking takes them:
+  // the protocols NCCL_PROTO's list enables (LL128 among them where it names it), the forced
+  // protocol alone.
+  std::optional<NcclTunerInputs> tuner, ranked;
+  const auto group_inputs = [&]() -> const NcclTunerInputs& {
+    if (!tuner) tuner = tuner_inputs(topo, eff, ranks, nodes, opt);
     return *tuner;
+  };
+  const auto ranked_inputs = [&]() -> const NcclTunerInputs& {
+    if (!ranked) {
+      ranked = group_inputs();
+      if (!opt.protocol_auto) ranked->only_protocol = &opt.protocol;
+      else ranked->protocols = allowed.protocols;
+      if (allowed.protocols_set && allowed.has(Protocol::LL128)) ranked->ll128 = true;
+    }
+    return *ranked;
   };
   // Across nodes NCCL's tuner ranks the protocols as it ranks the algorithms (header): where the
   // op leaves the protocol automatic, the ring and the tree run the one it ranks first for them.
@@ -124,7 +129,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     // Across nodes: the ring, or PAT where it can run and NCCL's tuner ranks it first (header);
     // forced channels: the lesser closed form.
     if (!pat_ok) return ring_ok ? ring : none_left();
-    const NcclTunerInputs in = tuner_inputs(topo, eff, ranks, nodes, opt);
+    const NcclTunerInputs& in = group_inputs();
     if (!ring_ok) return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
     if (forced == 0) {
       if (nccl_model_allgather_algorithm(bytes, ranked_inputs()) != CollectiveAlgorithm::Pat) return ring;

@@ -232,30 +232,48 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
 
 namespace {
 
+using AlgorithmModel = double (*)(CollectiveAlgorithm, Protocol, double, const NcclTunerInputs&);
+
+/// The least `model` time of `alg` over the protocols in.protocols enables (in.only_protocol's
+/// alone where set), tried in NCCL's order LL, LL128, Simple (a tie goes to the earlier), seconds;
+/// +inf where none is finite. `*best` is set to that protocol (left as it is where none is finite).
+double least_protocol_s(AlgorithmModel model, CollectiveAlgorithm alg, double bytes, const NcclTunerInputs& in,
+                        std::optional<Protocol>* best) {
+  double best_s = std::numeric_limits<double>::infinity();
+  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    if (in.only_protocol && p != *in.only_protocol) continue;
+    if (!(in.protocols & (1u << static_cast<unsigned>(p)))) continue;
+    const double t = model(alg, p, bytes, in);
+    if (t < best_s) {
+      best_s = t;
+      *best = p;
+    }
+  }
+  return best_s;
+}
+
 /// The first of `algorithms` (NCCL's order: a tie goes to the earlier) of least `model` time over
-/// the enabled protocols (in.only_protocol's alone where set), of those in.algorithms and
-/// in.protocols enable (the first enabled when none has a finite time).
-CollectiveAlgorithm least_time(std::initializer_list<CollectiveAlgorithm> algorithms,
-                               double (*model)(CollectiveAlgorithm, Protocol, double, const NcclTunerInputs&),
+/// the enabled protocols (least_protocol_s), of those in.algorithms enables (the first enabled
+/// when none has a finite time).
+CollectiveAlgorithm least_time(std::initializer_list<CollectiveAlgorithm> algorithms, AlgorithmModel model,
                                double bytes, const NcclTunerInputs& in) {
+  const auto enabled = [&](CollectiveAlgorithm a) { return (in.algorithms & (1u << static_cast<unsigned>(a))) != 0; };
   CollectiveAlgorithm best = *algorithms.begin();
   for (CollectiveAlgorithm a : algorithms)
-    if (in.algorithms & (1u << static_cast<unsigned>(a))) {
+    if (enabled(a)) {
       best = a;
       break;
     }
   double best_s = std::numeric_limits<double>::infinity();
-  for (CollectiveAlgorithm a : algorithms)
-    for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
-      if (in.only_protocol && p != *in.only_protocol) continue;
-      if (!(in.protocols & (1u << static_cast<unsigned>(p))) || !(in.algorithms & (1u << static_cast<unsigned>(a))))
-        continue;
-      const double t = model(a, p, bytes, in);
-      if (t < best_s) {
-        best_s = t;
-        best = a;
-      }
+  for (CollectiveAlgorithm a : algorithms) {
+    if (!enabled(a)) continue;
+    std::optional<Protocol> protocol;
+    const double t = least_protocol_s(model, a, bytes, in, &protocol);
+    if (t < best_s) {
+      best_s = t;
+      best = a;
     }
+  }
   return best;
 }
 
@@ -287,17 +305,8 @@ std::optional<Protocol> nccl_model_protocol(CollectiveKind kind, CollectiveAlgor
                        kind == CollectiveKind::ReduceScatter,
                    "nccl_model_protocol: NCCL's tuner model here covers AllReduce, AllGather and ReduceScatter");
   std::optional<Protocol> best;
-  double best_s = std::numeric_limits<double>::infinity();
-  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
-    if (in.only_protocol && p != *in.only_protocol) continue;
-    if (!(in.protocols & (1u << static_cast<unsigned>(p)))) continue;
-    const double t = kind == CollectiveKind::AllReduce ? nccl_model_allreduce_s(alg, p, bytes, in)
-                                                       : nccl_model_allgather_s(alg, p, bytes, in);
-    if (t < best_s) {
-      best_s = t;
-      best = p;
-    }
-  }
+  least_protocol_s(kind == CollectiveKind::AllReduce ? nccl_model_allreduce_s : nccl_model_allgather_s, alg, bytes,
+                   in, &best);
   return best;
 }
 
