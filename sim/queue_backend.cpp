@@ -133,12 +133,14 @@ class QueueBackend final : public ActivityBackend {
     double time;
     long long seq;
     void* tag;
-    bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+    bool operator>(const Event& o) const { return earlier(o.time, o.seq, time, seq); }
   };
 
   /// Whether GPU end a comes before event e.
-  static bool before(const GpuEnd& a, const Event& e) { return a.time != e.time ? a.time < e.time : a.seq < e.seq; }
-  static bool gpu_before(const GpuEnd& a, const GpuEnd& b) { return a.time != b.time ? a.time < b.time : a.seq < b.seq; }
+  static bool before(const GpuEnd& a, const Event& e) { return earlier(a.time, a.seq, e.time, e.seq); }
+  static bool gpu_before(const GpuEnd& a, const GpuEnd& b) { return earlier(a.time, a.seq, b.time, b.seq); }
+  /// The one order of every end, a GPU's, a timer's or a flow's: by time, ties by issue order.
+  static bool earlier(double ta, long long sa, double tb, long long sb) { return ta != tb ? ta < tb : sa < sb; }
   void gpu_heap_set(size_t i, const GpuEnd& e) {
     gpu_heap_[i] = e;
     heap_pos_[static_cast<size_t>(e.gpu)] = static_cast<int>(i);
@@ -196,15 +198,14 @@ class QueueBackend final : public ActivityBackend {
   /// The GPU's next kernel end from now (none when it runs none), in the GPU heap.
   void reschedule(int gi) {
     Gpu& g = gpus_[gi];
+    g.dirty = false;
     int& pos = heap_pos_[static_cast<size_t>(gi)];
     if (g.running.empty()) {
-      g.dirty = false;
       if (pos >= 0) gpu_heap_remove(gi);
       return;
     }
     double least = std::numeric_limits<double>::infinity();
     for (const Kernel& k : g.running) least = std::min(least, k.remaining);
-    g.dirty = false;
     const GpuEnd e{now_ + std::max(0.0, least) / rate(g), g.seq, gi};
     if (pos < 0) {
       pos = static_cast<int>(gpu_heap_.size());

@@ -142,21 +142,21 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
 
   double peak_mem = 0;
   int peak_stage = 0;
+  MemoryEstimate peak;  // the most loaded stage's
   for (int stage = 0; stage < par.pp; ++stage) {
-    const double bytes = estimate_memory(sc.model, par, stage).total_bytes();
-    if (bytes > peak_mem) peak_mem = bytes, peak_stage = stage;
+    const MemoryEstimate e = estimate_memory(sc.model, par, stage);
+    if (e.total_bytes() > peak_mem) peak_mem = e.total_bytes(), peak_stage = stage, peak = e;
   }
   const bool oom = peak_mem > dev.hbm_bytes;
   if (oom) {
     // The table's OOM rows say no more: what needs the memory, and where, here.
-    const MemoryEstimate m = estimate_memory(sc.model, par, peak_stage);
     constexpr double kGiB = 1024.0 * 1024 * 1024;
     rr.notes += fmt::format(
         "{}out of memory: the layout needs {:.1f} GiB per GPU on pipeline stage {} (weights {:.1f}, gradients {:.1f}, "
         "optimizer state {:.1f}, activations {:.1f}, buffers {:.1f} GiB; models/memory_model.hpp), more than the {}'s "
         "{:.1f} GiB, so no strategy is simulated (more TP or PP, a higher ZeRO stage or recomputation lower it)",
-        rr.notes.empty() ? "" : "; ", peak_mem / kGiB, peak_stage, m.weights_bytes / kGiB, m.gradients_bytes / kGiB,
-        m.optimizer_bytes / kGiB, m.activations_bytes / kGiB, m.buffers_bytes / kGiB, dev.model, dev.hbm_bytes / kGiB);
+        rr.notes.empty() ? "" : "; ", peak_mem / kGiB, peak_stage, peak.weights_bytes / kGiB, peak.gradients_bytes / kGiB,
+        peak.optimizer_bytes / kGiB, peak.activations_bytes / kGiB, peak.buffers_bytes / kGiB, dev.model, dev.hbm_bytes / kGiB);
   }
 
   const double flops_recompute = narayanan_flops(sc.model, par.global_batch);

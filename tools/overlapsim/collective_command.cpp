@@ -23,7 +23,6 @@
 #include <functional>
 #include <iostream>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 namespace overlapsim::cli {
@@ -183,7 +182,7 @@ int collective_command(const CollectiveArgs& a) {
     if (!a.sizes.empty() || a.factor != 0)
       throw InputError(cli, a.sizes.empty() ? "--factor" : "--sizes",
                        "not with --compare: the sizes are the log's (" + a.compare + ")");
-  } else if (a.tolerance_pct >= 0 || std::isnan(a.tolerance_pct)) {
+  } else if (a.tolerance_pct >= 0) {  // (its check refuses nan: a percentage from 0 to 10^6)
     throw InputError(cli, "--tolerance", "only with --compare LOG (the measurements to hold the simulation to)");
   } else if (!a.compare_from.empty()) {
     throw InputError(cli, "--compare-from", "only with --compare LOG");
