@@ -419,9 +419,10 @@ struct ChainWaves {
 /// the time of p − 1's hop in its wave (step latency + wire / share: when the slice has arrived)
 /// and d = serial + wire / share of p's hop in the wave of slice k − 1 (how long that slice kept
 /// the sender busy: the latency beyond it overlaps the next send, as NCCL's NCCL_STEPS-deep FIFO
-/// lets it). On hops that share no link T = Σ_p e_p + (K − 1) · max_p d_p. O(waves · active hops
-/// · route length) time (the links' users are kept as the window of sending positions slides),
-/// O(hops) memory besides the hop table. `share_cap_Bps` caps every hop's share (wire bytes/s:
+/// lets it). On hops that share no link T = Σ_p e_p + (K − 1) · max_p d_p. O(waves · active
+/// hops) time for the pipeline, plus the route length for each hop whose links gain or lose a
+/// sender as the window of sending positions slides (only those hops' times are recomputed),
+/// O(hops · route length) memory besides the hop table. `share_cap_Bps` caps every hop's share (wire bytes/s:
 /// the protocol's bandwidth limit, as for rings). REQUIRES: n >= 2, K >= 1, every ring has at
 /// least n − 1 hops, share_cap_Bps > 0.
 ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const std::vector<ChannelPlan>& rings,

@@ -351,6 +351,51 @@ TEST_CASE("the collective bench times each size alone: a Broadcast never gets fa
   for (size_t i = 1; i < rows.size(); ++i) CHECK(rows[i].time_s >= rows[i - 1].time_s);
 }
 
+TEST_CASE("a chain's waves: each hop's time is its share among the hops of its wave, counted afresh") {
+  // chain_waves recomputes, as the window of sending positions slides, only the hops whose links
+  // gained or lost a sender. Here every wave's table row is checked against the shares counted
+  // from scratch over that wave's window: 32 channels over 2 DGX H100 nodes, whose chains pass
+  // a GPU's NVSwitch port at different positions (so hops of different positions share links
+  // and the fill's and the drain's waves differ).
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "2"}});
+  const int n = 16, C = 32, K = 20;
+  const double wire = 64.0 * 1024;
+  const CollectivePlan p = plan_collective(topo, {}, first(n), CollectiveKind::Broadcast, 64.0 * 1024 * 1024, C,
+                                           CollectiveOptions{});
+  REQUIRE(p.chain);
+  REQUIRE(static_cast<int>(p.rings.size()) == C);
+  const LinkEfficiency eff;
+  const ChainWaves cw = chain_waves(topo, eff, p.rings, wire, n, K);
+  const int W = n - 1 + K - 1;
+  REQUIRE(static_cast<int>(cw.wave_id.size()) == W);
+  std::map<int, std::set<int>> positions;  // directed link → the positions whose hops cross it
+  for (const ChannelPlan& ch : p.rings)
+    for (int q = 0; q < n - 1; ++q)
+      for (int l : ch.hops[q].links) positions[l].insert(q);
+  CHECK(std::any_of(positions.begin(), positions.end(), [](const auto& e) { return e.second.size() > 1; }));
+  for (int w = 0; w < W; ++w) {
+    const int lo = std::max(0, w - K + 1), hi = std::min(w, n - 2);
+    std::map<int, int> users;
+    for (const ChannelPlan& ch : p.rings)
+      for (int q = lo; q <= hi; ++q)
+        for (int l : ch.hops[q].links) ++users[l];
+    for (int c = 0; c < C; ++c)
+      for (int q = lo; q <= hi; ++q) {
+        const Hop2& h = p.rings[c].hops[q];
+        double share = std::numeric_limits<double>::infinity();
+        for (int l : h.links) {
+          const Link& link = topo.link(l / 2);
+          share = std::min(share, link.bandwidth_Bps * eff.of(link.kind) / users[l]);
+        }
+        CAPTURE(w);
+        CAPTURE(c);
+        CAPTURE(q);
+        CHECK(cw.hop_s[static_cast<size_t>(cw.wave_id[static_cast<size_t>(w)])][static_cast<size_t>(c) * (n - 1) + q] ==
+              h.step_latency_s + wire / share);
+      }
+  }
+}
+
 TEST_CASE("a chain across nodes: each slice pays each hop's own time, the busiest hop paces the rest") {
   // One channel over 2 DGX A100 nodes, Simple, 4 MiB = 8 slices: no two hops of a wave share a
   // link, so T = baseLat + Σ_p e_p + (K − 1) · max_p d_p (one_channel_chain_s), and flow equals
