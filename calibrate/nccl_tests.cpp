@@ -332,6 +332,12 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
       } else if (parse_rank_line(t, rest, &rl)) {
         ranks.push_back(rl);
       } else if (t[0] == "size") {
+        // nccl-tests prints its column header once per run; a second one after rows is another
+        // table pasted on (its rows would join this curve).
+        if (!log.rows.empty())
+          throw InputError(SourceLocation{path, number, 0}, "",
+                           "expected one results table per nccl-tests run, found a second column header here (the "
+                           "first table's rows end at line " + std::to_string(log.rows.back().line) + ")");
         layout = parse_header(path, number, t);
         have_layout = true;
       } else if (rest.find("Avg bus bandwidth") != std::string::npos) {
@@ -453,6 +459,13 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
                                  "none") +
                          (csv ? " (a CSV file: expected the text a *_perf binary prints, not a table of figures)" : ""));
   }
+
+  // nccl-tests ends a run with "# Avg bus bandwidth" (after its last size): a log without it
+  // was cut short, and its last row may be a size still running or half-written.
+  if (log.avg_busbw_GBps < 0)
+    log.warnings.push_back(path + ":" + std::to_string(log.rows.back().line) +
+                           ": the log ends without nccl-tests' closing \"# Avg bus bandwidth\" line after this row "
+                           "(cut short?); its rows are read as they are");
 
   // Group size and nodes.
   if (!ranks.empty()) {

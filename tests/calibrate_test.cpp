@@ -322,6 +322,9 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
       {"negative_size.log", 21, "expected a size in whole bytes, found '-64'"},
       {"huge_size.log", 21, "expected a size of at most 2^62 bytes, found '18446744073709551616'"},
       {"two_runs.log", 45, "expected one nccl-tests run per file, found a second one starting here"},
+      // A second table pasted after a run's rows would join its curve.
+      {"two_tables.log", 52, "expected one results table per nccl-tests run, found a second column header here (the "
+                             "first table's rows end at line 48)"},
   };
   for (const Case& c : cases) {
     SUBCASE(c.file) {
@@ -332,6 +335,17 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
       CHECK(contains(msg, c.says));
       if (c.line) CHECK(contains(msg, path + ":" + std::to_string(c.line) + ":"));
     }
+  }
+  SUBCASE("a log cut short is read with a warning naming its last row") {
+    const std::string path = kLogs + "bad/cut_short.log";
+    const NcclTestsLog log = read_nccl_tests_log(path);
+    CHECK(log.rows.size() == 23);
+    CHECK(std::any_of(log.warnings.begin(), log.warnings.end(), [&](const std::string& w) {
+      return contains(w, path + ":40: the log ends without nccl-tests' closing \"# Avg bus bandwidth\" line");
+    }));
+    // A whole log says nothing of the kind.
+    for (const std::string& w : read_nccl_tests_log(kLogs + "all_reduce_perf_8xh100.log").warnings)
+      CHECK(!contains(w, "closing"));
   }
   SUBCASE("a file of several runs reads as one log per run, its rows' lines the file's") {
     const std::vector<NcclTestsLog> runs = read_nccl_tests_logs(kLogs + "sweep_8xh100_xxrjun.log");

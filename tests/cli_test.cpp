@@ -636,6 +636,29 @@ TEST_CASE("collective --compare: a log's collective, ranks and sizes, its busbw 
             .status == 1);
 }
 
+TEST_CASE("collective: an empty --compare, --fidelity, --calibration or --topology is refused, not read as not given") {
+  // `--compare "$LOG"` with LOG unset must not pass as a plain run.
+  const std::string a100 = " -t " + kSrc + "/topologies/dgx-a100.yaml --op allreduce --sizes 1MiB:1MiB";
+  for (const char* flag : {"--compare", "--fidelity", "--calibration"}) {
+    CAPTURE(flag);
+    const Run r = run_cli("collective" + a100 + " " + flag + " ''");
+    CHECK(r.status == 2);
+    CHECK(r.output.find(std::string(flag) + ": expected a value, found an empty one") != std::string::npos);
+  }
+  const Run t = run_cli("collective --op allreduce -t ''");
+  CHECK(t.status == 2);
+  CHECK(t.output.find("--topology: expected a YAML file, found an empty value") != std::string::npos);
+}
+
+TEST_CASE("collective --compare: a log of several reductions (nccl-tests -o all) is refused at the first other one") {
+  // Every row was simulated with the first row's reduction, the avg rows printed as avg.
+  const std::string log = kSrc + "/tests/data/nccl-tests/bad/all_reduce_perf_mixed_redop.log";
+  const Run r = run_cli("collective -t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=1 --compare " + log);
+  CHECK(r.status == 2);
+  CHECK(r.output.find(log + ":49: redop: expected one reduction per comparison, as line 48 ran, found avg") !=
+        std::string::npos);
+}
+
 TEST_CASE("collective --compare: a sweep's log of several runs, one picked by --op") {
   // Two runs of one H100 node's sweep (xxrjun/nccl-tests-cluster; tests/data/nccl-tests/README.md).
   const std::string log = kSrc + "/tests/data/nccl-tests/sweep_8xh100_xxrjun.log";

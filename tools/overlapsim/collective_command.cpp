@@ -87,7 +87,9 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                 "GPUs taken from each node, the first K of nodes 0, 1, ... (nccl-tests under mpirun -N K or srun "
                 "--ntasks-per-node=K; default: every GPU of a node; --compare: the log's ranks per host)")
       ->check(whole_number(1));
-  c->add_option("--topology,-t", a.topology, "topology YAML file")->required();
+  c->add_option("--topology,-t", a.topology, "topology YAML file")
+      ->required()
+      ->check([](const std::string& v) { return v.empty() ? std::string("expected a YAML file, found an empty value") : std::string(); });
   c->add_option("--override", a.overrides, "topology override KEY=VALUE, e.g. node.count=16 (repeatable)");
   c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e); each size is the one nccl-tests runs for "
                 "it: whole floats (a rank's, for allgather, reducescatter, alltoall)")
@@ -95,11 +97,12 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--factor,-f", a.factor, "size multiplication factor, default 2 (nccl-tests -f)")
       ->type_name("INT")
       ->check(whole_number(2));  // nccl-tests' -f is a whole number: said so, not "not in range"
-  c->add_option("--fidelity", a.fidelity, "flow | analytic");
-  // An empty value would read as "not given" (auto, or the log's with --compare): refused.
+  // An empty value would read as "not given" (auto, the default profile, no log, or the log's
+  // with --compare): refused, so that `--compare "$LOG"` with LOG unset fails.
   const CLI::Validator non_empty(
       [](std::string& v) { return v.empty() ? std::string("expected a value, found an empty one") : std::string(); },
       "NAME");
+  c->add_option("--fidelity", a.fidelity, "flow | analytic")->check(non_empty);
   c->add_option("--protocol", a.protocol,
                 "auto | ll | ll128 | simple (NCCL_PROTO), or a list as NCCL_PROTO takes it: LL,Simple; ^LL128; "
                 "allreduce:LL128;allgather:Simple (the automatic choice among those)")
@@ -117,11 +120,15 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                  "messages over (default: NCCL's count for the size over the topology's node.nccl_channels, "
                  "else 8, on 8 rings)")
       ->check(CLI::Validator(whole_number(1, 64), "1 to 64"));
-  c->add_option("--calibration", a.calibration, "profile JSON (default: the GPU's datasheet profile)");
+  c->add_option("--calibration", a.calibration, "profile JSON (default: the GPU's datasheet profile)")
+      ->type_name("FILE")
+      ->check(non_empty);
   c->add_flag("--unfold", a.unfold, "simulate every rank instead of rank 0 with mirrors");
   c->add_option("--compare", a.compare,
                 "an nccl-tests log (stdout of *_perf): simulate its collective, ranks and sizes and print its "
-                "busbw (from its times) and the error beside each row");
+                "busbw (from its times) and the error beside each row")
+      ->type_name("LOG")
+      ->check(non_empty);
   c->add_option("--tolerance", a.tolerance_pct,
                 "with --compare: exit status 1 when a size from --compare-from on is off by more than this many percent")
       ->check(CLI::Validator(percentage, "0 to 1000000"));
@@ -428,6 +435,7 @@ int collective_command(const CollectiveArgs& a) {
   const char* const redop_names = "sum, prod, max, min, avg or mulsum";
   if (!a.redop.empty() && !parse_reduce_op(a.redop, &opt.replay.collectives.reduce_op))
     throw InputError(cli, "--redop", std::string("expected ") + redop_names + ", found '" + a.redop + "'");
+  int logged_line = 0;  // the first row naming its reduction
   if (comparing)
     for (const NcclTestsRow& r : log.rows)
       if (!r.redop.empty() && r.redop != "none") {
@@ -439,8 +447,14 @@ int collective_command(const CollectiveArgs& a) {
         if (!a.redop.empty() && logged != opt.replay.collectives.reduce_op)
           throw InputError(cli, "--redop",
                            fmt::format("expected the log's {} ({}:{}), found {}", r.redop, a.compare, r.line, a.redop));
+        // nccl-tests -o all prints every reduction's rows in one table: one curve per comparison.
+        if (logged_line > 0 && logged != opt.replay.collectives.reduce_op)
+          throw InputError(SourceLocation{a.compare, r.line, 0}, "redop",
+                           fmt::format("expected one reduction per comparison, as line {} ran, found {} (a run of "
+                                       "nccl-tests -o all: compare a run of one reduction, e.g. -o sum)",
+                                       logged_line, r.redop));
         opt.replay.collectives.reduce_op = logged;
-        break;
+        logged_line = r.line;
       }
   if (!a.redop.empty() && !reduces)
     notes.push_back("--redop " + a.redop + " leaves " + to_string(op) + " alone: it reduces nothing");
