@@ -104,7 +104,10 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
   // of 8 B): the time of one collective, whatever came before it.
   const std::vector<int> all = bench_members(topo, ranks, opt.ranks_per_node);
   std::vector<BenchRow> rows;
-  for (double size : sizes) rows.push_back(bench_size(topo, op, all, size, opt));
+  for (double size : sizes) {
+    rows.push_back(bench_size(topo, op, all, size, opt));
+    if (opt.sizes_done) ++*opt.sizes_done;
+  }
   return rows;
 }
 

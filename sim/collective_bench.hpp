@@ -10,6 +10,7 @@
 #include "sim/replay.hpp"
 #include "sim/topology.hpp"
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct BenchOptions {
   /// GPUs taken from each node (the job's ranks per node: nccl-tests under `mpirun -N K`); 0:
   /// every GPU of a node, i.e. GPUs 0..ranks−1 (bench_members).
   int ranks_per_node = 0;
+  /// Where set, counts the sizes done: run_collective_bench adds 1 after each (another thread
+  /// may read it, e.g. to say how far a long sweep has come).
+  std::atomic<long long>* sizes_done = nullptr;
 };
 
 /// The GPUs (global ranks of `topo`) a bench of `ranks` ranks runs on, in rank order: GPUs

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -480,19 +481,17 @@ int collective_command(const CollectiveArgs& a) {
   if (!sizes.empty() && dev.hbm_bytes > 0 && sizes.back() > dev.hbm_bytes)
     notes.push_back(fmt::format("sizes above {:.0f} B do not fit in one {}'s {:g} GiB of memory: simulated all the same",
                                 dev.hbm_bytes, dev.model, dev.hbm_bytes / (1024.0 * 1024 * 1024)));
-  // A run of minutes (a size of a long sweep over many ranks: a flow replay, or a Broadcast's
-  // chain over thousands of GPUs, whose closed form steps its waves) says it is still running
-  // every 30 s, as `run` does; the table comes at the end. Flow: the replay's heartbeat, from
-  // the size's own start; analytic: a watch beside the bench, from the command's.
+  // A run of minutes (a long sweep over many ranks, or a size of it: a flow replay, or a
+  // Broadcast's chain over thousands of GPUs) says every 30 s that it is still running and how
+  // many sizes are done, as `run` does; the table comes at the end. A watch beside the bench,
+  // in both fidelities (a flow sweep of many short sizes, each a replay of seconds, printed
+  // nothing for minutes where the replay's own heartbeat counted a size's time alone).
   const std::string running = fmt::format(
       "{} over {} ranks, {} size(s) from {:.0f} B to {:.0f} B ({} fidelity; the table comes at the end)", to_string(op),
       ranks, sizes.size(), sizes.empty() ? 0.0 : sizes.front(), sizes.empty() ? 0.0 : sizes.back(),
       to_string(opt.replay.fidelity));
-  const auto still = [running](const char* what, double s) {  // (a copy: the watch's thread calls it too)
-    std::cerr << fmt::format("overlapsim: still simulating {}: {} {:.0f} s\n", running, what, s);
-  };
-  if (opt.replay.fidelity == Fidelity::Flow)
-    opt.replay.heartbeat = [&](double waited_s) { still("a size has taken", waited_s); };
+  std::atomic<long long> sizes_done{0};
+  opt.sizes_done = &sizes_done;
   std::vector<BenchRow> rows;
   {
     // (Joined however the bench ends, thrown or not.)
@@ -511,13 +510,15 @@ int collective_command(const CollectiveArgs& a) {
         thread.join();
       }
     } watch;
-    if (opt.replay.fidelity == Fidelity::Analytic)
-      watch.thread = std::thread([&watch, &still] {
-        const auto began = std::chrono::steady_clock::now();
-        std::unique_lock<std::mutex> lock(watch.m);
-        while (!watch.cv.wait_for(lock, std::chrono::seconds(30), [&watch] { return watch.done; }))
-          still("running for", std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
-      });
+    const size_t total = sizes.size();
+    watch.thread = std::thread([&watch, &running, &sizes_done, total] {
+      const auto began = std::chrono::steady_clock::now();
+      std::unique_lock<std::mutex> lock(watch.m);
+      while (!watch.cv.wait_for(lock, std::chrono::seconds(30), [&watch] { return watch.done; }))
+        std::cerr << fmt::format(
+            "overlapsim: still simulating {}: running for {:.0f} s, {} of {} size(s) done\n", running,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(), sizes_done.load(), total);
+    });
     rows = run_collective_bench(topo, op, ranks, sizes, opt);
   }
   // A forced algorithm that cannot run here gives what NCCL would run instead (the last column
