@@ -254,6 +254,13 @@ void load_tuning(const Reader& r, const json& root, Profile& p) {
   }
 }
 
+/// A whole-device efficiency (GEMM peak, memory, links, attention): at least 1%. Smaller is a
+/// typo in an exponent; at 1e-306 the replay's times overflowed and `run` never ended, and at
+/// 1e-308 on a link it printed inf and nan as figures.
+double headline_efficiency(const Reader& r, const json& obj, const std::string& sec, const char* key) {
+  return r.number(obj, sec, key, 0.01, 1.0, false, "a number in [0.01, 1]");
+}
+
 }  // namespace
 
 Profile load_profile(const std::string& path) {
@@ -315,7 +322,7 @@ Profile load_profile(const std::string& path) {
   std::vector<const char*> gemm_keys = {"max_efficiency", "tile_m", "tile_n", "source"};
   if (v2) gemm_keys.insert(gemm_keys.end(), {"tables", "key_shapes"});
   const json& gemm = r.section(root, "gemm", gemm_keys, true);
-  p.gemm_max_efficiency = r.efficiency(gemm, "gemm", "max_efficiency");
+  p.gemm_max_efficiency = headline_efficiency(r, gemm, "gemm", "max_efficiency");
   p.gemm_tile_m = static_cast<int>(r.integer(gemm, "gemm", "tile_m", 1, 4096));  // 4096: a sanity bound, tiles are <= 256
   p.gemm_tile_n = static_cast<int>(r.integer(gemm, "gemm", "tile_n", 1, 4096));
   p.gemm_source = r.string(gemm, "gemm", "source");
@@ -325,7 +332,7 @@ Profile load_profile(const std::string& path) {
   std::vector<const char*> memory_keys = {"efficiency", "source"};
   if (v2) memory_keys.insert(memory_keys.end(), {"hbm_bandwidth_Bps", "points"});
   const json& memory = r.section(root, "memory", memory_keys, true);
-  p.memory_efficiency = r.efficiency(memory, "memory", "efficiency");
+  p.memory_efficiency = headline_efficiency(r, memory, "memory", "efficiency");
   p.memory_source = r.string(memory, "memory", "source");
   if (v2 && memory.contains("hbm_bandwidth_Bps"))
     p.hbm_bandwidth_Bps = r.positive(memory, "memory", "hbm_bandwidth_Bps", "a bandwidth in bytes/s");
@@ -342,9 +349,9 @@ Profile load_profile(const std::string& path) {
                  "ll128_step_nvlink_s", "ll128_busbw_nvlink_Bps", "nvls_loop_s", "p2p_channel_nvlink_Bps", "p2p_round_s",
                  "source"},
                 true);
-  p.nvlink_efficiency = r.efficiency(network, "network", "nvlink_efficiency");
-  p.network_efficiency = r.efficiency(network, "network", "network_efficiency");
-  p.pcie_efficiency = r.efficiency(network, "network", "pcie_efficiency");
+  p.nvlink_efficiency = headline_efficiency(r, network, "network", "nvlink_efficiency");
+  p.network_efficiency = headline_efficiency(r, network, "network", "network_efficiency");
+  p.pcie_efficiency = headline_efficiency(r, network, "network", "pcie_efficiency");
   if (network.contains("simple_slice_nvlink_s"))
     p.simple_slice_nvlink_s = r.seconds(network, "network", "simple_slice_nvlink_s");
   if (network.contains("ll128_step_nvlink_s"))
@@ -367,7 +374,7 @@ Profile load_profile(const std::string& path) {
   std::vector<const char*> attention_keys = {"efficiency", "source"};
   if (v2) attention_keys.push_back("points");
   const json& attention = r.section(root, "attention", attention_keys, true);
-  p.attention_efficiency = r.efficiency(attention, "attention", "efficiency");
+  p.attention_efficiency = headline_efficiency(r, attention, "attention", "efficiency");
   p.attention_source = r.string(attention, "attention", "source");
   if (v2 && attention.contains("points")) load_attention_points(r, attention, p);
 

@@ -435,14 +435,21 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
                                                    fabric["levels"].Scalar() + "'");
   const YAML::Node radix_node = require(f, fabric, "radix");
   const long long radix = positive_count(f, radix_node, "fabric.radix");
-  if (radix < 2 || radix % 2 != 0)
-    fail(f, radix_node, "fabric.radix", "expected an even number of switch ports >= 2, found '" + radix_node.Scalar() + "'");
+  // A switch of more than 1024 ports does not exist; past it the spine planes (radix / 2 of
+  // them, each linked to every leaf) only cost memory and time (radix 2^62: a vector past
+  // max_size(); 4e7: minutes).
+  if (radix < 2 || radix % 2 != 0 || radix > 1024)
+    fail(f, radix_node, "fabric.radix",
+         "expected an even number of switch ports from 2 to 1024, found '" + radix_node.Scalar() + "'");
   double oversub = 1;
   if (fabric["oversubscription"].IsDefined()) {
     oversub = as_double(f, fabric["oversubscription"], "fabric.oversubscription");
-    if (oversub < 1)
+    // At most radix / 2: a leaf keeps at least one port's bandwidth up (1e300 timed an
+    // iteration in 1.6e297 s and printed 0.0 TFLOP/s).
+    if (oversub < 1 || oversub > static_cast<double>(radix / 2))
       fail(f, fabric["oversubscription"], "fabric.oversubscription",
-           "expected a ratio >= 1 (1 = full bisection), found '" + fabric["oversubscription"].Scalar() + "'");
+           "expected a ratio from 1 (full bisection) to radix / 2 = " + std::to_string(radix / 2) + ", found '" +
+               fabric["oversubscription"].Scalar() + "'");
   }
   const bool rail = fabric["rail_optimized"].IsDefined() ? as_bool(f, fabric["rail_optimized"], "fabric.rail_optimized") : true;
   const double port_bw = fabric["bandwidth"].IsDefined()

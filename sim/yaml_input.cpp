@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <vector>
@@ -117,7 +118,29 @@ void check_keys(const YamlFile& f, const YAML::Node& map, std::initializer_list<
 }
 
 std::string as_string(const YamlFile& f, const YAML::Node& value, const std::string& key) {
-  return scalar_or_fail(f, value, key, "a string");
+  const std::string& s = scalar_or_fail(f, value, key, "a string");
+  // Every string may reach the JSON result or trace, whose writer refuses invalid UTF-8 (after
+  // the whole simulation, as "[json.exception.type_error.316]"): refused here, where it is.
+  for (std::size_t i = 0; i < s.size();) {
+    // RFC 3629, as nlohmann::json checks it: no overlong forms, no surrogates, at most U+10FFFF.
+    const auto at = [&](std::size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
+    const unsigned c = at(i);
+    std::size_t n = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // the range of the second byte
+    if (c < 0x80) n = 1;
+    else if (c >= 0xC2 && c <= 0xDF) n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    bool ok = n > 0 && (n == 1 || (at(i + 1) >= lo && at(i + 1) <= hi));
+    for (std::size_t k = 2; ok && k < n; ++k) ok = at(i + k) >= 0x80 && at(i + k) <= 0xBF;
+    if (!ok) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", c);
+      fail(f, value, key, std::string("expected UTF-8 text, found the byte ") + byte + " at offset " + std::to_string(i));
+    }
+    i += n;
+  }
+  return s;
 }
 
 long long as_int(const YamlFile& f, const YAML::Node& value, const std::string& key) {

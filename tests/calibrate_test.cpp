@@ -702,6 +702,13 @@ TEST_CASE("cli: calibrate import-nccl-tests and compare") {
   CHECK(contains(bad.output, "bad/bad_number.log:20:"));
   const Run missing = run_cli("calibrate import-nccl-tests " + kLogs + "all_reduce_perf_8xh100.log");
   CHECK(missing.status == 2);
+  // A shipped profile is the import's base and the simulator's default: never written over.
+  const std::string shipped = kSrc + "/calibrate/profiles/h100-sxm5-80gb.json";
+  const std::string before = slurp(shipped);
+  const Run over = run_cli("calibrate import-nccl-tests " + kLogs + "all_reduce_perf_8xh100.log --out " + shipped);
+  CHECK(over.status == 2);
+  CHECK(contains(over.output, "--out"));
+  CHECK(slurp(shipped) == before);
 }
 
 TEST_CASE("cli: calibrate fits what the harness wrote, and fails cleanly without a GPU") {
@@ -716,6 +723,24 @@ TEST_CASE("cli: calibrate fits what the harness wrote, and fails cleanly without
     CHECK(load_profile(out).gemm_max_efficiency == testing::approx(0.7));
     std::remove(fake_harness.c_str());
     std::remove((out + ".raw.json").c_str());
+  }
+  SUBCASE("--out over the raw file it fits, or over a shipped profile: refused before the harness runs") {
+    const std::string raw = temp_path(".raw.json");
+    { std::ofstream(raw) << slurp(kRaw + "raw_h200_small.json"); }
+    const std::string before = slurp(raw);
+    const Run same = run_cli("calibrate --from-raw " + raw + " --out " + raw);
+    CHECK(same.status == 2);
+    CHECK(contains(same.output, "--out"));
+    CHECK(slurp(raw) == before);
+    std::remove(raw.c_str());
+    // The harness would have run (a script that records it did): it must not.
+    const std::string ran = temp_path(".ran");
+    const std::string fake_harness = write_script("touch '" + ran + "'");
+    const Run shipped = run_cli("calibrate --out " + kSrc + "/calibrate/profiles/h100-sxm5-80gb.json --harness " + fake_harness);
+    CHECK(shipped.status == 2);
+    CHECK_FALSE(std::ifstream(ran).good());
+    std::remove(fake_harness.c_str());
+    std::remove(ran.c_str());
   }
   SUBCASE("no GPU: the harness exits 3, overlapsim exits 1 and writes nothing") {
     const std::string fake_harness = write_script("echo 'overlapsim-calibrate-harness: no CUDA GPU on this machine' >&2; exit 3");

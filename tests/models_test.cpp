@@ -341,7 +341,7 @@ TEST_CASE("profile: errors name the file and the key") {
   }
   SUBCASE("the out-of-range value is quoted") {
     const std::string msg = input_error_of([] { load_profile(profile_fixture("efficiency_too_high.json")); });
-    CHECK(contains(msg, "expected a number in (0, 1], found 1.5"));
+    CHECK(contains(msg, "expected a number in [0.01, 1], found 1.5"));
   }
   SUBCASE("unknown device lists the catalog") {
     const std::string msg = input_error_of([] { load_profile(profile_fixture("unknown_device.json")); });

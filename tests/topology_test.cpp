@@ -412,6 +412,20 @@ TEST_CASE("topology: input errors name the file, the line and the key") {
     check_error(e, "bad-nccl-channels.yaml", 5, "node.nccl_channels");
     CHECK(std::string(e.what()).find("expected at most 64 (NCCL's MAXCHANNELS), found '65'") != std::string::npos);
   }
+  SUBCASE("a fat tree's radix past any switch's ports") {
+    // (2^62 asked for a vector past max_size(), named no file; 2e6 took 33 s for 16 GPUs.)
+    const InputError e = load_error(bad_file("bad-radix.yaml"));
+    check_error(e, "bad-radix.yaml", 11, "fabric.radix");
+    CHECK(std::string(e.what()).find("expected an even number of switch ports from 2 to 1024, found '4611686018427387904'") !=
+          std::string::npos);
+  }
+  SUBCASE("oversubscription past one uplink port's bandwidth per leaf") {
+    // (1e300 timed an iteration at 1.6e297 s, below the loader's 1 B/s floor for links.)
+    const InputError e = load_error(bad_file("bad-oversubscription.yaml"));
+    check_error(e, "bad-oversubscription.yaml", 11, "fabric.oversubscription");
+    CHECK(std::string(e.what()).find("expected a ratio from 1 (full bisection) to radix / 2 = 2, found '1e300'") !=
+          std::string::npos);
+  }
   SUBCASE("explicit devices beside a template's fabric: the error points at the fabric") {
     const InputError e = load_error(bad_file("explicit-and-fabric.yaml"));
     check_error(e, "explicit-and-fabric.yaml", 9, "fabric");

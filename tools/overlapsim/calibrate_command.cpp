@@ -13,6 +13,7 @@
 #include "tools/overlapsim/commands.hpp"
 
 #include "calibrate/compare.hpp"
+#include "calibrate/profile.hpp"
 #include "calibrate/fit.hpp"
 #include "calibrate/nccl_tests.hpp"
 #include "calibrate/raw_measurements.hpp"
@@ -31,6 +32,15 @@
 namespace overlapsim::cli {
 
 namespace {
+
+/// The shipped profiles (calibrate/profiles/*.json): inputs no command may write over.
+std::vector<std::string> default_profile_paths() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(default_profile_folder(), ec))
+    if (e.path().extension() == ".json") out.push_back(e.path().string());
+  return out;
+}
 
 /// A failure of the machine or the harness (exit status 1), not of the user's input.
 struct MachineError : std::runtime_error {
@@ -124,6 +134,19 @@ int measure(const CalibrateArgs& a) {
     throw InputError(SourceLocation{"<command line>", 0, 0}, "--out",
                      "expected the profile file to write (overlapsim calibrate --out PROFILE [--quick]), found none");
   std::string raw = a.from_raw;
+  {
+    // Before the harness runs (minutes of GPU time): never over the raw file it fits or a
+    // shipped profile, and in a folder that exists.
+    std::vector<std::string> inputs = default_profile_paths();
+    if (!a.from_raw.empty()) inputs.push_back(a.from_raw);
+    check_output_path(a.out, "--out", inputs);
+    const std::string raw_out = a.raw.empty() ? a.out + ".raw.json" : a.raw;
+    if (a.from_raw.empty()) {
+      check_output_path(raw_out, "--raw", inputs);
+      if (resolve_output_path(raw_out) == resolve_output_path(a.out))
+        throw InputError(SourceLocation{"<command line>", 0, 0}, "--raw", "is the same file as --out; expected another");
+    }
+  }
   if (raw.empty()) {
     raw = a.raw.empty() ? a.out + ".raw.json" : a.raw;
     run_harness(harness_path(a), a, raw);
@@ -145,7 +168,10 @@ int import_logs(const CalibrateArgs& a) {
   ImportOptions io;
   io.device = a.device;
   io.collective = a.collective;
-  check_output_path(a.out, "--out", a.logs);  // before any work; never over a log
+  // Before any work; never over a log or a shipped profile (the import's base is one).
+  std::vector<std::string> inputs = a.logs;
+  for (const std::string& p : default_profile_paths()) inputs.push_back(p);
+  check_output_path(a.out, "--out", inputs);
   const ImportResult r = import_nccl_tests(a.logs, io);
   std::cout << fmt::format("overlapsim: read {} nccl-tests log(s) for {}\n", r.logs.size(), r.profile.device);
   std::cout << fmt::format("  {:<44} {:<15} {:>5} {:>5} {:>5} {:>11} {:>10}  {}\n", "log", "collective", "ranks", "nodes",

@@ -179,8 +179,10 @@ int run_command(const RunArgs& a) {
   // A strategy --max-ops refused leaves the others' figures: the table, the JSON (the whole
   // result, the refusal recorded in it) and the trace (the strategies replayed) are written, and
   // the run exits 2, as for an input error, naming it.
-  if (!a.json.empty()) write_json_file(a.json, to_json(r));
+  // The trace first: its write can fail late (a full disk while it streamed), and a failed
+  // command must not have replaced the JSON beside it.
   if (trace) trace->commit();
+  if (!a.json.empty()) write_json_file(a.json, to_json(r));
   std::string refused;
   int n_refused = 0;
   for (const auto& s : r.strategies)
