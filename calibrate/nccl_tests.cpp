@@ -202,6 +202,7 @@ bool parse_tuning_words(const std::vector<std::string>& w, NcclTuningLine* out, 
 struct RankLine {
   int rank = -1, group = 0;
   std::string host, gpu;
+  int line = 0;  ///< in the file
 };
 
 /// "#  Rank  0 Group  0 Pid  28307 on      gpu59 device  0 [0000:16:00] NVIDIA H100 80GB HBM3"
@@ -330,6 +331,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
         log.threads = std::atoi(t[1].c_str());
         log.gpus_per_thread = std::atoi(t[3].c_str());
       } else if (parse_rank_line(t, rest, &rl)) {
+        rl.line = number;
         ranks.push_back(rl);
       } else if (t[0] == "size") {
         // nccl-tests prints its column header once per run; a second one after rows is another
@@ -460,6 +462,33 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
                          (csv ? " (a CSV file: expected the text a *_perf binary prints, not a table of figures)" : ""));
   }
 
+  // Each half's time and algbw come from one measurement (algbw = bytes / time, the bytes the
+  // size column's or, in some generations, that times the ranks): a row whose product
+  // algbw · time strays from the log's median is corrupted in one of them. Its time is what the
+  // fit and --compare read, so say so. (From 1 GB/s algbw: the printed two decimals are exact
+  // to 1% there.)
+  {
+    std::vector<double> k;  // algbw · time / size, per usable half
+    const auto ratio = [](const NcclTestsRow& r, const NcclTestsHalf& h) {
+      return h.algbw_GBps * h.time_us * 1e3 / static_cast<double>(r.size_bytes);
+    };
+    for (const NcclTestsRow& r : log.rows)
+      for (const NcclTestsHalf* h : {&r.out_of_place, &r.in_place})
+        if (h->usable && h->algbw_GBps >= 1 && h->time_us > 0) k.push_back(ratio(r, *h));
+    if (k.size() >= 3) {
+      std::nth_element(k.begin(), k.begin() + static_cast<long>(k.size() / 2), k.end());
+      const double median = k[k.size() / 2];
+      for (const NcclTestsRow& r : log.rows)
+        for (const NcclTestsHalf* h : {&r.out_of_place, &r.in_place})
+          if (h->usable && h->algbw_GBps >= 1 && h->time_us > 0 && std::abs(ratio(r, *h) / median - 1) > 0.05)
+            log.warnings.push_back(fmt::format(
+                "{}:{}: the {} time ({:g} us) and algbw ({:g} GB/s) disagree by {:.0f}% against the log's other "
+                "rows for {} B: one of them is corrupted; the time is read",
+                path, r.line, h == &r.out_of_place ? "out-of-place" : "in-place", h->time_us, h->algbw_GBps,
+                100 * std::abs(ratio(r, *h) / median - 1), r.size_bytes));
+    }
+  }
+
   // nccl-tests ends a run with "# Avg bus bandwidth" (after its last size): a log without it
   // was cut short, and its last row may be a size still running or half-written.
   if (log.avg_busbw_GBps < 0)
@@ -476,6 +505,12 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
       if (r.group == group) {
         members.insert(r.rank);
         hosts[r.host].insert(r.rank);
+        // The profile is one GPU model's (as logs of two models are refused together).
+        if (r.gpu != ranks.front().gpu)
+          throw InputError(SourceLocation{path, r.line, 0}, "",
+                           "expected one GPU model per log, as rank " + std::to_string(ranks.front().rank) +
+                               " at line " + std::to_string(ranks.front().line) + " (" + ranks.front().gpu +
+                               "), found " + r.gpu);
       }
     log.ranks = static_cast<int>(members.size());
     log.nodes = static_cast<int>(hosts.size());

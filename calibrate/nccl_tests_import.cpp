@@ -21,8 +21,17 @@ namespace overlapsim {
 ImportResult import_nccl_tests(const std::vector<std::string>& paths, const ImportOptions& options) {
   ImportResult res;
   if (paths.empty()) throw InputError("expected at least one nccl-tests log, found none");
-  for (const std::string& p : paths)  // a sweep's file of several runs gives each
-    for (NcclTestsLog& l : read_nccl_tests_logs(p, options.collective)) res.logs.push_back(std::move(l));
+  for (size_t i = 0; i < paths.size(); ++i) {
+    // The same log twice would count each of its points twice in the fit.
+    for (size_t j = 0; j < i; ++j) {
+      std::error_code ec;
+      if (paths[j] == paths[i] || std::filesystem::equivalent(paths[j], paths[i], ec))
+        throw InputError(SourceLocation{paths[i], 0, 0}, "",
+                         "expected each log once, found it given twice (as " + paths[j] + ")");
+    }
+    for (NcclTestsLog& l : read_nccl_tests_logs(paths[i], options.collective))  // a sweep's file gives each run
+      res.logs.push_back(std::move(l));
+  }
 
   // The device: --device, else every log's GPU name must map to the same catalog model.
   std::string device = options.device;

@@ -31,6 +31,12 @@ constexpr const char* kSchema = "overlapsim-profile";
 constexpr int kMinVersion = 1;
 constexpr int kMaxVersion = 2;
 
+/// A measured bandwidth, bytes/s: at least 1 MB/s (below that a typo in an exponent: 1e-308
+/// printed inf in `calibrate compare` and timed collectives in centuries), at most 10^15.
+double measured_bandwidth(const Reader& r, const json& obj, const std::string& sec, const char* key) {
+  return r.number(obj, sec, key, 1e6, 1e15, false, "a bandwidth in bytes/s from 1e6 to 1e15");
+}
+
 std::string dtype_of(const Reader& r, const json& obj, const std::string& sec) {
   const std::string d = r.string(obj, sec, "dtype");
   if (d != "fp16" && d != "bf16" && d != "fp8")
@@ -102,7 +108,7 @@ void load_memory_points(const Reader& r, const json& memory, Profile& p) {
     MemoryPoint m;
     m.kernel = r.string(pts[i], sec, "kernel");
     m.bytes = r.positive(pts[i], sec, "bytes", "a byte count");
-    m.bandwidth_Bps = r.positive(pts[i], sec, "bandwidth_Bps", "a bandwidth in bytes/s");
+    m.bandwidth_Bps = measured_bandwidth(r, pts[i], sec, "bandwidth_Bps");
     p.memory_points.push_back(m);
   }
 }
@@ -148,7 +154,7 @@ void load_collectives(const Reader& r, const json& root, Profile& p) {
     f.algorithm = r.string(o, sec, "algorithm");
     f.protocol = r.string(o, sec, "protocol");
     f.alpha_s = r.seconds(o, sec, "alpha_s");
-    f.busbw_Bps = r.positive(o, sec, "busbw_Bps", "a bandwidth in bytes/s");
+    f.busbw_Bps = measured_bandwidth(r, o, sec, "busbw_Bps");
     f.max_relative_error = r.number(o, sec, "max_relative_error", 0.0, std::numeric_limits<double>::max(), false, "a number >= 0");
     f.source = r.string(o, sec, "source");
     const json& pts = r.array(o, sec, "points", "measured (size, time) points");
@@ -335,7 +341,7 @@ Profile load_profile(const std::string& path) {
   p.memory_efficiency = headline_efficiency(r, memory, "memory", "efficiency");
   p.memory_source = r.string(memory, "memory", "source");
   if (v2 && memory.contains("hbm_bandwidth_Bps"))
-    p.hbm_bandwidth_Bps = r.positive(memory, "memory", "hbm_bandwidth_Bps", "a bandwidth in bytes/s");
+    p.hbm_bandwidth_Bps = measured_bandwidth(r, memory, "memory", "hbm_bandwidth_Bps");
   if (v2 && memory.contains("points")) load_memory_points(r, memory, p);
 
   const json& kernel = r.section(root, "kernel", {"launch_overhead_s", "fixed_overhead_s", "source"}, true);
@@ -357,7 +363,7 @@ Profile load_profile(const std::string& path) {
   if (network.contains("ll128_step_nvlink_s"))
     p.ll128_step_nvlink_s = r.seconds(network, "network", "ll128_step_nvlink_s");
   if (network.contains("ll128_busbw_nvlink_Bps"))
-    p.ll128_busbw_nvlink_Bps = r.positive(network, "network", "ll128_busbw_nvlink_Bps", "a bandwidth in bytes/s");
+    p.ll128_busbw_nvlink_Bps = measured_bandwidth(r, network, "network", "ll128_busbw_nvlink_Bps");
   if (network.contains("nvls_loop_s")) p.nvls_loop_s = r.seconds(network, "network", "nvls_loop_s");
   if (network.contains("p2p_channel_nvlink_Bps"))
     // A range wide enough for any GPU's one thread block, narrow enough to catch GB/s written

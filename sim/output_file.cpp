@@ -2,8 +2,10 @@
 
 #include "sim/error.hpp"
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +40,19 @@ void check_output_path(const std::string& path, const std::string& flag, const s
   const fs::path dir = target.parent_path();
   if (!fs::is_directory(dir, ec)) throw InputError(where, flag, "folder " + dir.string() + " does not exist");
   if (::access(dir.c_str(), W_OK) != 0) throw InputError(where, flag, "folder " + dir.string() + " is not writable");
+  // The file is written as a temporary beside it, renamed at the end: that must be possible now,
+  // not found impossible after the simulation (--json /dev/stdout resolves to a pipe's name in
+  // /proc/PID/fd, where no file can be made).
+  {
+    std::string probe = (dir / ".overlapsim-probe-XXXXXX").string();
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0)
+      throw InputError(where, flag,
+                       "cannot create a file in folder " + dir.string() + " (" + std::strerror(errno) +
+                           "); expected a path to a regular file in a writable folder");
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
   if (fs::exists(st))
     for (const std::string& in : inputs)
       if (fs::equivalent(target, in, ec))

@@ -322,6 +322,8 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
       {"negative_size.log", 21, "expected a size in whole bytes, found '-64'"},
       {"huge_size.log", 21, "expected a size of at most 2^62 bytes, found '18446744073709551616'"},
       {"two_runs.log", 45, "expected one nccl-tests run per file, found a second one starting here"},
+      // The profile is one GPU model's.
+      {"mixed_gpus.log", 9, "expected one GPU model per log, as rank 0 at line 6 (NVIDIA H100 80GB HBM3), found NVIDIA A100-SXM4-80GB"},
       // A second table pasted after a run's rows would join its curve.
       {"two_tables.log", 52, "expected one results table per nccl-tests run, found a second column header here (the "
                              "first table's rows end at line 48)"},
@@ -335,6 +337,25 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
       CHECK(contains(msg, c.says));
       if (c.line) CHECK(contains(msg, path + ":" + std::to_string(c.line) + ":"));
     }
+  }
+  SUBCASE("a row whose time and algbw disagree is read with a warning naming it") {
+    // (Its time, 9.20 us for 16 MiB, made the fit's busbw 2919.9 GB/s with no word.)
+    const std::string path = kLogs + "bad/contradicting_row.log";
+    const NcclTestsLog log = read_nccl_tests_log(path);
+    int warned = 0;
+    for (const std::string& w : log.warnings)
+      if (contains(w, "disagree")) {
+        ++warned;
+        CHECK(contains(w, path + ":39: the out-of-place time (9.2 us) and algbw (170.85 GB/s) disagree by 91%"));
+      }
+    CHECK(warned == 1);
+    for (const std::string& w : read_nccl_tests_log(kLogs + "all_reduce_perf_8xh100.log").warnings)
+      CHECK(!contains(w, "disagree"));
+  }
+  SUBCASE("the same log given twice to the import is refused (its points would count twice)") {
+    const std::string log = kLogs + "all_reduce_perf_8xh100.log";
+    const auto [msg, line] = input_error([&] { import_nccl_tests({log, log}, ImportOptions{}); });
+    CHECK(contains(msg, "expected each log once, found it given twice"));
   }
   SUBCASE("a log cut short is read with a warning naming its last row") {
     const std::string path = kLogs + "bad/cut_short.log";
@@ -600,7 +621,12 @@ TEST_CASE("profile v2: errors name the file and the JSON path") {
       {"v2_table_size.json", "gemm.tables[0].efficiency[1]", "expected an array of 2 entries (one per value of axis n)"},
       {"v2_efficiency_above_one.json", "gemm.tables[0].efficiency[1][0][1]", "expected a number in (0, 1], found 1.2"},
       {"v2_collective_unknown_key.json", "collectives.fits[1].busbw_GBps", "found an unknown key"},
-      {"v2_collective_bad_busbw.json", "collectives.fits[0].busbw_Bps", "expected a bandwidth in bytes/s > 0, found 0"},
+      {"v2_collective_bad_busbw.json", "collectives.fits[0].busbw_Bps", "expected a bandwidth in bytes/s from 1e6 to 1e15, found 0"},
+      // A typo in an exponent: 1e-308 printed inf in calibrate compare.
+      {"v2_collective_tiny_busbw.json", "collectives.fits[0].busbw_Bps",
+       "expected a bandwidth in bytes/s from 1e6 to 1e15, found 1e-308"},
+      // 1e-308 on NVLink printed inf and nan as a run's figures; 1e-306 on the GEMMs never ended.
+      {"efficiency_too_low.json", "network.nvlink_efficiency", "expected a number in [0.01, 1], found 1e-308"},
       {"v2_unknown_collective.json", "collectives.fits[0].collective", "found \"allreduce\""},
       {"v2_interference_type.json", "interference.points[1].num_sm", "found \"8\""},
       {"v2_version_3.json", "version", "expected 1 or 2, found 3"},

@@ -440,6 +440,12 @@ TEST_CASE("outputs: the usual file mode, an interrupted run leaves no temporary 
   CHECK((st.st_mode & 0777) == 0644);  // mkstemp's 0600 made 0666 less the umask
   std::remove(out.c_str());
 
+  // A path no temporary file can be made beside is refused before the simulation, not after it
+  // (--json /dev/stdout on a pipe: its name in /proc/PID/fd; here a folder of /proc).
+  const Run pipe = run_cli("run -q " + scenario + " --fidelity analytic --json /proc/self/overlapsim.json");
+  CHECK(pipe.status == 2);
+  CHECK(pipe.output.find("--json: ") != std::string::npos);
+
   // SIGTERM while the default scenario is being simulated (its trace file is open from the start).
   const std::string dir = temp_path("-dir");
   std::filesystem::create_directory(dir);
