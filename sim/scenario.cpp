@@ -268,6 +268,13 @@ Scenario load_scenario(const std::string& path) {
     }
   }
   load_parallelism(f, require(f, r, "parallelism"), s);
+  // Each model and parallelism value's place, for the checks across keys (Scenario::given_at).
+  for (const char* section : {"model", "parallelism"}) {
+    const YAML::Node n = r[section];
+    s.given_at[section] = location_of(f, n);
+    if (n.IsMap())
+      for (const auto& kv : n) s.given_at[std::string(section) + "." + kv.first.as<std::string>()] = location_of(f, kv.second);
+  }
   if (r["calibration"]) {
     const std::string written = as_string(f, r["calibration"], "calibration");
     s.calibration_path = resolve(path, written);
@@ -311,8 +318,14 @@ namespace {
 }
 }  // namespace
 
+SourceLocation Scenario::location_of(const std::string& key) const {
+  const auto it = given_at.find(key);
+  return it != given_at.end() ? it->second : SourceLocation{path, 0, 0};
+}
+
 void apply_setting(Scenario& s, const std::string& key, const std::string& value) {
   auto bad = [&](const std::string& msg) { bad_setting(key, msg); };
+  s.given_at[key] = SourceLocation{"<command line>", 0, 0};  // (--set: checks across keys name it there)
   auto to_int = [&](int min_value, int max_value = 1 << 30) {
     try {
       // Digits, after a minus sign at most (as the YAML reader takes them: no '+', no blanks).

@@ -30,6 +30,7 @@
 #include "sim/replay.hpp"
 #include "sim/topology.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -95,6 +96,12 @@ struct Scenario {
   NcclEnvironment nccl;
   std::optional<Published> published;
   std::string notes;
+  /// Where each model and parallelism value was given: the file's line and column, or
+  /// "<command line>" for a --set assignment (apply_setting). Checks across keys (e.g.
+  /// global_batch against dp · micro_batch, sim/simulate.cpp) name the key's place from it.
+  std::map<std::string, SourceLocation> given_at;
+  /// given_at[key], else the scenario file without a line.
+  SourceLocation location_of(const std::string& key) const;
 };
 
 /// Parses a scenario file. Throws InputError (file:line:column, key, expected) on any problem.

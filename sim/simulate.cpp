@@ -59,25 +59,24 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   const Topology topo = load_topology(sc.topology_path, sc.topology_overrides);
   Parallelism par = sc.parallelism;
   const int gpus = topo.num_gpus();
-  const SourceLocation where{sc.path, 0, 0};
   // Products in 64 bits and doubles: each factor may be up to 2^30 (a product past int wrapped,
   // and a wrapped world size then indexed past the ranks).
   const int64_t tp_pp = static_cast<int64_t>(par.tp) * par.pp;
   if (!sc.dp_given) {
     if (gpus % tp_pp != 0)
-      throw InputError(where, "parallelism.dp",
+      throw InputError(sc.location_of("parallelism"), "parallelism.dp",
                        fmt::format("omitted, and the machine's {} GPUs are not divisible by tp · pp = {}", gpus, tp_pp));
     par.dp = static_cast<int>(gpus / tp_pp);
   }
   const double world = static_cast<double>(tp_pp) * par.dp;
   if (world > gpus)
-    throw InputError(where, "parallelism",
+    throw InputError(sc.location_of("parallelism"), "parallelism",
                      fmt::format("tp · pp · dp = {} · {} · {} = {:.0f} GPUs, but the topology '{}' has {}", par.tp, par.pp,
                                  par.dp, world, topo.name, gpus));
   try {
     check_layout(sc.model, par);
   } catch (const InputError& e) {
-    throw InputError(where, e.key(), e.message());
+    throw InputError(sc.location_of(e.key()), e.key(), e.message());
   }
   // Folding (design §9) needs every node filled alike: a node holding fewer of the layout's ranks
   // has NICs and links to fewer GPUs, so its ranks do not behave like the representatives.
@@ -103,7 +102,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   try {
     (void)dev.peak_flops(sc.model.dtype);
   } catch (const InputError& e) {  // name the scenario and the key, not only the device
-    throw InputError(SourceLocation{sc.path, 0, 0}, "model.dtype", e.message());
+    throw InputError(sc.location_of("model.dtype"), "model.dtype", e.message());
   }
   const std::string profile_path =
       sc.calibration_path.empty() ? default_profile_path(topo.gpu_model()) : sc.calibration_path;

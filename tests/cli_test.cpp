@@ -149,7 +149,8 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
       {"duplicate-override.yaml", ":6:", "topology_overrides.node.count: duplicate key (first at line 5)"},
       {"unknown-preset.yaml", ":2:", "model.preset"},
       {"empty-name.yaml", ":2:", "name: expected a non-empty name, found ''"},
-      {"too-many-gpus.yaml", "too-many-gpus.yaml", "parallelism"},
+      // Checks across keys name the line of the value they read (regression: the file alone).
+      {"too-many-gpus.yaml", "too-many-gpus.yaml:4:14:", "parallelism: tp · pp · dp = 8 · 2 · 1 = 16 GPUs"},
       {"bad-strategy.yaml", ":5:", "magatron"},
       {"missing-topology.yaml", "nowhere.yaml", ""},
       {"duplicate-strategy.yaml", ":5:", "listed twice"},
@@ -159,7 +160,7 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
        "strategies: composition 'megatron+workload-partition:64+workload-partition:64' names pass "
        "'workload-partition' twice"},
       // Cross-field checks name the scenario file (regression: they used to say "<input>").
-      {"micro-batch-too-large.yaml", "micro-batch-too-large.yaml", "parallelism.micro_batch"},
+      {"micro-batch-too-large.yaml", "micro-batch-too-large.yaml:4:49:", "parallelism.micro_batch: 16 is larger than"},
       // A schedule too large to hold is refused before it is built (regression: it ran out of
       // memory), where all of it must be replayed.
       {"too-many-ops.yaml", "too-many-ops.yaml", "--max-ops", " --every-micro-batch"},

@@ -153,13 +153,14 @@ int run_command(const RunArgs& a) {
       trace->add(name, s, t, &topo);
     };
   }
-  // An input error in a scenario changed by --set names the file, whose line may not hold the
-  // value at fault: the settings are said with it.
+  // An input error in a scenario changed by --set names the file and the line of the value it
+  // read, or the command line where that value was set: the settings are said with it (a check
+  // across keys reads values from both).
   const RunResult r = [&] {
     try {
       return simulate(sc, opt);
     } catch (const InputError& e) {
-      if (a.settings.empty() || e.where().file != sc.path) throw;
+      if (a.settings.empty() || (e.where().file != sc.path && e.where().file != "<command line>")) throw;
       std::string set;
       for (const auto& kv : a.settings) set += (set.empty() ? "--set " : ", --set ") + kv;
       throw InputError(e.where(), e.key(), e.message() + " (the scenario as changed by " + set + ")");
