@@ -11,7 +11,9 @@
 namespace overlapsim {
 
 ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const std::vector<ChannelPlan>& rings,
-                       double wire, int n, int K, double share_cap_Bps) {
+                       double wire, int n, int K, double share_cap_Bps, double wire_last) {
+  // The last slice's wire part of a hop time, as a fraction of a full slice's.
+  const double last_scale = wire_last < 0 || !(wire > 0) ? 1.0 : wire_last / wire;
   const int C = static_cast<int>(rings.size());
   const size_t hops = static_cast<size_t>(C) * (n - 1);
   ChainWaves cw;
@@ -116,9 +118,10 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
     for (int c = 0; c < C; ++c) {
       for (int p = hi; p >= lo; --p) {  // descending: position p − 1 still holds wave w − 1's slice
         const Hop2& h = rings[c].hops[p];
-        const double e = t[static_cast<size_t>(c) * (n - 1) + p];
-        const double d = e - h.step_latency_s + h.serial_s;
         const long long k = w - p;
+        const double full = t[static_cast<size_t>(c) * (n - 1) + p];
+        const double e = k == K - 1 && last_scale != 1.0 ? h.step_latency_s + (full - h.step_latency_s) * last_scale : full;
+        const double d = e - h.step_latency_s + h.serial_s;
         const double arrived = p > 0 ? start[c][p - 1] + e_last[c][p - 1] : 0.0;
         const double s = k == 0 ? arrived : std::max(arrived, start[c][p] + d_last[c][p]);
         start[c][p] = s;
@@ -159,7 +162,8 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
     }
   }
   // No link carries its bytes faster than its bandwidth: each channel's tail ends no sooner than
-  // the most loaded link it crosses has carried every channel's slices over it (K · wire each).
+  // the most loaded link it crosses has carried every channel's slices over it (K − 1 full slices
+  // of wire each and the last).
   // On hops that share no link the pipeline above already takes that long; where channels meet
   // a link in different waves the waves' shares undercount them (regression: a Broadcast of
   // 64 MiB over 9 GPUs of two DGX H100 nodes on 64 channels, every one entering the ninth GPU
@@ -167,7 +171,8 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
   std::vector<double> load(2 * static_cast<size_t>(topo.num_links()), 0.0);  // wire bytes by directed link
   for (const ChannelPlan& ch : rings)
     for (int p = 0; p <= last; ++p)
-      for (int l : ch.hops[p].links) load[static_cast<size_t>(l)] += K * wire;
+      for (int l : ch.hops[p].links)
+        load[static_cast<size_t>(l)] += last_scale == 1.0 ? K * wire : (K - 1) * wire + wire * last_scale;
   for (int c = 0; c < C; ++c) {
     double bound = 0;
     for (int p = 0; p <= last; ++p)

@@ -286,13 +286,18 @@ void Replayer::ring_send(CollState& c, int64_t match, int ch, int i) {
     ++c.in_flight;
     double slot = cs.paced ? cs.ring_s / c.plan->steps : c.plan->wire_bytes / h.share_Bps;
     if (c.plan->chain) {
-      // A chain's slice keeps its sender busy for its occupancy in its wave (ChainWaves::hop_s).
-      const auto w = static_cast<size_t>(i + c.channels[ch].m[i].steps_started - 1);  // this slice's wave
-      slot = h.serial_s + c.plan->chain_waves.wire_s(h, ch, i, static_cast<int>(cp.order.size()), w);
+      // A chain's slice keeps its sender busy for its occupancy in its wave (ChainWaves::hop_s),
+      // the last, shorter slice for its part of it.
+      const int k = c.channels[ch].m[i].steps_started - 1;  // this slice
+      const auto w = static_cast<size_t>(i + k);              // its wave
+      slot = h.serial_s + c.plan->chain_waves.wire_s(h, ch, i, static_cast<int>(cp.order.size()), w) *
+                              c.plan->wire_fraction_of(k);
     }
     start_exec(Task::StepSlot, false, slot, mem.rank_idx, mem.op, match, ch, i);
   }
-  const double bytes = cs.coalesced ? c.plan->wire_bytes * c.plan->steps : c.plan->wire_bytes;
+  const double bytes = cs.coalesced     ? c.plan->wire_bytes * c.plan->steps
+                       : c.plan->chain ? c.plan->wire_bytes_of(c.channels[ch].m[i].steps_started - 1)
+                                       : c.plan->wire_bytes;
   start_flow(Task::Step, g[h.src_pos], g[h.dst_pos], bytes, mem.rank_idx, mem.op, match, ch, i);
 }
 

@@ -332,8 +332,9 @@ double received_bytes_per_rank(const CollectivePlan& p) {
     for (int v = 0; v < p.members; ++v) sum += tree_received_bytes(p, v);
     return sum / p.members;
   }
-  // Every ring (a merged ring carries all channels' bytes) delivers step_bytes per step.
-  return p.step_bytes * p.steps * static_cast<double>(p.rings.size());
+  // Every ring (a merged ring carries all channels' bytes) delivers step_bytes per step (a
+  // chain's last slice, last_step_bytes).
+  return p.channel_bytes() * static_cast<double>(p.rings.size());
 }
 
 int node_count(const Topology& topo, const std::vector<int>& ranks) {
@@ -490,8 +491,11 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     // Steps and bytes per step.
     const double per_channel = bytes / q.channels;
     if (q.chain) {
+      // Full slices and a last one of what is left (CollectivePlan::last_step_bytes).
       q.steps = std::max(1, static_cast<int>(std::ceil(per_channel / kChainSliceBytes[pi])));
-      q.step_bytes = per_channel / q.steps;
+      q.step_bytes = std::min(per_channel, kChainSliceBytes[pi]);
+      q.last_step_bytes = per_channel - (q.steps - 1) * q.step_bytes;
+      q.last_wire_bytes = q.last_step_bytes / kWireFraction[pi];
     } else {
       q.steps = kind == CollectiveKind::AllReduce ? 2 * (n - 1) : n - 1;
       q.step_bytes = per_channel / n;
@@ -538,7 +542,7 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
         if (h.kind == HopKind::NvLink) h.share_Bps = std::min(h.share_Bps, ll128_nvlink_cap);
       }
     }
-    if (q.chain) q.chain_waves = chain_waves(topo, eff, q.rings, q.wire_bytes, n, q.steps, cap);
+    if (q.chain) q.chain_waves = chain_waves(topo, eff, q.rings, q.wire_bytes, n, q.steps, cap, q.last_wire_bytes);
     return q;
   };
   // NCCL enables LL128 by default only where no GPU-to-GPU path crosses PCIe (tuning.cc: typeIntra
@@ -565,6 +569,8 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
     best.rings.resize(1);
     best.step_bytes *= best.channels;
     best.wire_bytes *= best.channels;
+    best.last_step_bytes *= best.channels;
+    best.last_wire_bytes *= best.channels;
     const int c = best.channels;
     for (Hop2& h : best.rings[0].hops) h.share_Bps *= c;
   }

@@ -422,11 +422,14 @@ struct ChainWaves {
 /// lets it). On hops that share no link T = Σ_p e_p + (K − 1) · max_p d_p. O(waves · active
 /// hops) time for the pipeline, plus the route length for each hop whose links gain or lose a
 /// sender as the window of sending positions slides (only those hops' times are recomputed),
-/// O(hops · route length) memory besides the hop table. `share_cap_Bps` caps every hop's share (wire bytes/s:
-/// the protocol's bandwidth limit, as for rings). REQUIRES: n >= 2, K >= 1, every ring has at
-/// least n − 1 hops, share_cap_Bps > 0.
+/// O(hops · route length) memory besides the hop table. `share_cap_Bps` caps every hop's share
+/// (wire bytes/s: the protocol's bandwidth limit, as for rings). The last slice carries
+/// `wire_last` wire bytes (< 0: `wire`; CollectivePlan::last_wire_bytes): its hop and occupancy
+/// times are its wave's, their wire part scaled to its bytes. REQUIRES: n >= 2, K >= 1, every
+/// ring has at least n − 1 hops, share_cap_Bps > 0, wire_last <= wire.
 ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const std::vector<ChannelPlan>& rings,
-                       double wire, int n, int K, double share_cap_Bps = std::numeric_limits<double>::infinity());
+                       double wire, int n, int K, double share_cap_Bps = std::numeric_limits<double>::infinity(),
+                       double wire_last = -1);
 
 struct CollectivePlan {
   CollectiveKind kind = CollectiveKind::AllReduce;
@@ -449,8 +452,22 @@ struct CollectivePlan {
   int sm_blocks = 1;
   int steps = 0;                ///< ring steps, or slices of a chain or of each tree channel
   int members = 0;
-  double step_bytes = 0;        ///< payload per step (tree: per slice) per ring/tree, bytes
+  double step_bytes = 0;        ///< payload per step (tree: per slice; chain: per full slice) per ring/tree, bytes
   double wire_bytes = 0;        ///< step_bytes after protocol overhead, bytes
+  /// A chain's last slice, payload and wire bytes: what is left of a channel's part after its
+  /// steps − 1 full slices, (0, step_bytes], as NCCL's Broadcast and Reduce kernels cut a
+  /// channel's part into chunks of the chunk size, the last one shorter (src/device/broadcast.h
+  /// runRing: nelem = min(chunkCount, channelCount − elemOffset)). Equal slices instead made a
+  /// size one byte past a whole slice take half the fill of that slice's size: a Broadcast of
+  /// 262148 B over one DGX A100 took 23.5 µs against 32.4 µs for 262144 B. Other plans: as the
+  /// other steps (these two are read for chains only).
+  double last_step_bytes = 0, last_wire_bytes = 0;
+  /// The wire bytes of step (chain: slice) k of `steps`.
+  double wire_bytes_of(int k) const { return chain && k == steps - 1 ? last_wire_bytes : wire_bytes; }
+  /// wire_bytes_of(k) as a fraction of wire_bytes (1 where that is 0).
+  double wire_fraction_of(int k) const { return wire_bytes > 0 ? wire_bytes_of(k) / wire_bytes : 1.0; }
+  /// The payload one ring or chain channel moves over all its steps, bytes.
+  double channel_bytes() const { return chain ? (steps - 1) * step_bytes + last_step_bytes : steps * step_bytes; }
   double base_latency_s = 0;
   std::vector<ChannelPlan> rings;  ///< Ring
   std::vector<TreePlan> trees;     ///< Tree (distinct channels; see TreePlan::multiplicity)

@@ -378,10 +378,13 @@ void Replayer::on_activity_done(Task& t) {
         early = t.started_s + h.route_latency_s + bytes / h.share_Bps - be_.now();
       } else if (!c.plan->chain_waves.hop_s.empty()) {  // a chain (every member simulated)
         const ChainWaves& cw = c.plan->chain_waves;
-        const auto w = static_cast<size_t>(t.idx + cs.m[t.idx].steps_done);  // this slice's wave
+        const int k = cs.m[t.idx].steps_done;       // this slice
+        const auto w = static_cast<size_t>(t.idx + k);  // its wave
         if (w < cw.wave_id.size())
           early = t.started_s + h.route_latency_s +
-                  cw.wire_s(h, t.channel, t.idx, static_cast<int>(cp.order.size()), w) - be_.now();
+                  cw.wire_s(h, t.channel, t.idx, static_cast<int>(cp.order.size()), w) *
+                      c.plan->wire_fraction_of(k) -
+                  be_.now();
       }
       if (early > 1e-15) start_exec(Task::StepFloor, false, early, t.rank_idx, t.op, t.match, t.channel, t.idx);
       else ring_step_done(t);

@@ -351,6 +351,45 @@ TEST_CASE("the collective bench times each size alone: a Broadcast never gets fa
   for (size_t i = 1; i < rows.size(); ++i) CHECK(rows[i].time_s >= rows[i - 1].time_s);
 }
 
+TEST_CASE("a chain's last slice carries what is left: a Broadcast or Reduce never gets faster as it grows") {
+  // NCCL cuts a channel's part into chunks of its chunk size, the last one shorter. With equal
+  // slices one byte past a whole slice halved every slice: a Broadcast over one DGX A100 took
+  // 32.42 µs at 262144 B and 23.46 µs at 262148 B (every power of two a slow point), and 285868 B
+  // was 24% faster than 262144 B.
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  std::vector<double> sizes;
+  for (double s = 16384; s <= 4.0 * 1024 * 1024; s = std::floor(s * 1.09 / 4) * 4) sizes.push_back(s);
+  sizes.push_back(262144);
+  sizes.push_back(262148);
+  std::sort(sizes.begin(), sizes.end());
+  for (BenchOp op : {BenchOp::Broadcast, BenchOp::Reduce})
+    for (Fidelity f : {Fidelity::Analytic, Fidelity::Flow}) {
+      BenchOptions b;
+      b.replay.fidelity = f;
+      b.replay.collectives.protocol_auto = false;
+      b.replay.collectives.protocol = Protocol::LL;  // one protocol: no switch between sizes
+      b.channels = 8;
+      const std::vector<BenchRow> rows = run_collective_bench(topo, op, 8, sizes, b);
+      for (size_t i = 1; i < rows.size(); ++i) {
+        CAPTURE(rows[i].size_bytes);
+        CHECK(rows[i].time_s >= rows[i - 1].time_s * (1 - 1e-9));
+      }
+    }
+  // The plan: full slices of 32 KiB per channel (LL), then what is left; the bytes add up to
+  // the buffer (the 8 channels share their hops here, so they run as one ring of 8 times the
+  // bytes).
+  CollectiveOptions o;
+  o.protocol_auto = false;
+  o.protocol = Protocol::LL;
+  const CollectivePlan p = plan_collective(topo, {}, first(8), CollectiveKind::Broadcast, 8 * (32768.0 + 4), 8, o);
+  REQUIRE(p.chain);
+  const double channels = 8.0 / static_cast<double>(p.rings.size());  // merged into each ring
+  CHECK(p.steps == 2);
+  CHECK(p.step_bytes == 32768.0 * channels);
+  CHECK(p.last_step_bytes == 4.0 * channels);
+  CHECK(p.channel_bytes() * static_cast<double>(p.rings.size()) == 8 * 32772.0);
+}
+
 TEST_CASE("a chain's waves: each hop's time is its share among the hops of its wave, counted afresh") {
   // chain_waves recomputes, as the window of sending positions slides, only the hops whose links
   // gained or lost a sender. Here every wave's table row is checked against the shares counted
