@@ -17,6 +17,7 @@
 #include <cctype>
 #include <filesystem>
 #include <limits>
+#include <set>
 
 namespace overlapsim {
 
@@ -153,6 +154,35 @@ void load_collectives(const Reader& r, const json& root, Profile& p) {
     f.nodes = static_cast<int>(r.integer(o, sec, "nodes", 1, f.ranks));
     f.algorithm = r.string(o, sec, "algorithm");
     f.protocol = r.string(o, sec, "protocol");
+    // What the log ran: "auto", or NCCL_ALGO / NCCL_PROTO as set (a name or a list, any case).
+    // Another word would never match a collective (measured_collectives.cpp), silently.
+    const auto check_words = [&](const std::string& key, const std::string& text, const std::set<std::string>& known,
+                                 const char* expected) {
+      std::string word;
+      const auto flush = [&] {
+        if (!word.empty() && !known.count(word))
+          r.fail(sec + "." + key, std::string("expected ") + expected + ", found \"" + text + "\"");
+        word.clear();
+      };
+      for (const char ch : text + ",") {
+        if (ch == ',' || ch == ';' || ch == ':' || ch == '^' || ch == ' ') flush();
+        else word += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      }
+      if (text.empty()) r.fail(sec + "." + key, std::string("expected ") + expected + ", found an empty string");
+    };
+    static const std::set<std::string> kFunctions = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce",
+                                                     "sendrecv", "send", "recv"};
+    std::set<std::string> algorithms = {"auto", "default", "ring", "tree", "nvls", "nvls_tree", "nvlstree",
+                                        "collnet", "collnet_direct", "collnetdirect", "collnet_chain", "collnetchain",
+                                        "pat"};
+    std::set<std::string> protocols = {"auto", "default", "ll", "ll128", "simple"};
+    algorithms.insert(kFunctions.begin(), kFunctions.end());
+    protocols.insert(kFunctions.begin(), kFunctions.end());
+    check_words("algorithm", f.algorithm, algorithms,
+                "\"auto\" or NCCL_ALGO as the log set it (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, "
+                "pat, or a list of them)");
+    check_words("protocol", f.protocol, protocols,
+                "\"auto\" or NCCL_PROTO as the log set it (LL, LL128, Simple, or a list of them)");
     f.alpha_s = r.seconds(o, sec, "alpha_s");
     f.busbw_Bps = measured_bandwidth(r, o, sec, "busbw_Bps");
     f.max_relative_error = r.number(o, sec, "max_relative_error", 0.0, std::numeric_limits<double>::max(), false, "a number >= 0");

@@ -628,6 +628,9 @@ TEST_CASE("profile v2: errors name the file and the JSON path") {
       // 1e-308 on NVLink printed inf and nan as a run's figures; 1e-306 on the GEMMs never ended.
       {"efficiency_too_low.json", "network.nvlink_efficiency", "expected a number in [0.01, 1], found 1e-308"},
       {"v2_unknown_collective.json", "collectives.fits[0].collective", "found \"allreduce\""},
+      // A word NCCL_ALGO has not: the fit would never match a collective.
+      {"v2_collective_bad_algorithm.json", "collectives.fits[0].algorithm",
+       "expected \"auto\" or NCCL_ALGO as the log set it"},
       {"v2_interference_type.json", "interference.points[1].num_sm", "found \"8\""},
       {"v2_version_3.json", "version", "expected 1 or 2, found 3"},
       {"v1_with_tables.json", "gemm.key_shapes", "found an unknown key"},
