@@ -107,6 +107,7 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
   for (double size : sizes) {
     rows.push_back(bench_size(topo, op, all, size, opt));
     if (opt.sizes_done) ++*opt.sizes_done;
+    if (opt.on_row) opt.on_row(rows.size() - 1, rows.back());
   }
   return rows;
 }

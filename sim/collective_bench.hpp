@@ -11,6 +11,7 @@
 #include "sim/topology.hpp"
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,9 @@ struct BenchOptions {
   /// Where set, counts the sizes done: run_collective_bench adds 1 after each (another thread
   /// may read it, e.g. to say how far a long sweep has come).
   std::atomic<long long>* sizes_done = nullptr;
+  /// Where set, called with each size's index and row as soon as it is done, in order (e.g. to
+  /// print it).
+  std::function<void(size_t, const BenchRow&)> on_row;
 };
 
 /// The GPUs (global ranks of `topo`) a bench of `ranks` ranks runs on, in rank order: GPUs

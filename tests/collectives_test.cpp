@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -349,6 +350,28 @@ TEST_CASE("the collective bench times each size alone: a Broadcast never gets fa
   for (double s = 8; s <= 65536; s *= 2) sizes.push_back(s);
   const auto rows = run_collective_bench(topo, BenchOp::Broadcast, 8, sizes, b);
   for (size_t i = 1; i < rows.size(); ++i) CHECK(rows[i].time_s >= rows[i - 1].time_s);
+}
+
+TEST_CASE("the collective bench hands each size's row over as it is done, in order, and counts them") {
+  // (`overlapsim collective` prints them so, as nccl-tests does: a long sweep shows its rows as
+  // they come, and one stopped keeps those done.)
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  std::atomic<long long> done{0};
+  std::vector<std::pair<size_t, double>> seen;  // (index, size) as handed over
+  BenchOptions b;
+  b.sizes_done = &done;
+  b.on_row = [&](size_t i, const BenchRow& r) {
+    CHECK(static_cast<long long>(i) + 1 == done.load());  // counted before it is handed over
+    seen.emplace_back(i, r.size_bytes);
+  };
+  const std::vector<double> sizes = {1024, 65536, 1048576};
+  const std::vector<BenchRow> rows = run_collective_bench(topo, BenchOp::AllReduce, 8, sizes, b);
+  REQUIRE(seen.size() == rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    CHECK(seen[i].first == i);
+    CHECK(seen[i].second == rows[i].size_bytes);
+  }
+  CHECK(done.load() == 3);
 }
 
 TEST_CASE("a chain's last slice carries what is left: a Broadcast or Reduce never gets faster as it grows") {

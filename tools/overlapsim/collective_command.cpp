@@ -481,15 +481,35 @@ int collective_command(const CollectiveArgs& a) {
   if (!sizes.empty() && dev.hbm_bytes > 0 && sizes.back() > dev.hbm_bytes)
     notes.push_back(fmt::format("sizes above {:.0f} B do not fit in one {}'s {:g} GiB of memory: simulated all the same",
                                 dev.hbm_bytes, dev.model, dev.hbm_bytes / (1024.0 * 1024 * 1024)));
+  const std::string algo_shown = algo_is_list ? opt.replay.collectives.allowed.algo_text : to_string(opt.algorithm);
+  const bool algo_forced = opt.algorithm != CollectiveAlgorithm::Auto || algo_is_list;
+  const bool p2p = op == BenchOp::AllToAll || op == BenchOp::SendRecv;
+  if (algo_forced && p2p) notes.push_back("--algo " + algo_shown + " leaves " + to_string(op) + " alone: point-to-point messages");
+
+  // Per node where not every GPU of a node is a member, or where the nodes were trimmed to K
+  // GPUs (then K per node, their full size).
+  const int per_node = rpn > 0 ? rpn : trimmed_note.empty() ? 0 : topo.gpus_per_node;
+  const CollectiveTable table{op,           ranks,    topo,      topo.node_of(members.back()) + 1,
+                              per_node,     opt,      profile_path, comparing ? &log : nullptr,
+                              notes,        compare_from, from_text, reduces};
+  CollectiveTablePrinter printer(a, table);
+  // The rows come as each size is done, as nccl-tests prints them; but for an --algo list, which
+  // is refused where it leaves some size nothing that can run (below): its table comes whole
+  // once every size has run, so that a refusal is not printed after rows.
+  const bool stream = !(algo_is_list && !log_algo_list);
+  if (stream) {
+    printer.head();
+    opt.on_row = [&printer](size_t i, const BenchRow& r) { printer.row(i, r); };
+  }
   // A run of minutes (a long sweep over many ranks, or a size of it: a flow replay, or a
-  // Broadcast's chain over thousands of GPUs) says every 30 s that it is still running and how
-  // many sizes are done, as `run` does; the table comes at the end. A watch beside the bench,
-  // in both fidelities (a flow sweep of many short sizes, each a replay of seconds, printed
-  // nothing for minutes where the replay's own heartbeat counted a size's time alone).
-  const std::string running = fmt::format(
-      "{} over {} ranks, {} size(s) from {:.0f} B to {:.0f} B ({} fidelity; the table comes at the end)", to_string(op),
-      ranks, sizes.size(), sizes.empty() ? 0.0 : sizes.front(), sizes.empty() ? 0.0 : sizes.back(),
-      to_string(opt.replay.fidelity));
+  // Broadcast's chain over thousands of GPUs) says every 30 s on stderr that it is still
+  // running and how many sizes are done, as `run` does. A watch beside the bench, in both
+  // fidelities (a flow sweep of many short sizes, each a replay of seconds, printed nothing for
+  // minutes where the replay's own heartbeat counted a size's time alone).
+  const std::string running =
+      fmt::format("{} over {} ranks, {} size(s) from {:.0f} B to {:.0f} B ({} fidelity)", to_string(op), ranks,
+                  sizes.size(), sizes.empty() ? 0.0 : sizes.front(), sizes.empty() ? 0.0 : sizes.back(),
+                  to_string(opt.replay.fidelity));
   std::atomic<long long> sizes_done{0};
   opt.sizes_done = &sizes_done;
   std::vector<BenchRow> rows;
@@ -525,10 +545,7 @@ int collective_command(const CollectiveArgs& a) {
   // says which); say so once rather than let the column alone tell. A list that leaves a size
   // nothing that can run is refused, as NCCL 2.24 and later fail the call; one from a log (NCCL
   // ran something there: CollNet, which is not modelled) is noted.
-  const std::string algo_shown = algo_is_list ? opt.replay.collectives.allowed.algo_text : to_string(opt.algorithm);
-  if ((opt.algorithm != CollectiveAlgorithm::Auto || algo_is_list) && (op == BenchOp::AllToAll || op == BenchOp::SendRecv)) {
-    notes.push_back("--algo " + algo_shown + " leaves " + to_string(op) + " alone: point-to-point messages");
-  } else if (opt.algorithm != CollectiveAlgorithm::Auto || algo_is_list) {
+  if (algo_forced && !p2p) {
     int other = 0;
     std::string ran;
     const BenchRow* first = nullptr;
@@ -550,14 +567,11 @@ int collective_command(const CollectiveArgs& a) {
                                   forced_algorithm_reason(algo_shown)));
   }
 
-  // Per node where not every GPU of a node is a member, or where the nodes were trimmed to K
-  // GPUs (then K per node, their full size).
-  const int per_node = rpn > 0 ? rpn : trimmed_note.empty() ? 0 : topo.gpus_per_node;
-  const CollectiveTable table{op,           ranks,    topo,      topo.node_of(members.back()) + 1,
-                              per_node,     opt,      profile_path, comparing ? &log : nullptr,
-                              notes,        rows,     compare_from, from_text,
-                              reduces};
-  return print_collective_table(a, table);
+  if (!stream) {
+    printer.head();
+    for (size_t i = 0; i < rows.size(); ++i) printer.row(i, rows[i]);
+  }
+  return printer.tail();
 }
 
 }  // namespace overlapsim::cli
