@@ -266,7 +266,7 @@ double CollectivePlan::closed_form_s() const {
   if (runs_in_bulk()) return base_latency_s + bulk_s;
   if (algorithm == CollectiveAlgorithm::Tree) {
     double t = 0;
-    for (const TreePlan& tp : trees) t = std::max(t, tp.pipeline_s(steps, wire_bytes));
+    for (const TreePlan& tp : trees) t = std::max(t, tp.pipeline_s(steps, wire_bytes, last_wire_bytes > 0 ? last_wire_bytes : -1));
     return base_latency_s + t;
   }
   double t = 0;
@@ -302,7 +302,7 @@ std::vector<double> CollectivePlan::member_ends_s() const {
   }
   if (algorithm != CollectiveAlgorithm::Tree) return std::vector<double>(members, closed_form_s());
   for (const TreePlan& tp : trees) {
-    const std::vector<double> t = tp.end_times(steps, wire_bytes);
+    const std::vector<double> t = tp.end_times(steps, wire_bytes, last_wire_bytes > 0 ? last_wire_bytes : -1);
     for (int v = 0; v < members; ++v) e[v] = std::max(e[v], base_latency_s + t[v]);
   }
   return e;
@@ -313,7 +313,7 @@ double tree_received_bytes(const CollectivePlan& p, int pos) {
   double b = 0;
   for (const TreePlan& tp : p.trees) {
     const int from = static_cast<int>(tp.children[pos].size()) + (pos == tp.root ? 0 : 1);
-    b += tp.multiplicity * p.step_bytes * p.steps * from;
+    b += tp.multiplicity * p.channel_bytes() * from;
   }
   return b;
 }

@@ -379,9 +379,10 @@ struct TreePlan {
   }
   /// Contention-free end of each member's part (it has received its last slice and sent all its
   /// own) for K slices of wire_bytes each, seconds from the start, base latency aside; by position.
-  std::vector<double> end_times(int slices, double wire_bytes) const;
+  /// The last slice carries `last_wire_bytes` (< 0: as the others; CollectivePlan::last_wire_bytes).
+  std::vector<double> end_times(int slices, double wire_bytes, double last_wire_bytes = -1) const;
   /// The latest of end_times: the tree's contention-free time (header formula).
-  double pipeline_s(int slices, double wire_bytes) const;
+  double pipeline_s(int slices, double wire_bytes, double last_wire_bytes = -1) const;
 };
 
 /// A chain's waves (collective_plan.hpp header): wave w is when position p sends slice w − p;
@@ -454,20 +455,22 @@ struct CollectivePlan {
   int members = 0;
   double step_bytes = 0;        ///< payload per step (tree: per slice; chain: per full slice) per ring/tree, bytes
   double wire_bytes = 0;        ///< step_bytes after protocol overhead, bytes
-  /// A chain's last slice, payload and wire bytes: what is left of a channel's part after its
-  /// steps − 1 full slices, (0, step_bytes], as NCCL's Broadcast and Reduce kernels cut a
-  /// channel's part into chunks of the chunk size, the last one shorter (src/device/broadcast.h
-  /// runRing: nelem = min(chunkCount, channelCount − elemOffset)). Equal slices instead made a
-  /// size one byte past a whole slice take half the fill of that slice's size: a Broadcast of
-  /// 262148 B over one DGX A100 took 23.5 µs against 32.4 µs for 262144 B. Other plans: as the
-  /// other steps (these two are read for chains only).
+  /// A chain's or a tree's last slice, payload and wire bytes: what is left of a channel's part
+  /// after its steps − 1 full slices, (0, step_bytes], as NCCL's kernels cut a channel's part
+  /// into chunks of the chunk size, the last one shorter (src/device/broadcast.h runRing,
+  /// all_reduce.h runTreeUpDown: nelem = min(chunkCount, channelCount − elemOffset)). Equal
+  /// slices instead made a size one byte past a whole slice take half the fill of that slice's
+  /// size: a Broadcast of 262148 B over one DGX A100 took 23.5 µs against 32.4 µs for 262144 B.
+  /// 0 in other plans (their steps are alike).
   double last_step_bytes = 0, last_wire_bytes = 0;
-  /// The wire bytes of step (chain: slice) k of `steps`.
-  double wire_bytes_of(int k) const { return chain && k == steps - 1 ? last_wire_bytes : wire_bytes; }
+  /// The wire bytes of step (slice) k of `steps`.
+  double wire_bytes_of(int k) const { return k == steps - 1 && last_wire_bytes > 0 ? last_wire_bytes : wire_bytes; }
   /// wire_bytes_of(k) as a fraction of wire_bytes (1 where that is 0).
   double wire_fraction_of(int k) const { return wire_bytes > 0 ? wire_bytes_of(k) / wire_bytes : 1.0; }
-  /// The payload one ring or chain channel moves over all its steps, bytes.
-  double channel_bytes() const { return chain ? (steps - 1) * step_bytes + last_step_bytes : steps * step_bytes; }
+  /// The payload one ring, chain or tree channel moves over all its steps, bytes.
+  double channel_bytes() const {
+    return last_step_bytes > 0 ? (steps - 1) * step_bytes + last_step_bytes : steps * step_bytes;
+  }
   double base_latency_s = 0;
   std::vector<ChannelPlan> rings;  ///< Ring
   std::vector<TreePlan> trees;     ///< Tree (distinct channels; see TreePlan::multiplicity)

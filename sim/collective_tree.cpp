@@ -83,18 +83,29 @@ TreePlan build_tree(const Topology& topo, const std::vector<int>& ranks, int cha
   return tp;
 }
 
-std::vector<double> TreePlan::end_times(int slices, double wire_bytes) const {
+std::vector<double> TreePlan::end_times(int slices, double wire_bytes, double last_wire_bytes) const {
   // Recurrences (collective_plan.hpp): a hop h with predecessors P(h) (the up hops of its
   // sender's children; for a down hop, its sender's own down hop, or every up hop into the root)
   // delivers its last slice at
   //   E(h) = e_h + max( max over P(h) of E(p), S(h) + (K − 1) · d_h ),
   // S(h) the longest chain of first-slice arrivals before h (no waiting): the last slice either
   // follows its predecessor's last slice, or queued behind K − 1 sends of h itself, each keeping
-  // the sender busy d_h (the step latency beyond it overlaps the next send).
+  // the sender busy d_h (the step latency beyond it overlaps the next send). (Exact for equal
+  // slices: the latest path through a predecessor's slice j and then h's own queue is linear in
+  // j between them, so it is taken at j = 0 or K − 1.)
+  //
+  // A shorter last slice (CollectivePlan::last_wire_bytes): slices 0..K−2 are those of an
+  // equal-sliced tree of K − 1 slices, whose E(h) is when slice K − 2 arrived over h; the last
+  // one leaves h once h's sender is free of slice K − 2 (sent at E(h) − e_h, busy d_h) and it has
+  // arrived from P(h), and takes h's time for its own bytes:
+  //   E'(h) = e'_h + max( max over P(h) of E'(p), E(h) − e_h + d_h ).
   const int n = static_cast<int>(parent.size());
   std::vector<double> end(n, 0.0);
   if (n <= 1 || slices <= 0) return end;
-  const double waits = slices - 1;
+  const bool shorter = last_wire_bytes >= 0 && last_wire_bytes != wire_bytes;
+  if (shorter && slices == 1) return end_times(1, last_wire_bytes);
+  const int equal = shorter ? slices - 1 : slices;  // the slices of the equal-sliced tree
+  const double waits = equal - 1;
   // Breadth-first order from the root: parents before children.
   std::vector<int> order{root};
   for (size_t i = 0; i < order.size(); ++i)
@@ -128,6 +139,27 @@ std::vector<double> TreePlan::end_times(int slices, double wire_bytes) const {
     ed[v] = t + std::max(ed[p], dn_first[p] + waits * occupancy_s(down[v], wire_bytes));
     dn_first[v] = dn_first[p] + t;
   }
+  if (shorter) {  // the last slice, E'
+    std::vector<double> eu_last(n, 0.0), ed_last(n, 0.0);
+    for (int i = n - 1; i >= 0; --i) {
+      const int v = order[i];
+      double in = 0;  // the last slice from every child
+      for (int c : children[v]) in = std::max(in, eu_last[c]);
+      if (v == root) {
+        ed_last[v] = in;  // (as ed[root]: what the root's down hops forward)
+        continue;
+      }
+      const double free = eu[v] - hop_s(up[v], wire_bytes) + occupancy_s(up[v], wire_bytes);
+      eu_last[v] = hop_s(up[v], last_wire_bytes) + std::max(in, free);
+    }
+    for (int i = 1; i < n; ++i) {
+      const int v = order[i], p = parent[v];
+      const double free = ed[v] - hop_s(down[v], wire_bytes) + occupancy_s(down[v], wire_bytes);
+      ed_last[v] = hop_s(down[v], last_wire_bytes) + std::max(ed_last[p], free);
+    }
+    eu.swap(eu_last);
+    ed.swap(ed_last);
+  }
   // A member is done when it has received its last slice and sent all of its own.
   for (int v = 0; v < n; ++v) {
     double e = v == root ? 0.0 : std::max(ed[v], eu[v]);
@@ -137,8 +169,8 @@ std::vector<double> TreePlan::end_times(int slices, double wire_bytes) const {
   return end;
 }
 
-double TreePlan::pipeline_s(int slices, double wire_bytes) const {
-  const std::vector<double> e = end_times(slices, wire_bytes);
+double TreePlan::pipeline_s(int slices, double wire_bytes, double last_wire_bytes) const {
+  const std::vector<double> e = end_times(slices, wire_bytes, last_wire_bytes);
   return e.empty() ? 0.0 : *std::max_element(e.begin(), e.end());
 }
 
@@ -315,9 +347,12 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
     const double per_channel = bytes / q.channels;
     // NCCL's chunk for the size over its call's channels (a textbook tree: the protocol's step).
     const double chunk = opt.textbook ? kTreeChunkBytes[pi] : nccl_tree_chunk_bytes(proto, bytes, q.sm_blocks, n, nodes);
+    // Full chunks and a last one of what is left (CollectivePlan::last_step_bytes).
     q.steps = std::max(1, static_cast<int>(std::ceil(per_channel / chunk)));
-    q.step_bytes = per_channel / q.steps;
+    q.step_bytes = std::min(per_channel, chunk);
+    q.last_step_bytes = per_channel - (q.steps - 1) * q.step_bytes;
     q.wire_bytes = q.step_bytes / kWireFraction[pi];
+    q.last_wire_bytes = q.last_step_bytes / kWireFraction[pi];
     q.base_latency_s = opt.textbook ? 0.0 : kBaseLatTree[pi];
     q.trees = trees_for(q.channels);
     // Simple's per-slice cost on NVLink hops (header): NCCL's tree channel sends its chunks of

@@ -353,7 +353,7 @@ void Replayer::on_activity_done(Task& t) {
       const Hop2& h = (t.idx % 2 == 0 ? tp.up : tp.down)[t.idx / 2];
       // (A merged flow carries `multiplicity` channels' slices at their summed rate: the floor
       // is one channel's slice at one channel's share, TreePlan::hop_s.)
-      const double early = t.started_s + h.route_latency_s + c.plan->wire_bytes / h.share_Bps - be_.now();
+      const double early = t.started_s + h.route_latency_s + c.tree->flow_wire_bytes(t.channel, t.idx) / h.share_Bps - be_.now();
       if (early > 1e-15) start_exec(Task::TreeFloor, false, early, t.rank_idx, t.op, t.match, t.channel, t.idx);
       else tree_done(t);
       break;

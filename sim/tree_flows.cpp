@@ -12,7 +12,9 @@ TreeRun::TreeRun(const CollectivePlan& plan) : plan_(plan) {
   const int n = plan.members;
   st_.resize(plan.trees.size());
   for (State& s : st_) {
-    for (auto* v : {&s.up_started, &s.up_free, &s.up_done, &s.dn_started, &s.dn_free, &s.dn_done}) v->assign(n, 0);
+    for (auto* v : {&s.up_started, &s.up_free, &s.up_done, &s.dn_started, &s.dn_free, &s.dn_done, &s.up_flows_done,
+                    &s.dn_flows_done})
+      v->assign(n, 0);
     s.over.assign(n, 0);
   }
   present_.assign(n, 0);
@@ -80,19 +82,22 @@ void TreeRun::issue(int t, int hop, bool first_of_leaf, std::vector<TreeAction>&
 
 void TreeRun::send(int t, int hop, std::vector<TreeAction>& out) {
   const Hop2& h = hop_of(t, hop);
+  const State& s = st_[t];
+  const int v = hop / 2;
+  const double wire = plan_.wire_bytes_of((hop % 2 == 0 ? s.up_started[v] : s.dn_started[v]) - 1);  // this slice's
   TreeAction a;
   a.kind = TreeAction::Flow;
   a.tree = t;
   a.hop = hop;
   a.src_pos = h.src_pos;
   a.dst_pos = h.dst_pos;
-  a.bytes = plan_.wire_bytes * plan_.trees[t].multiplicity;
+  a.bytes = wire * plan_.trees[t].multiplicity;
   out.push_back(a);
   TreeAction slot;
   slot.kind = TreeAction::Slot;
   slot.tree = t;
   slot.hop = hop;
-  slot.seconds = TreePlan::occupancy_s(h, plan_.wire_bytes);
+  slot.seconds = TreePlan::occupancy_s(h, wire);
   out.push_back(slot);
 }
 
@@ -110,8 +115,15 @@ void TreeRun::slot_done(int tree, int hop, std::vector<TreeAction>& out) {
   }
 }
 
+double TreeRun::flow_wire_bytes(int tree, int hop) const {
+  const State& s = st_[tree];
+  return plan_.wire_bytes_of((hop % 2 == 0 ? s.up_flows_done : s.dn_flows_done)[hop / 2]);
+}
+
 void TreeRun::flow_done(int tree, int hop, std::vector<TreeAction>& out, std::vector<int>& finished) {
   const Hop2& h = hop_of(tree, hop);
+  State& s = st_[tree];
+  ++(hop % 2 == 0 ? s.up_flows_done : s.dn_flows_done)[hop / 2];
   // The step latency the flow's route did not pay itself.
   const double after = std::max(0.0, h.step_latency_s - h.route_latency_s);
   if (after > 1e-15) {

@@ -10,7 +10,8 @@
 //    every child's slice k has arrived);
 //  - a hop's first slice waits for both ends to have reached the collective (NCCL's receive
 //    credit);
-//  - a send is a Flow of wire_bytes · multiplicity and, beside it, a Slot timer of the hop's
+//  - a send is a Flow of its slice's wire bytes (CollectivePlan::wire_bytes_of) · multiplicity
+//    and, beside it, a Slot timer of the hop's
 //    occupancy (TreePlan::occupancy_s) after which the sender is free; once the flow has ended,
 //    an Arrival timer of the protocol's step latency beyond the route's own, after which the
 //    slice has arrived (NCCL_STEPS-deep buffers let a sender run ahead of the latency, as a
@@ -51,12 +52,16 @@ class TreeRun {
   /// A Flow ended: its Arrival starts, or (no step latency beyond the route's) it has arrived.
   /// Members whose part is now over (on every tree) are appended to `finished`.
   void flow_done(int tree, int hop, std::vector<TreeAction>& out, std::vector<int>& finished);
+  /// The wire bytes of the next flow of hop `hop` of tree `tree` to end (a hop's flows end in
+  /// the order they started: one slice after another; the last may be shorter), bytes.
+  double flow_wire_bytes(int tree, int hop) const;
   /// An Arrival ended: the slice has arrived; members now over are appended to `finished`.
   void arrival_done(int tree, int hop, std::vector<TreeAction>& out, std::vector<int>& finished);
 
  private:
   struct State {
     std::vector<int> up_started, up_free, up_done, dn_started, dn_free, dn_done;  ///< slices, by member
+    std::vector<int> up_flows_done, dn_flows_done;  ///< flows ended (before their arrival), by member
     std::vector<char> over;
   };
   const Hop2& hop_of(int t, int hop) const;

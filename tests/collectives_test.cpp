@@ -413,6 +413,47 @@ TEST_CASE("a chain's last slice carries what is left: a Broadcast or Reduce neve
   CHECK(p.channel_bytes() * static_cast<double>(p.rings.size()) == 8 * 32772.0);
 }
 
+TEST_CASE("a tree's last chunk carries what is left, in its closed form and in its flows alike") {
+  // NCCL's tree kernel cuts a channel's part as the chain's does (all_reduce.h runTreeUpDown):
+  // LL128's 576,000 B chunks leave a short last one of 1 MiB over 8 channels.
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::Tree;
+  o.protocol_auto = false;
+  o.protocol = Protocol::LL128;
+  const double S = 4.0 * 1024 * 1024;
+  const CollectivePlan p = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, S, 8, o);
+  REQUIRE(p.algorithm == CollectiveAlgorithm::Tree);
+  REQUIRE(p.steps >= 2);
+  CHECK(p.last_step_bytes > 0);
+  CHECK(p.last_step_bytes < p.step_bytes);
+  CHECK(p.channel_bytes() == testing::approx(S / 8).epsilon(1e-12));
+  // The closed form of the last chunk's extra layer: more than K − 1 equal chunks, less than K.
+  for (const TreePlan& tp : p.trees) {
+    const double with_last = tp.pipeline_s(p.steps, p.wire_bytes, p.last_wire_bytes);
+    CHECK(with_last > tp.pipeline_s(p.steps - 1, p.wire_bytes));
+    CHECK(with_last < tp.pipeline_s(p.steps, p.wire_bytes));
+  }
+  // The flows (TreeRun) follow the same recurrences.
+  BenchOptions b;
+  b.algorithm = CollectiveAlgorithm::Tree;
+  b.channels = 8;
+  b.replay.collectives.protocol_auto = false;
+  b.replay.collectives.protocol = Protocol::LL128;
+  const FlowAnalytic t = flow_and_analytic(topo, BenchOp::AllReduce, 16, S, b);
+  CHECK(t.flow == testing::approx(t.analytic).epsilon(0.01));
+  // Four bytes a channel past a whole number of chunks is no faster than that number (with equal
+  // chunks it was: every chunk shrank).
+  const double whole = 8 * p.steps * p.step_bytes;
+  const CollectivePlan at_whole = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, whole, 8, o);
+  const CollectivePlan past = plan_collective(topo, {}, first(16), CollectiveKind::AllReduce, whole + 32, 8, o);
+  REQUIRE(at_whole.step_bytes == p.step_bytes);  // the same chunk at both sizes
+  REQUIRE(past.step_bytes == p.step_bytes);
+  REQUIRE(past.steps == at_whole.steps + 1);
+  CHECK(flow_and_analytic(topo, BenchOp::AllReduce, 16, whole + 32, b).analytic >=
+        flow_and_analytic(topo, BenchOp::AllReduce, 16, whole, b).analytic);
+}
+
 TEST_CASE("a chain's waves: each hop's time is its share among the hops of its wave, counted afresh") {
   // chain_waves recomputes, as the window of sending positions slides, only the hops whose links
   // gained or lost a sender. Here every wave's table row is checked against the shares counted

@@ -407,7 +407,7 @@ TEST_CASE("nccl-tests published: A100 16 nodes (128 GPUs) all_reduce (coreweave/
   // NVIDIA/nccl#812), so the run was either on fewer NICs or another algorithm. The tree and the
   // ring take the protocol NCCL's tuner ranks first, LL128 up to 512 MiB (the least closed form
   // had taken Simple at 128 and 512 MiB: 42% and 17% above the log, now 11% and 13%). At 2-128
-  // MiB, where NCCL's tuner runs the tree, the model is 2-27% above it (its tree pipelines NCCL's
+  // MiB, where NCCL's tuner runs the tree, the model is 0.5-26% above it (its tree pipelines NCCL's
   // chunks, 32-128 KiB there, with each slice's latency overlapping the next copy, its LL128 held
   // to the tree's busBw limits; it was 23-35% below while a slice paid its latency serially in
   // 512 KiB slices, 20-45% above without the limits), as much as its plateau is above the log's.
