@@ -3,6 +3,8 @@
 
 #include "sim/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -54,6 +56,12 @@ AlphaBusbw fit_alpha_busbw(const std::vector<SizeTime>& points, const std::strin
     alpha = 0;
     beta = swxt / swxx;
   }
+  // A busbw the profile loader refuses (calibrate/profile.cpp: 1e6 to 1e15 B/s) is a curve too
+  // flat to fit (small sizes only, their times flat to nccl-tests' two decimals: 1e23 B/s).
+  if (!(1.0 / beta >= 1e6 && 1.0 / beta <= 1e15))
+    throw InputError(what + ": the times of " + collective + " do not grow with the message size enough to fit a "
+                     "bandwidth (" + fmt::format("{:.3g}", 1.0 / beta) + " B/s; expected 1e6 to 1e15): measure sizes up "
+                     "to at least a few MiB");
   AlphaBusbw out;
   out.alpha_s = alpha;
   out.busbw_Bps = 1.0 / beta;

@@ -1,6 +1,7 @@
 // nccl-tests log reader (format and rules in nccl_tests.hpp; the importer: nccl_tests_import.cpp).
 #include "calibrate/nccl_tests.hpp"
 
+#include "calibrate/gpu_names.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/error.hpp"
 #include "sim/nccl_tuning.hpp"
@@ -296,6 +297,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
   };
   std::vector<RawTuning> tuning;
   bool have_layout = false;
+  bool footer = false;  // the closing "Avg bus bandwidth" line was read
   Layout layout;
   std::string line;
   int number = first_line - 1;
@@ -343,6 +345,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
         layout = parse_header(path, number, t);
         have_layout = true;
       } else if (rest.find("Avg bus bandwidth") != std::string::npos) {
+        footer = true;  // (its value may be nan, where nccl-tests divided by no size)
         const auto colon = rest.find(':');
         const std::vector<std::string> v = split(colon == std::string::npos ? "" : rest.substr(colon + 1));
         double x = 0;
@@ -358,6 +361,20 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
         parse_double(t[0], &first_number))
       // A result row whose size is negative, fractional or in exponent form: not silently skipped.
       throw InputError(SourceLocation{path, number, 0}, "", "expected a size in whole bytes, found '" + t[0] + "'");
+    if (!is_unsigned(t[0]) && line.find("Avg bus bandwidth") != std::string::npos) {
+      // Older nccl-tests (its MPI_SUPPORT-era common.cu) print the footer without '#'.
+      footer = true;
+      const auto colon = line.find(':');
+      const std::vector<std::string> v = split(colon == std::string::npos ? "" : line.substr(colon + 1));
+      double x = 0;
+      if (!v.empty() && parse_double(v[0], &x)) log.avg_busbw_GBps = x;
+      continue;
+    }
+    if (!is_unsigned(t[0]) && line.find("Out of bounds values") != std::string::npos &&
+        line.find("FAILED") != std::string::npos) {
+      log.warnings.push_back(path + ":" + std::to_string(number) + ": nccl-tests reports out-of-bounds values (FAILED)");
+      continue;
+    }
     if (!is_unsigned(t[0])) {
       // NCCL's own INFO lines (NCCL_DEBUG=INFO) tell the forced algorithm/protocol and the version.
       const auto info = line.find("NCCL INFO ");
@@ -491,7 +508,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
 
   // nccl-tests ends a run with "# Avg bus bandwidth" (after its last size): a log without it
   // was cut short, and its last row may be a size still running or half-written.
-  if (log.avg_busbw_GBps < 0)
+  if (!footer)
     log.warnings.push_back(path + ":" + std::to_string(log.rows.back().line) +
                            ": the log ends without nccl-tests' closing \"# Avg bus bandwidth\" line after this row "
                            "(cut short?); its rows are read as they are");
@@ -505,8 +522,10 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
       if (r.group == group) {
         members.insert(r.rank);
         hosts[r.host].insert(r.rank);
-        // The profile is one GPU model's (as logs of two models are refused together).
-        if (r.gpu != ranks.front().gpu)
+        // The profile is one GPU model's (as logs of two models are refused together): names
+        // the device catalog maps to one model are one, others must be the same name.
+        const std::string m = device_model_for_gpu_name(r.gpu), m0 = device_model_for_gpu_name(ranks.front().gpu);
+        if (m.empty() || m0.empty() ? r.gpu != ranks.front().gpu : m != m0)
           throw InputError(SourceLocation{path, r.line, 0}, "",
                            "expected one GPU model per log, as rank " + std::to_string(ranks.front().rank) +
                                " at line " + std::to_string(ranks.front().line) + " (" + ranks.front().gpu +

@@ -4,6 +4,7 @@
 
 #include "calibrate/collective_fit.hpp"
 #include "calibrate/gpu_names.hpp"
+#include "calibrate/profile.hpp"
 #include "models/device_catalog.hpp"
 #include "sim/error.hpp"
 #include "sim/nccl_tuning.hpp"
@@ -67,6 +68,14 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
   };
   std::map<std::tuple<std::string, int, int>, Group> groups;
   for (const NcclTestsLog& l : res.logs) {
+    // NCCL before 2.24 let a word it did not know pass in NCCL_ALGO/NCCL_PROTO; the profile
+    // would keep it and its loader refuse it.
+    for (const auto& [value, is_algo] : {std::pair<const std::string&, bool>{l.algorithm, true}, {l.protocol, false}})
+      if (const std::string w = unknown_nccl_word(value, is_algo); !w.empty())
+        throw InputError(SourceLocation{l.path, 0, 0}, "",
+                         std::string("the log's ") + (is_algo ? "NCCL_ALGO" : "NCCL_PROTO") + " (" + value +
+                             ") names '" + w + "', which NCCL has not; expected a log run with " +
+                             (is_algo ? "NCCL_ALGO" : "NCCL_PROTO") + " unset or set to names NCCL has");
     res.warnings.insert(res.warnings.end(), l.warnings.begin(), l.warnings.end());
     Group& g = groups[{l.collective, l.ranks, l.nodes}];
     if (g.files.empty()) {

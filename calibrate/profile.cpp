@@ -156,33 +156,12 @@ void load_collectives(const Reader& r, const json& root, Profile& p) {
     f.protocol = r.string(o, sec, "protocol");
     // What the log ran: "auto", or NCCL_ALGO / NCCL_PROTO as set (a name or a list, any case).
     // Another word would never match a collective (measured_collectives.cpp), silently.
-    const auto check_words = [&](const std::string& key, const std::string& text, const std::set<std::string>& known,
-                                 const char* expected) {
-      std::string word;
-      const auto flush = [&] {
-        if (!word.empty() && !known.count(word))
-          r.fail(sec + "." + key, std::string("expected ") + expected + ", found \"" + text + "\"");
-        word.clear();
-      };
-      for (const char ch : text + ",") {
-        if (ch == ',' || ch == ';' || ch == ':' || ch == '^' || ch == ' ') flush();
-        else word += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      }
-      if (text.empty()) r.fail(sec + "." + key, std::string("expected ") + expected + ", found an empty string");
-    };
-    static const std::set<std::string> kFunctions = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce",
-                                                     "sendrecv", "send", "recv"};
-    std::set<std::string> algorithms = {"auto", "default", "ring", "tree", "nvls", "nvls_tree", "nvlstree",
-                                        "collnet", "collnet_direct", "collnetdirect", "collnet_chain", "collnetchain",
-                                        "pat"};
-    std::set<std::string> protocols = {"auto", "default", "ll", "ll128", "simple"};
-    algorithms.insert(kFunctions.begin(), kFunctions.end());
-    protocols.insert(kFunctions.begin(), kFunctions.end());
-    check_words("algorithm", f.algorithm, algorithms,
-                "\"auto\" or NCCL_ALGO as the log set it (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, "
-                "pat, or a list of them)");
-    check_words("protocol", f.protocol, protocols,
-                "\"auto\" or NCCL_PROTO as the log set it (LL, LL128, Simple, or a list of them)");
+    if (f.algorithm.empty() || !unknown_nccl_word(f.algorithm, true).empty())
+      r.fail(sec + ".algorithm", "expected \"auto\" or NCCL_ALGO as the log set it (ring, tree, nvls, nvls_tree, "
+                                 "collnet_direct, collnet_chain, pat, or a list of them), found \"" + f.algorithm + "\"");
+    if (f.protocol.empty() || !unknown_nccl_word(f.protocol, false).empty())
+      r.fail(sec + ".protocol", "expected \"auto\" or NCCL_PROTO as the log set it (LL, LL128, Simple, or a list of "
+                                "them), found \"" + f.protocol + "\"");
     f.alpha_s = r.seconds(o, sec, "alpha_s");
     f.busbw_Bps = measured_bandwidth(r, o, sec, "busbw_Bps");
     f.max_relative_error = r.number(o, sec, "max_relative_error", 0.0, std::numeric_limits<double>::max(), false, "a number >= 0");
@@ -298,6 +277,25 @@ double headline_efficiency(const Reader& r, const json& obj, const std::string& 
 }
 
 }  // namespace
+
+std::string unknown_nccl_word(const std::string& text, bool algorithm) {
+  static const std::set<std::string> kAlgorithms = {
+      "auto", "default", "ring", "tree", "nvls", "nvls_tree", "nvlstree", "collnet", "collnet_direct",
+      "collnetdirect", "collnet_chain", "collnetchain", "pat"};
+  static const std::set<std::string> kProtocols = {"auto", "default", "ll", "ll128", "simple"};
+  static const std::set<std::string> kFunctions = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce",
+                                                   "sendrecv", "send", "recv"};
+  std::string word;
+  for (const char ch : text + ",") {
+    if (ch == ',' || ch == ';' || ch == ':' || ch == '^' || ch == ' ') {
+      if (!word.empty() && !(algorithm ? kAlgorithms : kProtocols).count(word) && !kFunctions.count(word)) return word;
+      word.clear();
+    } else {
+      word += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+  }
+  return "";
+}
 
 Profile load_profile(const std::string& path) {
   const json root = calib::parse_json_file(path, "a calibration profile (JSON)");

@@ -111,10 +111,16 @@ struct Profile {
   const CollectiveFit* collective(const std::string& name, int ranks, int nodes = -1) const;
 };
 
+/// The first word of `text`, an NCCL_ALGO (`algorithm`) or NCCL_PROTO value as a log set it
+/// (a name or a list: ring,tree; ^nvls; allreduce:tree;allgather:ring; any case), that NCCL has
+/// no algorithm (protocol) or collective of that name for; "" when every word is one.
+std::string unknown_nccl_word(const std::string& text, bool algorithm);
+
 /// Loads a profile (version 1 or 2). Throws InputError naming the file, the JSON key (a path
 /// such as "collectives.fits[2].busbw_Bps") and what was expected for a wrong schema or version,
-/// a missing key, a value out of range (efficiencies in (0, 1], overheads >= 0, axes ascending,
-/// table sizes matching the axes) or an unknown device.
+/// a missing key, a value out of range (whole-device efficiencies in [0.01, 1], table
+/// efficiencies in (0, 1], measured bandwidths from 1e6 to 1e15 B/s, overheads >= 0, axes ascending,
+/// table sizes matching the axes), an algorithm or protocol word NCCL has not, or an unknown device.
 Profile load_profile(const std::string& path);
 
 /// The folder of the shipped profiles, one per GPU model (calibrate/profiles).

@@ -352,6 +352,18 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
     for (const std::string& w : read_nccl_tests_log(kLogs + "all_reduce_perf_8xh100.log").warnings)
       CHECK(!contains(w, "disagree"));
   }
+  SUBCASE("a curve too flat to fit a bandwidth the profile could hold is refused at the import") {
+    // 8 B - 1 KiB, every time 18.01 us: the fit's busbw was 1e23 B/s, written, then refused by
+    // the profile loader (1e6 to 1e15).
+    const auto [msg, line] = input_error([&] { import_nccl_tests({kLogs + "bad/all_reduce_perf_flat.log"}, ImportOptions{}); });
+    CHECK(contains(msg, "do not grow with the message size enough to fit a bandwidth"));
+  }
+  SUBCASE("a log whose NCCL_ALGO names an algorithm NCCL has not is refused at the import") {
+    // (NCCL before 2.24 let it pass; the profile kept it and its loader refused it.)
+    const std::string path = kLogs + "bad/all_gather_perf_algo_typo.log";
+    const auto [msg, line] = input_error([&] { import_nccl_tests({path}, ImportOptions{}); });
+    CHECK(contains(msg, path + ": the log's NCCL_ALGO (Rign) names 'rign', which NCCL has not"));
+  }
   SUBCASE("the same log given twice to the import is refused (its points would count twice)") {
     const std::string log = kLogs + "all_reduce_perf_8xh100.log";
     const auto [msg, line] = input_error([&] { import_nccl_tests({log, log}, ImportOptions{}); });
@@ -364,9 +376,13 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
     CHECK(std::any_of(log.warnings.begin(), log.warnings.end(), [&](const std::string& w) {
       return contains(w, path + ":40: the log ends without nccl-tests' closing \"# Avg bus bandwidth\" line");
     }));
-    // A whole log says nothing of the kind.
-    for (const std::string& w : read_nccl_tests_log(kLogs + "all_reduce_perf_8xh100.log").warnings)
-      CHECK(!contains(w, "closing"));
+    // A whole log says nothing of the kind, nor one of older nccl-tests, whose footer lines
+    // have no '#' (common.cu of the MPI_SUPPORT era: " Avg bus bandwidth    : %g").
+    for (const char* whole : {"all_reduce_perf_8xh100.log", "all_reduce_perf_old_footer.log"}) {
+      const NcclTestsLog l = read_nccl_tests_log(kLogs + whole);
+      CHECK(l.avg_busbw_GBps == 135.61);
+      for (const std::string& w : l.warnings) CHECK(!contains(w, "closing"));
+    }
   }
   SUBCASE("a file of several runs reads as one log per run, its rows' lines the file's") {
     const std::vector<NcclTestsLog> runs = read_nccl_tests_logs(kLogs + "sweep_8xh100_xxrjun.log");
