@@ -230,7 +230,8 @@ double tree_protocol_busbw_Bps(const Topology& topo, Protocol proto, int nodes, 
 }
 
 /// Tree hops' shares: a hop shares a link with the hops whose busy windows overlap its own, a
-/// window being [first slice's start, + K · its slice's time alone (latency and copy)], the
+/// window being [first slice's start, + the K slices' times alone (latency and copy; K − 1
+/// whole slices and the last of what is left)], the
 /// start as end_times() would place it without sharing (all hops busy at once when K is large;
 /// only hops at the same depth when K = 1). The window spans K latencies where the pipeline
 /// overlaps all but one (end_times): counted over that longer span, the overlap keeps flow,
@@ -265,8 +266,10 @@ void set_tree_shares(const Topology& topo, const LinkEfficiency& eff, Collective
       const double t = TreePlan::hop_s(tp.down[v], q.wire_bytes);
       const double start = dn_arrive[tp.parent[v]];
       dn_arrive[v] = start + t;
-      const double busy_dn = q.steps * t;
-      const double busy_up = q.steps * TreePlan::hop_s(tp.up[v], q.wire_bytes);
+      // K slices: K - 1 whole ones and the last of what is left (CollectivePlan::last_wire_bytes).
+      const double busy_dn = (q.steps - 1) * t + TreePlan::hop_s(tp.down[v], q.last_wire_bytes);
+      const double busy_up =
+          (q.steps - 1) * TreePlan::hop_s(tp.up[v], q.wire_bytes) + TreePlan::hop_s(tp.up[v], q.last_wire_bytes);
       for (int m = 0; m < tp.multiplicity; ++m) {
         windows.push_back({&tp.down[v], start, start + busy_dn});
         windows.push_back({&tp.up[v], up_start[v], up_start[v] + busy_up});
