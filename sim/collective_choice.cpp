@@ -1,7 +1,7 @@
 // The algorithm a collective runs (collective_plan.hpp, "Algorithm", "Protocol" and "Tuning
 // table"): a forced one where it can run, a measured tuning rule's, or the automatic choice —
-// NCCL's tuner's ranking across nodes (of the algorithm and, for the ring and the tree, the
-// protocol), the least closed form inside a node — among what NCCL_ALGO's and
+// NCCL's tuner's ranking (of the algorithm across nodes, of the ring's and the tree's protocol
+// everywhere), the algorithm of least closed form inside a node — among what NCCL_ALGO's and
 // NCCL_PROTO's lists leave (sim/nccl_selection.hpp), and the ring, marked, where nothing asked can run.
 #include "sim/collective_plan.hpp"
 #include "sim/collective_plan_detail.hpp"
@@ -88,10 +88,10 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     }
     return *ranked;
   };
-  // Across nodes NCCL's tuner ranks the protocols as it ranks the algorithms (header): where the
-  // op leaves the protocol automatic, the ring and the tree run the one it ranks first for them.
+  // NCCL's tuner ranks the protocols as it ranks the algorithms (header), inside a node too: where
+  // the op leaves the protocol automatic, the ring and the tree run the one it ranks first for them.
   std::optional<Protocol> ring_ranked, tree_ranked;
-  if (nodes > 1 && ranks.size() > 1 && opt.protocol_auto && !opt.textbook && forced == 0 && proto == nullptr &&
+  if (ranks.size() > 1 && opt.protocol_auto && !opt.textbook && forced == 0 && proto == nullptr &&
       (kind == CollectiveKind::AllReduce || gather)) {
     ring_ranked = nccl_model_protocol(kind, CollectiveAlgorithm::Ring, bytes, ranked_inputs());
     if (kind == CollectiveKind::AllReduce)

@@ -139,7 +139,7 @@
 //   hwLat PCIe     ring LL 1.0 µs, LL128 2.5 µs,  Simple 5.7 µs;  tree LL 1.0, LL128 1.9,  Simple 4.0
 //   hwLat network  ring LL 2.7 µs, LL128 4.0 µs,  Simple 14.0 µs; tree LL 5.0, LL128 8.5,  Simple 14
 // A step over a hop takes max(route latency, hwLat) plus its wire bytes over the hop's
-// bandwidth. Auto protocol: the one with the least modelled time, as NCCL's tuner picks; LL128
+// bandwidth. Auto protocol: NCCL's tuner's first (below, "Protocol"), else the least modelled time; LL128
 // is not a candidate where a ring hop joins GPUs over PCIe (NCCL enables it by default only up
 // to PATH_NVB inside a node), forced it runs anyway.
 // Ring protocol limits (NCCL src/graph/tuning.cc llMaxBws, perChMaxRingLL128Bws): LL busBw
@@ -291,17 +291,19 @@
 // Broadcast and Reduce always take the ring (NCCL's NCCL_ALGO=tree applies to AllReduce only).
 //
 // Protocol (CollectiveOptions::protocol_auto, no rule's): an AllReduce, AllGather or
-// ReduceScatter across nodes runs its ring or tree with the protocol NCCL's tuner ranks first for
-// that algorithm (nccl_model_protocol: NCCL picks algorithm and protocol together, as the least
-// of one table); inside a node, for Broadcast and Reduce, with forced channels or the textbook
-// model, the protocol of least closed form. Across nodes the least closed form had run LL128
+// ReduceScatter runs its ring or tree with the protocol NCCL's tuner ranks first for that
+// algorithm (nccl_model_protocol: NCCL picks algorithm and protocol together, as the least of one
+// table), inside a node as across nodes; Broadcast and Reduce, forced channels and the textbook
+// model take the protocol of least closed form. Across nodes the least closed form had run LL128
 // rings where NCCL runs Simple: over 10 DGX H100 nodes an AllGather of 256-512 MiB was 1.6-2.1x
 // the published curve's busbw (xxrjun/nccl-tests-cluster), 12% and 10% with the tuner's Simple;
 // over 16 DGX A100 nodes an AllReduce of 128 MiB 42% above coreweave's curve, 11% with the
-// tuner's LL128 (tests/nccl_validation_test.cpp). Inside a node the measured curves sit on the
-// least closed form: one DGX H100's AllGather and ReduceScatter at 32-128 MiB within 1-5% of the
-// model's LL128, where NCCL's tuner model as replicated here ranks Simple, 17-34% slow (the
-// Simple per-slice cost was fitted with LL128 below 256 MiB).
+// tuner's LL128 (tests/nccl_validation_test.cpp). Inside a node it had run LL where NCCL's tuner
+// ranks LL128 (a 4 MiB AllReduce on one DGX A100, where the A100 profile's LL128 constants were
+// fitted as NCCL's tuner runs it) and LL128 where it ranks Simple (one DGX H100's AllGather and
+// ReduceScatter at 32-128 MiB); the H100 profile's Simple per-slice cost, fitted at 4.0 us while
+// the model ran LL128 below 256 MiB, is refitted to those curves as the tuner runs them (0.625
+// us: every size of both within 7.7%).
 #pragma once
 
 #include "sim/nccl_selection.hpp"

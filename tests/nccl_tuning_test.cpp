@@ -490,9 +490,9 @@ TEST_CASE("NCCL leaves LL128 out of its automatic choice where GPUs talk over PC
   forced.protocol = Protocol::LL128;
   CHECK(plan_collective(box, {}, first(8), CollectiveKind::AllReduce, 4 * kMiB, 0, forced).protocol == Protocol::LL128);
   // On NVSwitch it stays a candidate: one DGX A100 with the shipped profile (its NVLink
-  // efficiency, LL128 step cost and busbw ceiling) runs LL to 4 MiB, LL128 at 8-16 MiB and Simple
-  // from 32 MiB, as `overlapsim collective` prints and as NCCL 2.18.5's tuner has it on the Azure
-  // log the LL128 constants are fitted to (tests/nccl_validation_test.cpp).
+  // efficiency, LL128 step cost and busbw ceiling) runs LL to 2 MiB, LL128 at 4-16 MiB and Simple
+  // from 32 MiB, as NCCL's tuner ranks them and as NCCL 2.18.5's tuner has it on the Azure log the
+  // LL128 constants are fitted to (tests/nccl_validation_test.cpp).
   const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100.yaml");
   const Profile profile = load_profile(default_profile_path("a100-sxm4-80gb"));
   const LinkEfficiency eff = LinkEfficiency::of_profile(profile);
@@ -501,7 +501,8 @@ TEST_CASE("NCCL leaves LL128 out of its automatic choice where GPUs talk over PC
   const auto protocol = [&](double size) {
     return plan_collective(a100, eff, first(8), CollectiveKind::AllReduce, size, 0, shipped).protocol;
   };
-  CHECK(protocol(4 * kMiB) == Protocol::LL);
+  CHECK(protocol(2 * kMiB) == Protocol::LL);
+  CHECK(protocol(4 * kMiB) == Protocol::LL128);
   CHECK(protocol(8 * kMiB) == Protocol::LL128);
   CHECK(protocol(16 * kMiB) == Protocol::LL128);
   CHECK(protocol(32 * kMiB) == Protocol::Simple);

@@ -1,7 +1,7 @@
 // The protocol a collective runs where the op leaves it automatic (sim/collective_choice.cpp):
-// across nodes the one NCCL's tuner ranks first for its algorithm (nccl_model_protocol), as NCCL
-// picks an algorithm and protocol together; inside a node the least closed form. A forced
-// protocol, an NCCL_PROTO list, forced channels and the textbook model as before.
+// the one NCCL's tuner ranks first for its algorithm (nccl_model_protocol), as NCCL picks an
+// algorithm and protocol together, inside a node as across nodes. A forced protocol, an
+// NCCL_PROTO list, forced channels and the textbook model as before.
 #include "calibrate/profile.hpp"
 #include "models/device_catalog.hpp"
 #include "sim/collective_plan.hpp"
@@ -100,17 +100,38 @@ TEST_CASE("across nodes a ring runs the protocol NCCL's tuner ranks first, not t
   }
 }
 
-TEST_CASE("inside a node, or with the protocol forced, listed or the channels forced, the choice is as before") {
-  SUBCASE("one DGX A100, AllReduce 4 MiB: the least closed form (LL), where NCCL's tuner ranks LL128") {
+TEST_CASE("inside a node a ring runs the protocol NCCL's tuner ranks first too") {
+  SUBCASE("one DGX A100, AllReduce 4 MiB: LL128, where LL's closed form is less") {
     const Machine m = machine("dgx-a100-superpod.yaml", 1);
     const CollectivePlan p = plan(m, 8, CollectiveKind::AllReduce, 4 * kMiB, m.opt);
     REQUIRE(p.algorithm == CollectiveAlgorithm::Ring);
-    CHECK(p.protocol == Protocol::LL);
-    CHECK(ranked(m, 8, CollectiveKind::AllReduce, 4 * kMiB, CollectiveAlgorithm::Ring) == Protocol::LL128);
-    for (Protocol other : {Protocol::LL128, Protocol::Simple})
-      CHECK(p.closed_form_s() <=
-            forced(m, 8, CollectiveKind::AllReduce, 4 * kMiB, CollectiveAlgorithm::Ring, other).closed_form_s());
+    CHECK(p.protocol == Protocol::LL128);
+    CHECK(p.protocol == ranked(m, 8, CollectiveKind::AllReduce, 4 * kMiB, CollectiveAlgorithm::Ring));
+    CHECK(forced(m, 8, CollectiveKind::AllReduce, 4 * kMiB, CollectiveAlgorithm::Ring, Protocol::LL).closed_form_s() <
+          p.closed_form_s());
   }
+  SUBCASE("one DGX H100, AllGather and ReduceScatter 32 MiB: Simple, where LL128's closed form is less") {
+    const Machine m = machine("dgx-h100-superpod.yaml", 1);
+    for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
+      CAPTURE(static_cast<int>(kind));
+      const CollectivePlan p = plan(m, 8, kind, 32 * kMiB, m.opt);
+      REQUIRE(p.algorithm == CollectiveAlgorithm::Ring);
+      CHECK(p.protocol == Protocol::Simple);
+      CHECK(p.protocol == ranked(m, 8, kind, 32 * kMiB, CollectiveAlgorithm::Ring));
+      CHECK(forced(m, 8, kind, 32 * kMiB, CollectiveAlgorithm::Ring, Protocol::LL128).closed_form_s() <
+            p.closed_form_s());
+    }
+  }
+  SUBCASE("one DGX A100, Broadcast 4 MiB: a chain keeps the protocol of least closed form (collective_plan.hpp)") {
+    const Machine m = machine("dgx-a100-superpod.yaml", 1);
+    const CollectivePlan p = plan(m, 8, CollectiveKind::Broadcast, 4 * kMiB, m.opt);
+    for (Protocol other : {Protocol::LL, Protocol::LL128, Protocol::Simple})
+      CHECK(p.closed_form_s() <=
+            forced(m, 8, CollectiveKind::Broadcast, 4 * kMiB, CollectiveAlgorithm::Ring, other).closed_form_s());
+  }
+}
+
+TEST_CASE("with the protocol forced, listed or the channels forced, the choice is as before") {
   const Machine m = machine("dgx-a100-superpod.yaml", 2);
   SUBCASE("a forced protocol runs across nodes whatever the tuner ranks") {
     CollectiveOptions o = m.opt;

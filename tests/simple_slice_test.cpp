@@ -204,8 +204,8 @@ TEST_CASE("shipped profiles: A100 and H100 have their fitted slice costs, it sur
   const Profile a100 = load_profile(default_profile_path("a100-sxm4-80gb"));
   CHECK(a100.simple_slice_nvlink_s == 6.5e-6);
   CHECK(a100.nvlink_efficiency == 0.80);
-  CHECK(load_profile(default_profile_path("h100-sxm5-80gb")).simple_slice_nvlink_s == 4.0e-6);
-  CHECK(load_profile(default_profile_path("h200-sxm-141gb")).simple_slice_nvlink_s == 4.0e-6);  // H100's NVLink 4
+  CHECK(load_profile(default_profile_path("h100-sxm5-80gb")).simple_slice_nvlink_s == 6.25e-7);
+  CHECK(load_profile(default_profile_path("h200-sxm-141gb")).simple_slice_nvlink_s == 6.25e-7);  // H100's NVLink 4
   const std::string path = temp_path(".json");
   write_profile(a100, path);
   CHECK(load_profile(path).simple_slice_nvlink_s == 6.5e-6);
