@@ -51,9 +51,11 @@ OpEstimate estimate_ops(const OpProbe& probe, const Parallelism& par, Folding fo
 }
 
 std::string format_ops(long long ops) {
-  if (ops >= 1'000'000'000) return fmt::format("{:.1f} G", ops / 1e9);
-  if (ops >= 1'000'000) return fmt::format("{:.1f} M", ops / 1e6);
-  if (ops >= 1'000) return fmt::format("{} k", (ops + 999) / 1000);
+  // Rounded to the nearest unit shown; a count that rounds to 1000 of a unit takes the next one
+  // (999,999 is "1.0 M", not "1000 k").
+  if (ops >= 999'950'000) return fmt::format("{:.1f} G", ops / 1e9);
+  if (ops >= 999'500) return fmt::format("{:.1f} M", ops / 1e6);
+  if (ops >= 1'000) return fmt::format("{} k", (ops + 500) / 1000);
   return std::to_string(ops);
 }
 

@@ -75,7 +75,8 @@ OpProbe build_op_probe(const ModelConfig& model, const Parallelism& par, const C
 /// what `apply` throws.
 OpEstimate estimate_ops(const OpProbe& probe, const Parallelism& par, Folding folding, const ApplyStrategy& apply);
 
-/// "9.2 M" for 9'200'000, "830 k" for 830'000, "412" below a thousand: op counts for people.
+/// "9.2 M" for 9'200'000, "830 k" for 830'000, "412" below a thousand: op counts for people,
+/// rounded to the nearest unit shown (999'999 is "1.0 M").
 std::string format_ops(long long ops);
 
 /// What a refusal suggests besides raising --max-ops, from how the run was asked for.

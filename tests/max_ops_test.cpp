@@ -1,6 +1,7 @@
 // --max-ops (sim/op_estimate.hpp): the estimate made before any schedule is built against the
 // schedules built, refusals that come before the work, and a refused strategy leaving the
 // others' figures (table, JSON, exit status 2).
+#include "sim/op_estimate.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
 
@@ -147,4 +148,18 @@ TEST_CASE("--max-ops with --every-micro-batch: the refusal names it as a way pas
   CHECK(r.output.find("refused 'megatron': its replay of all 1000000 micro-batches (--every-micro-batch) would hold "
                       "about ") != std::string::npos);
   CHECK(r.output.find("drop --every-micro-batch (the steady state replays only a few)") != std::string::npos);
+}
+
+TEST_CASE("format_ops rounds to the nearest unit shown and moves up where that unit would read 1000") {
+  CHECK(format_ops(412) == "412");
+  CHECK(format_ops(999) == "999");
+  CHECK(format_ops(1'000) == "1 k");
+  CHECK(format_ops(38'400) == "38 k");  // nearest, not up
+  CHECK(format_ops(38'500) == "39 k");
+  CHECK(format_ops(999'499) == "999 k");
+  CHECK(format_ops(999'500) == "1.0 M");  // not "1000 k"
+  CHECK(format_ops(9'200'000) == "9.2 M");
+  CHECK(format_ops(999'949'999) == "999.9 M");
+  CHECK(format_ops(999'950'000) == "1.0 G");  // not "1000.0 M"
+  CHECK(format_ops(36'009'472) == "36.0 M");
 }
