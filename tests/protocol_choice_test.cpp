@@ -62,6 +62,17 @@ Protocol ranked(const Machine& m, int ranks, CollectiveKind kind, double bytes, 
   return *p;
 }
 
+/// A ring of `kind` over the first `ranks` GPUs runs `want`, the protocol NCCL's tuner ranks
+/// first, though `less` (forced) has the lesser closed form.
+void check_ring_runs_ranked(const Machine& m, int ranks, CollectiveKind kind, double bytes, Protocol want, Protocol less) {
+  CAPTURE(static_cast<int>(kind));
+  const CollectivePlan p = plan(m, ranks, kind, bytes, m.opt);
+  REQUIRE(p.algorithm == CollectiveAlgorithm::Ring);
+  CHECK(p.protocol == want);
+  CHECK(p.protocol == ranked(m, ranks, kind, bytes, CollectiveAlgorithm::Ring));
+  CHECK(forced(m, ranks, kind, bytes, CollectiveAlgorithm::Ring, less).closed_form_s() < p.closed_form_s());
+}
+
 }  // namespace
 
 TEST_CASE("across nodes a ring runs the protocol NCCL's tuner ranks first, not the least closed form") {
@@ -81,15 +92,8 @@ TEST_CASE("across nodes a ring runs the protocol NCCL's tuner ranks first, not t
   }
   SUBCASE("10 DGX H100 nodes, AllGather and ReduceScatter 256 MiB: Simple, where LL128's closed form is less") {
     const Machine m = machine("dgx-h100-superpod.yaml", 10);
-    for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
-      CAPTURE(static_cast<int>(kind));
-      const CollectivePlan p = plan(m, 80, kind, 256 * kMiB, m.opt);
-      REQUIRE(p.algorithm == CollectiveAlgorithm::Ring);
-      CHECK(p.protocol == Protocol::Simple);
-      CHECK(p.protocol == ranked(m, 80, kind, 256 * kMiB, CollectiveAlgorithm::Ring));
-      CHECK(forced(m, 80, kind, 256 * kMiB, CollectiveAlgorithm::Ring, Protocol::LL128).closed_form_s() <
-            p.closed_form_s());
-    }
+    for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter})
+      check_ring_runs_ranked(m, 80, kind, 256 * kMiB, Protocol::Simple, Protocol::LL128);
   }
   SUBCASE("16 DGX A100 nodes, AllReduce 128 MiB: the tree NCCL's tuner ranks first, with its LL128") {
     const Machine m = machine("dgx-a100-superpod.yaml", 16);
@@ -102,25 +106,13 @@ TEST_CASE("across nodes a ring runs the protocol NCCL's tuner ranks first, not t
 
 TEST_CASE("inside a node a ring runs the protocol NCCL's tuner ranks first too") {
   SUBCASE("one DGX A100, AllReduce 4 MiB: LL128, where LL's closed form is less") {
-    const Machine m = machine("dgx-a100-superpod.yaml", 1);
-    const CollectivePlan p = plan(m, 8, CollectiveKind::AllReduce, 4 * kMiB, m.opt);
-    REQUIRE(p.algorithm == CollectiveAlgorithm::Ring);
-    CHECK(p.protocol == Protocol::LL128);
-    CHECK(p.protocol == ranked(m, 8, CollectiveKind::AllReduce, 4 * kMiB, CollectiveAlgorithm::Ring));
-    CHECK(forced(m, 8, CollectiveKind::AllReduce, 4 * kMiB, CollectiveAlgorithm::Ring, Protocol::LL).closed_form_s() <
-          p.closed_form_s());
+    check_ring_runs_ranked(machine("dgx-a100-superpod.yaml", 1), 8, CollectiveKind::AllReduce, 4 * kMiB,
+                           Protocol::LL128, Protocol::LL);
   }
   SUBCASE("one DGX H100, AllGather and ReduceScatter 32 MiB: Simple, where LL128's closed form is less") {
     const Machine m = machine("dgx-h100-superpod.yaml", 1);
-    for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
-      CAPTURE(static_cast<int>(kind));
-      const CollectivePlan p = plan(m, 8, kind, 32 * kMiB, m.opt);
-      REQUIRE(p.algorithm == CollectiveAlgorithm::Ring);
-      CHECK(p.protocol == Protocol::Simple);
-      CHECK(p.protocol == ranked(m, 8, kind, 32 * kMiB, CollectiveAlgorithm::Ring));
-      CHECK(forced(m, 8, kind, 32 * kMiB, CollectiveAlgorithm::Ring, Protocol::LL128).closed_form_s() <
-            p.closed_form_s());
-    }
+    for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter})
+      check_ring_runs_ranked(m, 8, kind, 32 * kMiB, Protocol::Simple, Protocol::LL128);
   }
   SUBCASE("one DGX A100, Broadcast 4 MiB: a chain keeps the protocol of least closed form (collective_plan.hpp)") {
     const Machine m = machine("dgx-a100-superpod.yaml", 1);
