@@ -62,6 +62,17 @@ AlphaBusbw fit_alpha_busbw(const std::vector<SizeTime>& points, const std::strin
     throw InputError(what + ": the times of " + collective + " do not grow with the message size enough to fit a "
                      "bandwidth (" + fmt::format("{:.3g}", 1.0 / beta) + " B/s; expected 1e6 to 1e15): measure sizes up "
                      "to at least a few MiB");
+  // A bandwidth is measured only where the bytes take a share of the time: a sweep that stops
+  // while α dominates fits a busbw from noise (regression: 8 B - 32 KiB of an AllReduce, busbw
+  // 3.1 GB/s at most, fitted 180.9 GB/s, which then timed an 8 GiB AllReduce as measured).
+  const double largest = sizes.back() * f;
+  const double share = beta * largest / (alpha + beta * largest);
+  if (share < kMinBandwidthShare)
+    throw InputError(what + ": " + collective + "'s largest size measured, " +
+                     fmt::format("{:.0f} B, spends {:.0f}% of its fitted time ({:.3g} us + bytes at {:.3g} GB/s busbw) "
+                                 "moving bytes: too little to measure a bandwidth; expected sizes up to where the bytes "
+                                 "take at least {:.0f}% of the time (a sweep to a few MiB or more, nccl-tests -e 1G)",
+                                 sizes.back(), 100 * share, alpha * 1e6, 1e-9 / beta, 100 * kMinBandwidthShare));
   AlphaBusbw out;
   out.alpha_s = alpha;
   out.busbw_Bps = 1.0 / beta;

@@ -27,9 +27,16 @@ struct AlphaBusbw {
   double max_relative_error = 0;  ///< max over the points of |model − t| / t
 };
 
+/// The least share of its fitted time that the largest measured size must spend moving bytes
+/// (S · f / busbw over α + S · f / busbw) for a busbw to be fitted at all: below it the sweep
+/// stopped where α dominates and the slope is the times' rounding noise.
+inline constexpr double kMinBandwidthShare = 0.2;
+
 /// Fits the model to the points of one collective on `ranks` ranks. Throws InputError (message
 /// naming `what`, e.g. the log file) when there is no point, when a time or size is not
-/// positive, or when the times do not grow with the size (no bandwidth can be fitted).
+/// positive, when the times do not grow with the size (no bandwidth can be fitted), when the
+/// busbw falls outside 1e6-1e15 B/s, or when the largest size spends less than
+/// kMinBandwidthShare of its fitted time moving bytes.
 AlphaBusbw fit_alpha_busbw(const std::vector<SizeTime>& points, const std::string& collective, int ranks,
                            const std::string& what);
 

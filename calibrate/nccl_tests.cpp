@@ -37,7 +37,9 @@ bool is_unsigned(const std::string& s) {
 }
 
 bool parse_double(const std::string& s, double* out) {
-  if (s.empty()) return false;
+  // Decimal digits, sign, point and exponent only: strtod also reads hex ("0x10" as 16), which
+  // nccl-tests never prints (regression: a time of 0x10 was read as 16 us).
+  if (s.empty() || s.find_first_not_of("0123456789+-.eE") != std::string::npos) return false;
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (end != s.c_str() + s.size() || !std::isfinite(v)) return false;
@@ -497,12 +499,15 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
       const double median = k[k.size() / 2];
       for (const NcclTestsRow& r : log.rows)
         for (const NcclTestsHalf* h : {&r.out_of_place, &r.in_place})
-          if (h->usable && h->algbw_GBps >= 1 && h->time_us > 0 && std::abs(ratio(r, *h) / median - 1) > 0.05)
-            log.warnings.push_back(fmt::format(
-                "{}:{}: the {} time ({:g} us) and algbw ({:g} GB/s) disagree by {:.0f}% against the log's other "
-                "rows for {} B: one of them is corrupted; the time is read",
-                path, r.line, h == &r.out_of_place ? "out-of-place" : "in-place", h->time_us, h->algbw_GBps,
-                100 * std::abs(ratio(r, *h) / median - 1), r.size_bytes));
+          if (h->usable && h->algbw_GBps >= 1 && h->time_us > 0 && std::abs(ratio(r, *h) / median - 1) > 0.05) {
+            const std::string what = fmt::format(
+                "the {} time ({:g} us) and algbw ({:g} GB/s) disagree by {:.0f}% against the log's other rows for {} "
+                "B: one of them is corrupted",
+                h == &r.out_of_place ? "out-of-place" : "in-place", h->time_us, h->algbw_GBps,
+                100 * std::abs(ratio(r, *h) / median - 1), r.size_bytes);
+            log.warnings.push_back(fmt::format("{}:{}: {}; the time is read", path, r.line, what));
+            log.inconsistent_rows.emplace_back(r.line, what);
+          }
     }
   }
 

@@ -104,6 +104,9 @@ struct NcclTestsLog {
   std::vector<NcclTuningLine> tuning;  ///< NCCL's TUNING lines for this collective, in log order
   double avg_busbw_GBps = -1;    ///< the footer's "Avg bus bandwidth" (-1: absent)
   std::vector<std::string> warnings;  ///< "FILE:LINE: ..." lines worth showing the user
+  /// Rows whose time and algbw disagree with the log's other rows (also in warnings): their line
+  /// and what disagrees. --compare reads their time; a profile is not fitted from them.
+  std::vector<std::pair<int, std::string>> inconsistent_rows;
 };
 
 /// Parses one log. `collective` (may be empty) names the collective when neither the log's

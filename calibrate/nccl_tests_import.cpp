@@ -9,6 +9,8 @@
 #include "sim/error.hpp"
 #include "sim/nccl_tuning.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -76,6 +78,35 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
                          std::string("the log's ") + (is_algo ? "NCCL_ALGO" : "NCCL_PROTO") + " (" + value +
                              ") names '" + w + "', which NCCL has not; expected a log run with " +
                              (is_algo ? "NCCL_ALGO" : "NCCL_PROTO") + " unset or set to names NCCL has");
+    // A profile's points are measurements: a row corrupted in its time or its algbw is refused
+    // (regression: one such row, its time 10x short, fitted 2920 GB/s where the log ran 360).
+    if (!l.inconsistent_rows.empty())
+      throw InputError(SourceLocation{l.path, l.inconsistent_rows.front().first, 0}, "",
+                       l.inconsistent_rows.front().second +
+                           "; expected rows as nccl-tests printed them (algbw = size / time) to fit a profile from: "
+                           "drop or re-measure the row");
+    // One reduction per log, one nccl-tests knows (-o all prints every reduction's rows in one
+    // table, which would count each size once per reduction), as --compare has it.
+    {
+      int first = 0;
+      std::string op;
+      for (const NcclTestsRow& r : l.rows) {
+        if (r.redop.empty() || r.redop == "none") continue;
+        ReduceOp parsed{};
+        if (!parse_reduce_op(r.redop, &parsed))
+          throw InputError(SourceLocation{l.path, r.line, 0}, "redop",
+                           "expected sum, prod, max, min, avg or mulsum, found '" + r.redop + "'");
+        if (op.empty()) {
+          op = r.redop;
+          first = r.line;
+        } else if (r.redop != op) {
+          throw InputError(SourceLocation{l.path, r.line, 0}, "redop",
+                           fmt::format("expected one reduction per log, as line {} ran ({}), found {} (a run of "
+                                       "nccl-tests -o all: import a run of one reduction, e.g. -o sum)",
+                                       first, op, r.redop));
+        }
+      }
+    }
     res.warnings.insert(res.warnings.end(), l.warnings.begin(), l.warnings.end());
     Group& g = groups[{l.collective, l.ranks, l.nodes}];
     if (g.files.empty()) {

@@ -352,6 +352,68 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
     for (const std::string& w : read_nccl_tests_log(kLogs + "all_reduce_perf_8xh100.log").warnings)
       CHECK(!contains(w, "disagree"));
   }
+  SUBCASE("the import refuses that row: a profile is fitted from measurements only") {
+    // (Read with its time, it fitted 2919.9 GB/s where the log ran ~360, exit 0.)
+    const std::string path = kLogs + "bad/contradicting_row.log";
+    const auto [msg, line] = input_error([&] { import_nccl_tests({path}, ImportOptions{}); });
+    CHECK(line == 39);
+    CHECK(contains(msg, path + ":39: the out-of-place time (9.2 us) and algbw (170.85 GB/s) disagree by 91%"));
+    CHECK(contains(msg, "drop or re-measure the row"));
+  }
+  SUBCASE("a number nccl-tests never prints (hex, which strtod reads) is refused where read") {
+    // (A time of 0x10 was read as 16 us.)
+    std::ifstream in(kLogs + "all_reduce_perf_8xh100.log");
+    std::stringstream text;
+    int n = 0, row = 0;
+    for (std::string l; std::getline(in, l);) {
+      ++n;
+      std::istringstream w(l);
+      std::vector<std::string> t;
+      for (std::string x; w >> x;) t.push_back(x);
+      // The first result row: size, count, type, redop, root, then the out-of-place time.
+      if (!row && t.size() >= 8 && std::all_of(t[0].begin(), t[0].end(), ::isdigit)) {
+        row = n;
+        t[5] = "0x10";
+        l.clear();
+        for (const std::string& x : t) l += "  " + x;
+      }
+      text << l << "\n";
+    }
+    REQUIRE(row > 0);
+    const auto [msg, line] = input_error([&] { parse_nccl_tests_log("all_reduce_perf_hex.log", text); });
+    CHECK(line == row);
+    CHECK(contains(msg, "found '0x10'"));
+  }
+  SUBCASE("a sweep that stops where latency dominates fits no bandwidth at the import") {
+    // 8 B - 32 KiB (busbw 3.1 GB/s at most) fitted 180.9 GB/s, which then timed an 8 GiB
+    // AllReduce as "measured".
+    ImportOptions o;
+    o.collective = "all_reduce";
+    const auto [msg, line] = input_error([&] { import_nccl_tests({kLogs + "bad/unnamed.log"}, o); });
+    CHECK(contains(msg, "all_reduce's largest size measured, 32768 B, spends 2% of its fitted time"));
+    CHECK(contains(msg, "too little to measure a bandwidth"));
+  }
+  SUBCASE("the import takes one reduction per log, and only the ones nccl-tests has") {
+    const std::string mixed = kLogs + "bad/all_reduce_perf_mixed_redop.log";
+    const auto [msg, line] = input_error([&] { import_nccl_tests({mixed}, ImportOptions{}); });
+    CHECK(line == 49);
+    CHECK(contains(msg, "expected one reduction per log, as line 18 ran (sum), found avg"));
+    // A reduction nccl-tests does not have.
+    std::ifstream in(kLogs + "all_reduce_perf_8xh100.log");
+    std::stringstream text;
+    for (std::string l; std::getline(in, l);) {
+      const size_t at = l.find(" sum ");
+      text << (l.empty() || l[0] == '#' || at == std::string::npos ? l : l.replace(at, 5, " xor ")) << "\n";
+    }
+    const std::string path = temp_path("_all_reduce_perf.log");
+    {
+      std::ofstream out(path);
+      out << text.str();
+    }
+    const auto [msg2, line2] = input_error([&] { import_nccl_tests({path}, ImportOptions{}); });
+    CHECK(contains(msg2, "expected sum, prod, max, min, avg or mulsum, found 'xor'"));
+    CHECK(line2 > 0);
+  }
   SUBCASE("a curve too flat to fit a bandwidth the profile could hold is refused at the import") {
     // 8 B - 1 KiB, every time 18.01 us: the fit's busbw was 1e23 B/s, written, then refused by
     // the profile loader (1e6 to 1e15).
