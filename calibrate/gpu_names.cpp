@@ -4,6 +4,8 @@
 #include "models/device_catalog.hpp"
 #include "sim/error.hpp"
 
+#include <cctype>
+
 namespace overlapsim {
 
 std::string device_model_for_gpu_name(const std::string& name) {
@@ -12,6 +14,18 @@ std::string device_model_for_gpu_name(const std::string& name) {
   if (has("H100") && (has("HBM3") || has("SXM")) && !has("NVL") && !has("PCIe")) return "h100-sxm5-80gb";
   if (has("A100") && has("SXM") && has("80GB")) return "a100-sxm4-80gb";
   if (has("RTX A6000")) return "rtx-a6000";
+  return "";
+}
+
+std::string gpu_family(const std::string& name) {
+  std::string upper = name;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  // Longer names before those they contain.
+  static const char* const kFamilies[] = {"GB200", "B200", "B100", "H200", "H100", "H800", "H20",  "A100", "A800",
+                                          "A6000", "A5000", "A4000", "A40",  "A30",  "A10",  "L40S", "L40",  "L4",
+                                          "V100",  "P100",  "T4",    "4090", "3090"};
+  for (const char* f : kFamilies)
+    if (upper.find(f) != std::string::npos) return f;
   return "";
 }
 

@@ -1,4 +1,5 @@
 // The command line end to end: deterministic output, folding, and input errors.
+#include "calibrate/gpu_names.hpp"
 #include "sim/error.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
@@ -701,6 +702,38 @@ TEST_CASE("collective --compare: a sweep's log of several runs, one picked by --
   const Run ar = run_cli("collective" + h100 + " --compare " + log + " --op allreduce --fidelity analytic");
   REQUIRE(ar.status == 0);
   CHECK(ar.output.find("6 of 6 sizes within 10%") != std::string::npos);
+}
+
+TEST_CASE("collective --compare: a log of a GPU family the catalog lacks is refused, a name of none is noted") {
+  // Regression: a V100 or RTX 4090 log ran against an H100 topology with only a note (they are
+  // not in the device catalog, which refused only catalogued models).
+  const std::string h100 = " -t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=1 --compare ";
+  const auto renamed = [](const std::string& gpu) {
+    std::ifstream in(kSrc + "/tests/data/nccl-tests/all_reduce_perf_8xh100.log");
+    const std::string path = temp_path("_all_reduce_perf.log");
+    std::ofstream out(path);
+    for (std::string l; std::getline(in, l);) {
+      const size_t at = l.find("NVIDIA H100 80GB HBM3");
+      out << (at == std::string::npos ? l : l.substr(0, at) + gpu) << "\n";
+    }
+    return path;
+  };
+  for (const char* gpu : {"Tesla V100-SXM2-32GB", "NVIDIA GeForce RTX 4090"}) {
+    CAPTURE(gpu);
+    const Run r = run_cli("collective" + h100 + renamed(gpu));
+    CHECK(r.status == 2);
+    CHECK(r.output.find(std::string("expected GPUs of the topology's model (h100-sxm5-80gb, H100), found a log of ") + gpu) !=
+          std::string::npos);
+  }
+  const Run junk = run_cli("collective" + h100 + renamed("Flux Capacitor 9000"));
+  CHECK(junk.status == 0);
+  CHECK(junk.output.find("the log's GPUs (Flux Capacitor 9000) are not in the device catalog") != std::string::npos);
+  CHECK(gpu_family("NVIDIA A100-SXM4-40GB") == "A100");
+  CHECK(gpu_family("NVIDIA A10") == "A10");
+  CHECK(gpu_family("NVIDIA H20") == "H20");
+  CHECK(gpu_family("h200-sxm-141gb") == "H200");
+  CHECK(gpu_family("rtx-a6000") == "A6000");
+  CHECK(gpu_family("Flux Capacitor 9000").empty());
 }
 
 TEST_CASE("collective --compare: what contradicts the log, or a topology too small for it, is refused") {

@@ -469,8 +469,17 @@ int collective_command(const CollectiveArgs& a) {
                        "expected GPUs of the topology's model (" + dev.model + "), found a log of " + log.gpu_name +
                            " (" + m + "): compare it on a topology of those GPUs (a copy of " +
                            a.topology + " with node.gpus.model: " + m + ")");
+    // Not in the catalog but plainly another GPU family (a V100 log on an H100 topology): refused
+    // as a catalogued model is; a name of no known family (or none) is compared, with a note.
+    const std::string family = gpu_family(log.gpu_name), ours = gpu_family(dev.model);
+    if (m.empty() && !family.empty() && !ours.empty() && family != ours)
+      throw InputError(SourceLocation{a.compare, 0, 0}, "",
+                       "expected GPUs of the topology's model (" + dev.model + ", " + ours + "), found a log of " +
+                           log.gpu_name + " (" + family + "): compare it on a topology of those GPUs");
     if (m.empty() && !log.gpu_name.empty())
       notes.push_back("the log's GPUs (" + log.gpu_name + ") are not in the device catalog; compared with " + dev.model);
+    if (log.gpu_name.empty())
+      notes.push_back("the log names no GPU; compared with " + dev.model);
     const int nodes = topo.node_of(members.back()) + 1;
     if (nodes != log.nodes)
       notes.push_back(fmt::format("the log's ranks ran on {} node(s), here on {}", log.nodes, nodes));
