@@ -769,6 +769,9 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "bad/two_runs.log",
        "two_runs.log:1: cannot tell which collective"},
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "bad/negative_size.log", "negative_size.log:21:"},
+      // A size no run of the log's ranks could hold (2^62 B) is corrupted, not compared.
+      {"-t " + h100 + " --override node.count=1 --compare " + logs + "bad/all_reduce_perf_size_2p62.log",
+       "all_reduce_perf_size_2p62.log:48: size: expected at most 687194767360 B, the memory of all 8 ranks together"},
       // 16 ranks on 2 nodes against one H100 node: the error says how many nodes to give it.
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "reduce_scatter_perf_2x8xh100.log",
        "the log ran 16 ranks but dgx-h100-superpod has 8 GPUs (give it more nodes, e.g. --override node.count=2)"},

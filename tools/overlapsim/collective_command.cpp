@@ -317,7 +317,19 @@ int collective_command(const CollectiveArgs& a) {
   const DeviceSpec& dev = device_spec(topo.gpu_model());
   std::vector<double> sizes;
   if (comparing) {
-    for (const NcclTestsRow& r : log.rows) sizes.push_back(static_cast<double>(r.size_bytes));
+    // A row above the memory of all the log's ranks together could not have run (the same bound
+    // as --sizes, collective_sizes): a corrupted size, refused at its line (regression: a row of
+    // 2^62 B was simulated and compared, error -100%).
+    const double all_memory = dev.hbm_bytes * ranks;
+    for (const NcclTestsRow& r : log.rows) {
+      if (dev.hbm_bytes > 0 && static_cast<double>(r.size_bytes) > all_memory)
+        throw InputError(SourceLocation{a.compare, r.line, 0}, "size",
+                         fmt::format("expected at most {:.0f} B, the memory of all {} ranks together ({} x {:g} GiB "
+                                     "of {}), found {} B: a size no run of the log's ranks could hold",
+                                     all_memory, ranks, ranks, dev.hbm_bytes / (1024.0 * 1024 * 1024), dev.model,
+                                     r.size_bytes));
+      sizes.push_back(static_cast<double>(r.size_bytes));
+    }
   } else {
     sizes = collective_sizes(a.sizes.empty() ? "8B:8GiB" : a.sizes, a.factor == 0 ? 2.0 : a.factor, op, ranks, dev,
                              &notes);
