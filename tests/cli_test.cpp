@@ -396,6 +396,13 @@ TEST_CASE("bad command-line values name the flag") {
                           "/topologies/dgx-a100-superpod.yaml --override node.count=256 --unfold --sizes 1MiB:1MiB");
     CHECK(r.status == 2);
     CHECK(r.output.find("--unfold") != std::string::npos);
+    // A forced tree runs no ring: its unfolded flows are not refused for the ring's (regression:
+    // 4.2 M ring flows refused --algo tree over 64 H100 nodes, which runs in 0.1 s).
+    const Run tree = run_cli("collective --op allreduce -t " + kSrc +
+                             "/topologies/dgx-h100-superpod.yaml --override node.count=64 --unfold --sizes 1MiB:1MiB "
+                             "--algo tree --fidelity flow");
+    CHECK(tree.status == 0);
+    CHECK(tree.output.find("tree/LL128/8") != std::string::npos);
     // Above design §9's 16,384 GPUs one collective grows past any memory: the machine is refused
     // before it is built, whatever --ranks takes (regression: node.count=100000 built 800,000 GPUs,
     // 10 s and 1 GB, before a check after the load refused them).

@@ -358,19 +358,6 @@ int collective_command(const CollectiveArgs& a) {
       throw InputError(cli, "--fidelity", e.what());
     }
   }
-  // Every rank's ring flows: refused where they would take minutes a size (kMaxUnfoldedRingFlows).
-  if (a.unfold && opt.replay.fidelity == Fidelity::Flow &&
-      (op == BenchOp::AllReduce || op == BenchOp::AllGather || op == BenchOp::ReduceScatter)) {
-    const double steps = op == BenchOp::AllReduce ? 2.0 * (ranks - 1) : ranks - 1.0;
-    const int channels = a.channels > 0 ? a.channels : 8;
-    const double flows = ranks * channels * steps;
-    if (flows > kMaxUnfoldedRingFlows)
-      throw InputError(cli, "--unfold",
-                       fmt::format("a ring of every rank would simulate about {:.1f} M flows a size ({} ranks x {} "
-                                   "channels x {:.0f} steps); expected at most {:.1f} M (drop --unfold: rank 0 with "
-                                   "mirrors times the same collective; or --fidelity analytic)",
-                                   flows / 1e6, ranks, channels, steps, kMaxUnfoldedRingFlows / 1e6));
-  }
   // The log's NCCL_PROTO / NCCL_ALGO (from NCCL's INFO lines) where the flags do not say, one name
   // or a list as NCCL reads it (sim/nccl_selection.hpp); one algorithm the simulator does not
   // model for the collective (CollNet, Tree for an AllGather) is noted and left automatic.
@@ -474,6 +461,22 @@ int collective_command(const CollectiveArgs& a) {
   if (!algo_is_list && !parse_algorithm(algo, &opt.algorithm))
     throw InputError(cli, "--algo", "expected auto, ring, tree, nvls, nvlstree or pat, found '" + algo +
                                         "' (or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree;allgather:ring)");
+  // Every rank's ring flows: refused where they would take minutes a size (kMaxUnfoldedRingFlows).
+  // A forced tree AllReduce runs no ring (its flows are bounded: collective_plan.hpp; regression:
+  // --algo tree over 64 H100 nodes was refused for the ring's 4.2 M flows).
+  const bool tree_only = op == BenchOp::AllReduce && !algo_is_list && opt.algorithm == CollectiveAlgorithm::Tree;
+  if (a.unfold && opt.replay.fidelity == Fidelity::Flow && !tree_only &&
+      (op == BenchOp::AllReduce || op == BenchOp::AllGather || op == BenchOp::ReduceScatter)) {
+    const double steps = op == BenchOp::AllReduce ? 2.0 * (ranks - 1) : ranks - 1.0;
+    const int channels = a.channels > 0 ? a.channels : 8;
+    const double flows = ranks * channels * steps;
+    if (flows > kMaxUnfoldedRingFlows)
+      throw InputError(cli, "--unfold",
+                       fmt::format("a ring of every rank would simulate about {:.1f} M flows a size ({} ranks x {} "
+                                   "channels x {:.0f} steps); expected at most {:.1f} M (drop --unfold: rank 0 with "
+                                   "mirrors times the same collective; or --fidelity analytic)",
+                                   flows / 1e6, ranks, channels, steps, kMaxUnfoldedRingFlows / 1e6));
+  }
   if (comparing) {
     const std::string m = device_model_for_gpu_name(log.gpu_name);
     if (!m.empty() && m != dev.model)
