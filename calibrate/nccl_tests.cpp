@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace overlapsim {
 
@@ -450,6 +451,20 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     if (row.size_bytes > 0) log.rows.push_back(row);
   }
 
+  // nccl-tests prints each size once per type and reduction (-d all and -o all repeat the
+  // sizes, each with its own): a size again with the same is a pasted or edited row, which would
+  // count twice in a fit and print twice beside a comparison.
+  {
+    std::map<std::tuple<int64_t, std::string, std::string>, int> seen;
+    for (const NcclTestsRow& r : log.rows)
+      if (const auto [it, fresh] = seen.try_emplace({r.size_bytes, r.type, r.redop}, r.line); !fresh)
+        throw InputError(SourceLocation{path, r.line, 0}, "",
+                         fmt::format("expected each size once per type and reduction, as nccl-tests prints them, "
+                                     "found {} B{}{} again (first at line {})",
+                                     r.size_bytes, r.type.empty() ? "" : " of " + r.type,
+                                     r.redop.empty() ? "" : " " + r.redop, it->second));
+  }
+
   // Errors after the rows name the run's first line where the file holds several.
   const int at = next_run && (first_line > 1 || *next_run > 0) ? first_line : 0;
   // Which collective.
@@ -525,7 +540,11 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     std::map<std::string, std::set<int>> hosts;
     for (const RankLine& r : ranks)
       if (r.group == group) {
-        members.insert(r.rank);
+        // nccl-tests prints each rank once; a repeated one is a pasted line.
+        if (!members.insert(r.rank).second)
+          throw InputError(SourceLocation{path, r.line, 0}, "",
+                           "expected each rank once in the rank lines, as nccl-tests prints them, found rank " +
+                               std::to_string(r.rank) + " again");
         hosts[r.host].insert(r.rank);
         // The profile is one GPU model's (as logs of two models are refused together): names
         // the device catalog maps to one model are one, others must be the same name.

@@ -327,6 +327,10 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
       // A second table pasted after a run's rows would join its curve.
       {"two_tables.log", 52, "expected one results table per nccl-tests run, found a second column header here (the "
                              "first table's rows end at line 48)"},
+      // A pasted row or rank line would count twice (regression: both were read silently).
+      {"dup_row.log", 39, "expected each size once per type and reduction, as nccl-tests prints them, found 8388608 B "
+                          "of float sum again (first at line 38)"},
+      {"dup_rank.log", 14, "expected each rank once in the rank lines, as nccl-tests prints them, found rank 0 again"},
   };
   for (const Case& c : cases) {
     SUBCASE(c.file) {
