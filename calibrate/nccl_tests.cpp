@@ -253,8 +253,10 @@ namespace {
 
 /// parse_nccl_tests_log from line `first_line` of the file on. With `next_run` null a second run
 /// is an error; else the parse stops there and *next_run is its first line (0: none followed).
+/// `collective_default`: `collective` names the run only where the run names none (a file of
+/// several runs, one of them picked by the collective), not contradicting one that names another.
 NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::string& collective, int first_line,
-                       int* next_run);
+                       int* next_run, bool collective_default = false);
 
 }  // namespace
 
@@ -274,8 +276,17 @@ std::vector<NcclTestsLog> read_nccl_tests_logs(const std::string& path, const st
     for (size_t i = static_cast<size_t>(start - 1); i < lines.size(); ++i) rest += lines[i] + "\n";
     std::istringstream in(rest);
     int next = 0;
-    runs.push_back(parse_run(path, in, collective, start, &next));
+    runs.push_back(parse_run(path, in, collective, start, &next, /*collective_default=*/true));
     start = next;
+  }
+  // One run: the collective given must be the one it names, as parse_nccl_tests_log has it;
+  // among several it names the runs that name none (regression: --op allgather on a file of an
+  // unnamed AllGather run and an AllReduce run was refused at the AllReduce run).
+  if (runs.size() == 1 && !collective.empty() && !runs.front().program.empty()) {
+    const std::string from_flag = nccl_tests_collective(collective);
+    if (!from_flag.empty() && runs.front().collective != from_flag)
+      throw InputError(SourceLocation{path, 0, 0}, "",
+                       "the log is from " + runs.front().program + " but the command line names " + collective);
   }
   // An empty file (no line, so no run parsed to say what it lacks).
   if (runs.empty())
@@ -288,7 +299,7 @@ std::vector<NcclTestsLog> read_nccl_tests_logs(const std::string& path, const st
 namespace {
 
 NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::string& collective, int first_line,
-                       int* next_run) {
+                       int* next_run, bool collective_default) {
   if (next_run) *next_run = 0;
   NcclTestsLog log;
   log.path = path;
@@ -478,7 +489,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     throw InputError(SourceLocation{path, at, 0}, "",
                      "expected a log of all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, "
                      "sendrecv_perf, broadcast_perf or reduce_perf, found " + log.program);
-  if (!from_program.empty() && !from_flag.empty() && from_program != from_flag)
+  if (!collective_default && !from_program.empty() && !from_flag.empty() && from_program != from_flag)
     throw InputError(SourceLocation{path, at, 0}, "",
                      "the log is from " + log.program + " but the command line names " + collective);
   log.collective = !from_program.empty() ? from_program : !from_flag.empty() ? from_flag : collective_from_file_name(path);

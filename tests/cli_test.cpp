@@ -709,6 +709,13 @@ TEST_CASE("collective --compare: a sweep's log of several runs, one picked by --
   const Run ar = run_cli("collective" + h100 + " --compare " + log + " --op allreduce --fidelity analytic");
   REQUIRE(ar.status == 0);
   CHECK(ar.output.find("6 of 6 sizes within 10%") != std::string::npos);
+  // --op names a run that names no collective itself, not the runs that name theirs (regression:
+  // an unnamed AllGather run followed by an AllReduce run, --op allgather was refused at the
+  // AllReduce run's line for contradicting it).
+  const Run ag = run_cli("collective" + h100 + " --compare " + kSrc +
+                         "/tests/data/nccl-tests/bad/two_runs.log --op allgather --fidelity analytic");
+  CHECK(ag.status == 0);
+  CHECK(ag.output.find("# note: run 1 of the log's 2 (all_gather, rows from line 20)") != std::string::npos);
 }
 
 TEST_CASE("collective --compare: a log of a GPU family the catalog lacks is refused, a name of none is noted") {
