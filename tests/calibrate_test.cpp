@@ -818,8 +818,13 @@ TEST_CASE("cli: calibrate import-nccl-tests and compare") {
   const std::string before = slurp(shipped);
   const Run over = run_cli("calibrate import-nccl-tests " + kLogs + "all_reduce_perf_8xh100.log --out " + shipped);
   CHECK(over.status == 2);
-  CHECK(contains(over.output, "--out"));
+  CHECK(contains(over.output, "--out: is a shipped profile ("));
   CHECK(slurp(shipped) == before);
+  // Another device's shipped profile is refused as one too (it read "is also an input").
+  const Run other = run_cli("calibrate import-nccl-tests " + kLogs + "all_reduce_perf_8xh100.log --out " + kSrc +
+                            "/calibrate/profiles/rtx-a6000.json");
+  CHECK(other.status == 2);
+  CHECK(contains(other.output, "--out: is a shipped profile ("));
 }
 
 TEST_CASE("cli: calibrate fits what the harness wrote, and fails cleanly without a GPU") {
@@ -849,6 +854,7 @@ TEST_CASE("cli: calibrate fits what the harness wrote, and fails cleanly without
     const std::string fake_harness = write_script("touch '" + ran + "'");
     const Run shipped = run_cli("calibrate --out " + kSrc + "/calibrate/profiles/h100-sxm5-80gb.json --harness " + fake_harness);
     CHECK(shipped.status == 2);
+    CHECK(contains(shipped.output, "--out: is a shipped profile ("));
     CHECK_FALSE(std::ifstream(ran).good());
     std::remove(fake_harness.c_str());
     std::remove(ran.c_str());

@@ -42,6 +42,18 @@ std::vector<std::string> default_profile_paths() {
   return out;
 }
 
+/// Refuses `out` (the value of `flag`) where it is one of the shipped profiles, saying so (where
+/// check_output_path would call it "also an input"), before any work.
+void refuse_shipped_profile(const std::string& out, const char* flag) {
+  std::error_code ec;
+  const std::filesystem::path target = resolve_output_path(out);
+  for (const std::string& p : default_profile_paths())
+    if (std::filesystem::exists(target, ec) && std::filesystem::equivalent(target, p, ec))
+      throw InputError(SourceLocation{"<command line>", 0, 0}, flag,
+                       "is a shipped profile (" + p + "), which no command writes over; expected a path of your own "
+                       "(e.g. my-profile.json), to pass as --calibration");
+}
+
 /// A failure of the machine or the harness (exit status 1), not of the user's input.
 struct MachineError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -139,9 +151,11 @@ int measure(const CalibrateArgs& a) {
     // shipped profile, and in a folder that exists.
     std::vector<std::string> inputs = default_profile_paths();
     if (!a.from_raw.empty()) inputs.push_back(a.from_raw);
+    refuse_shipped_profile(a.out, "--out");
     check_output_path(a.out, "--out", inputs);
     const std::string raw_out = a.raw.empty() ? a.out + ".raw.json" : a.raw;
     if (a.from_raw.empty()) {
+      refuse_shipped_profile(raw_out, "--raw");
       check_output_path(raw_out, "--raw", inputs);
       if (resolve_output_path(raw_out) == resolve_output_path(a.out))
         throw InputError(SourceLocation{"<command line>", 0, 0}, "--raw", "is the same file as --out; expected another");
@@ -171,6 +185,7 @@ int import_logs(const CalibrateArgs& a) {
   // Before any work; never over a log or a shipped profile (the import's base is one).
   std::vector<std::string> inputs = a.logs;
   for (const std::string& p : default_profile_paths()) inputs.push_back(p);
+  refuse_shipped_profile(a.out, "--out");
   check_output_path(a.out, "--out", inputs);
   const ImportResult r = import_nccl_tests(a.logs, io);
   std::cout << fmt::format("overlapsim: read {} nccl-tests log(s) for {}\n", r.logs.size(), r.profile.device);
