@@ -813,6 +813,13 @@ TEST_CASE("cli: calibrate import-nccl-tests and compare") {
   CHECK(contains(bad.output, "bad/bad_number.log:20:"));
   const Run missing = run_cli("calibrate import-nccl-tests " + kLogs + "all_reduce_perf_8xh100.log");
   CHECK(missing.status == 2);
+  // An empty value is not "not given" (`--device "$MODEL"` with MODEL unset ran as the default).
+  for (const char* flag : {"--device", "--collective"}) {
+    const Run empty = run_cli("calibrate import-nccl-tests " + kLogs + "all_reduce_perf_8xh100.log --out " +
+                              temp_path(".json") + " " + flag + " ''");
+    CHECK(empty.status == 2);
+    CHECK(contains(empty.output, std::string(flag) + ": expected a value, found an empty one"));
+  }
   // A shipped profile is the import's base and the simulator's default: never written over.
   const std::string shipped = kSrc + "/calibrate/profiles/h100-sxm5-80gb.json";
   const std::string before = slurp(shipped);

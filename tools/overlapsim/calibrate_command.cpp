@@ -232,28 +232,38 @@ void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
       "calibrate", "measure this machine's GPU into a calibration profile (needs a GPU and the CUDA harness); "
                    "or import nccl-tests logs; or compare two profiles");
   c->require_subcommand(0, 1);
-  c->add_option("--out", a.out, "profile file to write (JSON)");
+  // An empty value would read as "not given" (the default device, harness or raw path):
+  // refused, so that `--device "$MODEL"` with MODEL unset fails.
+  const CLI::Validator non_empty(
+      [](std::string& v) { return v.empty() ? std::string("expected a value, found an empty one") : std::string(); },
+      "NAME");
+  c->add_option("--out", a.out, "profile file to write (JSON)")->check(non_empty);
   c->add_flag("--quick", a.quick, "short grids (< 5 minutes on one H200)");
-  c->add_option("--harness", a.harness, "overlapsim-calibrate-harness to run (default: the one next to overlapsim)");
-  c->add_option("--device", a.device, "device-catalog model to fit against (default: from the GPU's name)");
+  c->add_option("--harness", a.harness, "overlapsim-calibrate-harness to run (default: the one next to overlapsim)")
+      ->check(non_empty);
+  c->add_option("--device", a.device, "device-catalog model to fit against (default: from the GPU's name)")
+      ->check(non_empty);
   // Ranges a machine can have (CLI11's NonNegativeNumber/PositiveNumber printed a 300-digit bound).
   c->add_option("--gpu", a.gpu, "CUDA device index to measure (default 0)")->check(CLI::Range(0, 1023));
   c->add_option("--max-gpus", a.max_gpus, "use at most this many GPUs for the collectives")->check(CLI::Range(1, 1024));
-  c->add_option("--raw", a.raw, "where to keep the raw measurements (default: PROFILE.raw.json)");
-  c->add_option("--from-raw", a.from_raw, "fit an existing raw-measurement file instead of measuring");
+  c->add_option("--raw", a.raw, "where to keep the raw measurements (default: PROFILE.raw.json)")->check(non_empty);
+  c->add_option("--from-raw", a.from_raw, "fit an existing raw-measurement file instead of measuring")
+      ->check(non_empty);
 
   a.import_cmd = c->add_subcommand("import-nccl-tests", "fit collectives from nccl-tests logs (stdout of *_perf)");
   a.import_cmd->add_option("logs", a.logs, "nccl-tests output files")->required();
-  a.import_cmd->add_option("--out", a.out, "profile file to write (JSON)")->required();
-  a.import_cmd->add_option("--device", a.device, "device-catalog model (default: from the GPU name in the logs)");
+  a.import_cmd->add_option("--out", a.out, "profile file to write (JSON)")->required()->check(non_empty);
+  a.import_cmd->add_option("--device", a.device, "device-catalog model (default: from the GPU name in the logs)")
+      ->check(non_empty);
   a.import_cmd->add_option("--collective", a.collective,
                            "collective of logs that do not name theirs (all_reduce, all_gather, reduce_scatter, "
-                           "alltoall, sendrecv, broadcast, reduce)");
+                           "alltoall, sendrecv, broadcast, reduce)")
+      ->check(non_empty);
 
   a.compare_cmd = c->add_subcommand("compare", "show where two profiles differ and by how much");
   a.compare_cmd->add_option("profile_a", a.profile_a, "first profile (A)")->required();
   a.compare_cmd->add_option("profile_b", a.profile_b, "second profile (B)")->required();
-  a.compare_cmd->add_option("--scenario", a.scenario, "compare on the GEMMs this scenario runs");
+  a.compare_cmd->add_option("--scenario", a.scenario, "compare on the GEMMs this scenario runs")->check(non_empty);
 }
 
 int calibrate_command(const CalibrateArgs& a) {
