@@ -716,6 +716,12 @@ TEST_CASE("collective --compare: a sweep's log of several runs, one picked by --
                          "/tests/data/nccl-tests/bad/two_runs.log --op allgather --fidelity analytic");
   CHECK(ag.status == 0);
   CHECK(ag.output.find("# note: run 1 of the log's 2 (all_gather, rows from line 20)") != std::string::npos);
+  CHECK(ag.output.find("# note: NCCL_ALGO=Ring as the log ran it") != std::string::npos);
+  // A flag in place of what the log ran is said (it overrode the log's NCCL_ALGO without a word).
+  const Run forced = run_cli("collective" + h100 + " --compare " + kSrc +
+                             "/tests/data/nccl-tests/bad/two_runs.log --op allgather --algo pat --fidelity analytic");
+  CHECK(forced.status == 0);
+  CHECK(forced.output.find("# note: --algo pat in place of the log's NCCL_ALGO=Ring") != std::string::npos);
 }
 
 TEST_CASE("collective --compare: a log of a GPU family the catalog lacks is refused, a name of none is noted") {

@@ -399,6 +399,11 @@ int collective_command(const CollectiveArgs& a) {
                       ": chosen automatically here");
     }
   }
+  // A flag that overrides what the log ran is the user's question, said beside the result.
+  if (comparing && !a.algo.empty() && log.algorithm != "auto")
+    notes.push_back("--algo " + a.algo + " in place of the log's NCCL_ALGO=" + log.algorithm);
+  if (comparing && !a.protocol.empty() && log.protocol != "auto")
+    notes.push_back("--protocol " + a.protocol + " in place of the log's NCCL_PROTO=" + log.protocol);
   // A list (NCCL_ALGO=ring,tree; NCCL_PROTO=^LL128): the automatic choice among what it enables.
   const auto list_error = [&](const char* flag, const std::string& value, const NcclListError& e) {
     return InputError(cli, flag, fmt::format("{} (in '{}', at character {})", e.what(), value, e.offset() + 1));
