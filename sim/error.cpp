@@ -83,6 +83,11 @@ void require_readable_file(const std::string& path, const std::string& what) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw InputError(SourceLocation{path, 0, 0}, "", "is a directory; expected " + what + " file");
+  // A device reads forever or nothing (regression: /dev/zero was read for 1 GB before its error);
+  // a pipe (a shell's <(...)) is read as a file.
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_character_file(st) || std::filesystem::is_block_file(st))
+    throw InputError(SourceLocation{path, 0, 0}, "", "is a device; expected " + what + " file");
   std::ifstream f(path);
   if (!f) throw InputError(SourceLocation{path, 0, 0}, "", "cannot open the file; expected " + what + " file");
 }

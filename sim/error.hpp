@@ -39,7 +39,8 @@ class InputError : public std::runtime_error {
   std::string message_;
 };
 
-/// Throws InputError if `path` is a directory or cannot be opened for reading; `what` names the
+/// Throws InputError if `path` is a directory or a device (a character or block file: /dev/zero
+/// reads forever) or cannot be opened for reading; a pipe is read as a file. `what` names the
 /// kind of file expected ("a scenario", "a topology", ...).
 void require_readable_file(const std::string& path, const std::string& what);
 

@@ -777,6 +777,8 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       {"-t " + a100, "--op: expected a collective (or --compare LOG)"},
       {"-t " + a100 + " --compare " + logs + "bad/bad_number.log", "bad_number.log:20"},
       {"-t " + a100 + " --compare /nonexistent.log", "/nonexistent.log"},
+      // A device reads forever or nothing (/dev/zero was read for 1 GB before its error).
+      {"-t " + a100 + " --compare /dev/zero", "/dev/zero: is a device; expected an nccl-tests log file"},
       {"-t " + a100 + " --compare " + log + " --tolerance nan", "--tolerance: expected a percentage from 0 to 1000000, found 'nan'"},
       {"-t " + a100 + " --op allreduce --compare-from 4MiB", "--compare-from: only with --compare"},
       // Regression: the default's own value (1MiB) slipped through.
