@@ -33,7 +33,8 @@ const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, Colle
                                    CollectiveAlgorithm algorithm, const std::string& protocol);
 
 /// The fit that times collective op `op` over `group` (global ranks) of `topo` in the replay:
-/// find_measured with the op's algorithm (else the options') and the options' forced protocol.
+/// find_measured with the op's algorithm (else the options') and the options' forced protocol;
+/// nullptr where the op forces its channels (Op::channels > 0: the fits are of NCCL's own).
 const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, const Op& op, const Topology& topo,
                                    const std::vector<int>& group, const CollectiveOptions& options);
 

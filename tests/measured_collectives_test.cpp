@@ -79,6 +79,13 @@ TEST_CASE("analytic replay times a measured collective by its measurement, flow 
   // Another group shape: the model.
   const auto four = run_collective_bench(topo, BenchOp::AllReduce, 4, {1048576}, b).at(0);
   CHECK(four.plan != "measured");
+  // Forced channels: the model too (the fit is of NCCL's own channels; --channels 1 read it).
+  b.channels = 1;
+  b.unfold = false;
+  const auto one = run_collective_bench(topo, BenchOp::AllReduce, 8, {1048576}, b).at(0);
+  CHECK(one.plan == "ring/LL/1");
+  CHECK(std::abs(one.time_s - 61e-6) > 1e-6);
+  b.channels = 0;
   // Flow ignores the measurement.
   b.replay.fidelity = Fidelity::Flow;
   b.unfold = false;
