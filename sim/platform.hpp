@@ -3,7 +3,9 @@
 // Only what a simulation touches is instantiated: one SimGrid host per GPU that runs ops or
 // terminates a flow, every link of the topology (two SimGrid links per full-duplex link, one
 // per direction; one shared link for a half-duplex one), and one route per (src, dst) pair of
-// GPUs that exchanges data, following Topology::route. Switches, NICs and CPU sockets are not
+// GPUs that exchanges data, following Topology::route, kept in a netzone of explicit routes for
+// those pairs only (SimGrid's full zone holds a slot for every pair of hosts: N², 2.1 GB at
+// 16,384 GPUs). Switches, NICs and CPU sockets are not
 // hosts: they only appear as the links around them. The network model is SimGrid's CM02 with
 // cross-traffic and TCP-gamma off (ideal max-min sharing; design §7): a flow of S bytes on a
 // route of bottleneck bandwidth B and total latency L alone takes exactly L + S/B.
