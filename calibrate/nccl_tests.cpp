@@ -601,7 +601,13 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
   } else if (n_from_ratio > 0 && n_from_ratio != log.ranks) {
     throw InputError(SourceLocation{path, at, 0}, "",
                      "the rank lines give a group of " + std::to_string(log.ranks) + " ranks but busbw/algbw gives " +
-                         std::to_string(n_from_ratio) + "; expected a log of one group (check NCCL_TESTS_SPLIT)");
+                         std::to_string(n_from_ratio) + "; expected a log of one group (check NCCL_TESTS_SPLIT)" +
+                         // busbw/algbw is the collective's bus factor: read as the one the command
+                         // line names, a run of another gives a wrong count.
+                         (from_program.empty() && !from_flag.empty()
+                              ? " or of the collective the command line names (" + collective +
+                                    "): the run names none itself"
+                              : std::string()));
   }
   if (log.ranks_from != "rank lines") log.ranks_per_host = log.ranks;  // one host assumed
   if (log.ranks < 2)

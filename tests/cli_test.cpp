@@ -722,6 +722,11 @@ TEST_CASE("collective --compare: a sweep's log of several runs, one picked by --
                              "/tests/data/nccl-tests/bad/two_runs.log --op allgather --algo pat --fidelity analytic");
   CHECK(forced.status == 0);
   CHECK(forced.output.find("# note: --algo pat in place of the log's NCCL_ALGO=Ring") != std::string::npos);
+  // --op naming that unnamed run as another collective: the error says where its count came from.
+  const Run wrong = run_cli("collective" + h100 + " --compare " + kSrc + "/tests/data/nccl-tests/bad/two_runs.log --op allreduce");
+  CHECK(wrong.status == 2);
+  CHECK(wrong.output.find("or of the collective the command line names (all_reduce): the run names none itself") !=
+        std::string::npos);
 }
 
 TEST_CASE("collective --compare: a log of a GPU family the catalog lacks is refused, a name of none is noted") {
