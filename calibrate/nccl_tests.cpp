@@ -2,6 +2,7 @@
 #include "calibrate/nccl_tests.hpp"
 
 #include "calibrate/gpu_names.hpp"
+#include "calibrate/nccl_tests_rows.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/error.hpp"
 #include "sim/nccl_tuning.hpp"
@@ -19,7 +20,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 namespace overlapsim {
 
@@ -154,16 +154,6 @@ std::string collective_from_file_name(const std::string& path) {
   if (has("broadcast") || has("bcast")) return "broadcast";
   if (has("reduce_perf")) return "reduce";
   return "";
-}
-
-/// Bytes of an element of an nccl-tests -d type, by the name it prints (src/common.cu
-/// test_typenames; "char" and "int" before NCCL 2; fp8 in recent versions); 0 for another name.
-int type_bytes(const std::string& type) {
-  static const std::map<std::string, int> kTypes = {
-      {"int8", 1},   {"uint8", 1},   {"char", 1},      {"int32", 4},  {"uint32", 4},  {"int", 4},  {"int64", 8},
-      {"uint64", 8}, {"half", 2},    {"bfloat16", 2},  {"float", 4},  {"double", 8},  {"f8e4m3", 1}, {"f8e5m2", 1}};
-  const auto it = kTypes.find(type);
-  return it == kTypes.end() ? 0 : it->second;
 }
 
 /// Reads an NCCL TUNING line's words (after "NCCL INFO "); false when it is not one.
@@ -462,19 +452,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     if (row.size_bytes > 0) log.rows.push_back(row);
   }
 
-  // nccl-tests prints each size once per type and reduction (-d all and -o all repeat the
-  // sizes, each with its own): a size again with the same is a pasted or edited row, which would
-  // count twice in a fit and print twice beside a comparison.
-  {
-    std::map<std::tuple<int64_t, std::string, std::string>, int> seen;
-    for (const NcclTestsRow& r : log.rows)
-      if (const auto [it, fresh] = seen.try_emplace({r.size_bytes, r.type, r.redop}, r.line); !fresh)
-        throw InputError(SourceLocation{path, r.line, 0}, "",
-                         fmt::format("expected each size once per type and reduction, as nccl-tests prints them, "
-                                     "found {} B{}{} again (first at line {})",
-                                     r.size_bytes, r.type.empty() ? "" : " of " + r.type,
-                                     r.redop.empty() ? "" : " " + r.redop, it->second));
-  }
+  check_repeated_sizes(log, path);
 
   // Errors after the rows name the run's first line where the file holds several.
   const int at = next_run && (first_line > 1 || *next_run > 0) ? first_line : 0;
@@ -507,35 +485,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
                          (csv ? " (a CSV file: expected the text a *_perf binary prints, not a table of figures)" : ""));
   }
 
-  // Each half's time and algbw come from one measurement (algbw = bytes / time, the bytes the
-  // size column's or, in some generations, that times the ranks): a row whose product
-  // algbw · time strays from the log's median is corrupted in one of them. Its time is what the
-  // fit and --compare read, so say so. (From 1 GB/s algbw: the printed two decimals are exact
-  // to 1% there.)
-  {
-    std::vector<double> k;  // algbw · time / size, per usable half
-    const auto ratio = [](const NcclTestsRow& r, const NcclTestsHalf& h) {
-      return h.algbw_GBps * h.time_us * 1e3 / static_cast<double>(r.size_bytes);
-    };
-    for (const NcclTestsRow& r : log.rows)
-      for (const NcclTestsHalf* h : {&r.out_of_place, &r.in_place})
-        if (h->usable && h->algbw_GBps >= 1 && h->time_us > 0) k.push_back(ratio(r, *h));
-    if (k.size() >= 3) {
-      std::nth_element(k.begin(), k.begin() + static_cast<long>(k.size() / 2), k.end());
-      const double median = k[k.size() / 2];
-      for (const NcclTestsRow& r : log.rows)
-        for (const NcclTestsHalf* h : {&r.out_of_place, &r.in_place})
-          if (h->usable && h->algbw_GBps >= 1 && h->time_us > 0 && std::abs(ratio(r, *h) / median - 1) > 0.05) {
-            const std::string what = fmt::format(
-                "the {} time ({:g} us) and algbw ({:g} GB/s) disagree by {:.0f}% against the log's other rows for {} "
-                "B: one of them is corrupted",
-                h == &r.out_of_place ? "out-of-place" : "in-place", h->time_us, h->algbw_GBps,
-                100 * std::abs(ratio(r, *h) / median - 1), r.size_bytes);
-            log.warnings.push_back(fmt::format("{}:{}: {}; the time is read", path, r.line, what));
-            log.inconsistent_rows.emplace_back(r.line, what);
-          }
-    }
-  }
+  check_time_against_algbw(log, path);
 
   // nccl-tests ends a run with "# Avg bus bandwidth" (after its last size): a log without it
   // was cut short, and its last row may be a size still running or half-written.
@@ -614,29 +564,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     throw InputError(SourceLocation{path, at, 0}, "",
                      "expected a collective over at least 2 ranks, found " + std::to_string(log.ranks) + " (" +
                          log.ranks_from + ")");
-  // The count column: nccl-tests prints a rank's elements per call (its paramcount: the whole
-  // buffer for AllReduce, Broadcast, Reduce and SendRecv, a rank's share of the size for
-  // AllGather, ReduceScatter and AllToAll), so size = count · type size (· ranks,
-  // nccl_tests_count_ranks). A row that disagrees is corrupted or edited; its size is what is read.
-  const int64_t per_rank = nccl_tests_count_ranks(parse_bench_op(log.collective), log.ranks);
-  for (const NcclTestsRow& r : log.rows) {
-    const int bytes = type_bytes(r.type);
-    if (bytes == 0) continue;
-    const std::string ranks_part = per_rank > 1 ? fmt::format(" on each of {} ranks", per_rank) : "";
-    // Sizes are at most 2^62 bytes (refused where read): a count whose bytes pass that disagrees.
-    if (r.count > (int64_t{1} << 62) / bytes / per_rank) {
-      log.warnings.push_back(fmt::format("{}:{}: count {} of {} ({} B){} is past 2^62 B, not the size {} B; the row is "
-                                         "read by its size",
-                                         path, r.line, r.count_text, r.type, bytes,
-                                         ranks_part, r.size_bytes));
-      continue;
-    }
-    const int64_t expected = r.count * bytes * per_rank;
-    if (expected != r.size_bytes)
-      log.warnings.push_back(fmt::format("{}:{}: count {} of {} ({} B){} is {} B, not the size {} B; the row is read "
-                                         "by its size",
-                                         path, r.line, r.count, r.type, bytes, ranks_part, expected, r.size_bytes));
-  }
+  check_count_column(log, path);
   // NCCL's choices for this collective (header: sizes of the newest format are per rank for
   // AllGather and ReduceScatter).
   for (RawTuning& t : tuning) {
