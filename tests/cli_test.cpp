@@ -62,6 +62,26 @@ TEST_CASE("folding: one representative per stage gives the unfolded iteration") 
   CHECK(a.strategies[1].iteration_s == testing::approx(b.strategies[1].iteration_s).epsilon(2e-3));
 }
 
+TEST_CASE("folding: a node whose GPUs are not joined alike (NVLink pairs beside PCIe) simulates every rank") {
+  // Regression: on the 8-GPU A6000 box TP 2 x DP 4 was folded onto one rank, whose DP ring did not
+  // meet the other rings on the PCIe switches: 0.0201 s folded against 0.0249 s with every rank.
+  Scenario sc = load_scenario(kSrc + "/tests/data/scenarios/small.yaml");
+  sc.topology_path = kSrc + "/topologies/a6000-8gpu-nvlink-pairs.yaml";
+  sc.parallelism.tp = 2;
+  sc.parallelism.pp = 1;
+  sc.parallelism.dp = 4;
+  SimulateOptions folded, unfolded;
+  unfolded.folding = Folding::None;
+  const RunResult a = simulate(sc, folded), b = simulate(sc, unfolded);
+  CHECK(a.simulated_ranks == 8);
+  CHECK(a.notes.find("are not all joined alike (NVLink pairs beside PCIe)") != std::string::npos);
+  REQUIRE(a.strategies.size() == b.strategies.size());
+  for (size_t i = 0; i < a.strategies.size(); ++i) CHECK(a.strategies[i].iteration_s == b.strategies[i].iteration_s);
+  // An NVSwitch node still folds.
+  const RunResult dgx = simulate(load_scenario(kSrc + "/tests/data/scenarios/small.yaml"), folded);
+  CHECK(dgx.simulated_ranks == 2);
+}
+
 TEST_CASE("folding: a layout that fills its nodes unevenly simulates every rank, and says so") {
   // Regression: DP 12 over 8 + 4 GPUs was folded onto rank 0, whose ring neighbours' NICs the
   // short node's ranks do not share: exposed communication 1.65 ms folded against 3.25 ms.
