@@ -53,6 +53,10 @@ void check_output_path(const std::string& path, const std::string& flag, const s
     ::close(fd);
     ::unlink(probe.c_str());
   }
+  // An existing file the user may not write is refused, not replaced by the rename (regression: a
+  // read-only result was replaced and its mode became 0644).
+  if (fs::exists(st) && ::access(target.c_str(), W_OK) != 0)
+    throw InputError(where, flag, "exists and is not writable; expected a file path this user may write");
   if (fs::exists(st))
     for (const std::string& in : inputs)
       if (fs::equivalent(target, in, ec))

@@ -335,6 +335,23 @@ TEST_CASE("bad command-line values name the flag") {
     std::remove(link.c_str());
     std::remove(target.c_str());
   }
+  SUBCASE("an output file this user may not write is refused, not replaced; an empty --fidelity is refused") {
+    const Run empty = run_cli("run -q " + scenario + " --fidelity ''");
+    CHECK(empty.status == 2);
+    CHECK(empty.output.find("--fidelity: expected flow or analytic, found an empty value") != std::string::npos);
+    // (Root may write any file: the check is a user's.)
+    if (::geteuid() != 0) {
+      const std::string ro = temp_path(".json");
+      { std::ofstream(ro) << "keep"; }
+      ::chmod(ro.c_str(), 0444);
+      const Run r = run_cli("run -q " + scenario + " --fidelity analytic --json " + ro);
+      CHECK(r.status == 2);
+      CHECK(r.output.find("exists and is not writable") != std::string::npos);
+      CHECK(slurp(ro) == "keep");
+      ::chmod(ro.c_str(), 0644);
+      std::remove(ro.c_str());
+    }
+  }
   SUBCASE("outputs never replace the inputs or each other") {
     // Regressions: --trace over the scenario file destroyed it; --json and --trace on one path.
     // A copy of the scenario in /tmp whose topology is a copy too (regression: --trace over the

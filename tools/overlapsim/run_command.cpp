@@ -30,7 +30,11 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("--strategy,-s", a.strategies, "strategy to simulate (repeatable; default: the scenario's): " + names +
                       "; all of them (all, as a scenario's strategies: all); or a composition BASE+PASS[:ARG]+... "
                       "such as megatron+workload-partition:4 (docs/extending.md)");
-  run->add_option("--fidelity", a.fidelity, "flow | analytic (default: the scenario's)");
+  // An empty value would read as not given (the scenario's): refused, as the other flags' are.
+  run->add_option("--fidelity", a.fidelity, "flow | analytic (default: the scenario's)")
+      ->check([](const std::string& v) {
+        return v.empty() ? std::string("expected flow or analytic, found an empty value") : std::string();
+      });
   // An empty path would silently write nothing: refuse it (CLI11 exits 2 naming the flag).
   const auto non_empty = [](const std::string& v) { return v.empty() ? std::string("expected a file path, found ''") : std::string(); };
   run->add_option("--json", a.json, "also write the result as JSON to this file")->check(non_empty);
