@@ -31,6 +31,11 @@ std::string resolve_output_path(const std::string& path) {
 void check_output_path(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs) {
   const SourceLocation where{path, 0, 0};
   if (path.empty()) throw InputError(SourceLocation{"<command line>", 0, 0}, flag, "expected a file path, found ''");
+  // "-" is standard output to most tools, which the table holds here (regression: --json - wrote
+  // a file named "-" in the working folder).
+  if (path == "-")
+    throw InputError(SourceLocation{"<command line>", 0, 0}, flag,
+                     "expected a file path, found '-' (standard output holds the table; give a file, e.g. out.json)");
   std::error_code ec;
   const fs::path target = resolve_output_path(path);
   if (target.empty()) throw InputError(where, flag, "cannot resolve the path");

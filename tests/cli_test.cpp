@@ -336,6 +336,9 @@ TEST_CASE("bad command-line values name the flag") {
     std::remove(target.c_str());
   }
   SUBCASE("an output file this user may not write is refused, not replaced; an empty --fidelity is refused") {
+    const Run dash = run_cli("run -q " + scenario + " --fidelity analytic --json -");
+    CHECK(dash.status == 2);
+    CHECK(dash.output.find("--json: expected a file path, found '-'") != std::string::npos);
     const Run empty = run_cli("run -q " + scenario + " --fidelity ''");
     CHECK(empty.status == 2);
     CHECK(empty.output.find("--fidelity: expected flow or analytic, found an empty value") != std::string::npos);
