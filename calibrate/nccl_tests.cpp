@@ -241,6 +241,16 @@ std::string nccl_tests_collective(const std::string& name) {
 
 namespace {
 
+/// Throws where a run names its collective (`from_program`, from `program`, its "Collective test
+/// starting" line) and the command line's `collective` names another; `at`: the line to name.
+void check_command_line_collective(const std::string& path, int at, const std::string& program,
+                                   const std::string& from_program, const std::string& collective) {
+  const std::string from_flag = collective.empty() ? "" : nccl_tests_collective(collective);
+  if (!from_program.empty() && !from_flag.empty() && from_program != from_flag)
+    throw InputError(SourceLocation{path, at, 0}, "",
+                     "the log is from " + program + " but the command line names " + collective);
+}
+
 /// parse_nccl_tests_log from line `first_line` of the file on. With `next_run` null a second run
 /// is an error; else the parse stops there and *next_run is its first line (0: none followed).
 /// `collective_default`: `collective` names the run only where the run names none (a file of
@@ -272,12 +282,8 @@ std::vector<NcclTestsLog> read_nccl_tests_logs(const std::string& path, const st
   // One run: the collective given must be the one it names, as parse_nccl_tests_log has it;
   // among several it names the runs that name none (regression: --op allgather on a file of an
   // unnamed AllGather run and an AllReduce run was refused at the AllReduce run).
-  if (runs.size() == 1 && !collective.empty() && !runs.front().program.empty()) {
-    const std::string from_flag = nccl_tests_collective(collective);
-    if (!from_flag.empty() && runs.front().collective != from_flag)
-      throw InputError(SourceLocation{path, 0, 0}, "",
-                       "the log is from " + runs.front().program + " but the command line names " + collective);
-  }
+  if (runs.size() == 1 && !runs.front().program.empty())
+    check_command_line_collective(path, 0, runs.front().program, runs.front().collective, collective);
   // An empty file (no line, so no run parsed to say what it lacks).
   if (runs.empty())
     throw InputError(SourceLocation{path, 0, 0}, "",
@@ -302,6 +308,23 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
   std::vector<RawTuning> tuning;
   bool have_layout = false;
   bool footer = false;  // the closing "Avg bus bandwidth" line was read
+  // nccl-tests' footer lines, with or without '#' (older nccl-tests, its MPI_SUPPORT-era
+  // common.cu, print them without): true where `text` is one.
+  const auto read_footer = [&](const std::string& text, int at) {
+    if (text.find("Avg bus bandwidth") != std::string::npos) {
+      footer = true;  // (its value may be nan, where nccl-tests divided by no size)
+      const auto colon = text.find(':');
+      const std::vector<std::string> v = split(colon == std::string::npos ? "" : text.substr(colon + 1));
+      double x = 0;
+      if (!v.empty() && parse_double(v[0], &x)) log.avg_busbw_GBps = x;
+      return true;
+    }
+    if (text.find("Out of bounds values") != std::string::npos && text.find("FAILED") != std::string::npos) {
+      log.warnings.push_back(path + ":" + std::to_string(at) + ": nccl-tests reports out-of-bounds values (FAILED)");
+      return true;
+    }
+    return false;
+  };
   Layout layout;
   std::string line;
   int number = first_line - 1;
@@ -348,14 +371,8 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
                            "first table's rows end at line " + std::to_string(log.rows.back().line) + ")");
         layout = parse_header(path, number, t);
         have_layout = true;
-      } else if (rest.find("Avg bus bandwidth") != std::string::npos) {
-        footer = true;  // (its value may be nan, where nccl-tests divided by no size)
-        const auto colon = rest.find(':');
-        const std::vector<std::string> v = split(colon == std::string::npos ? "" : rest.substr(colon + 1));
-        double x = 0;
-        if (!v.empty() && parse_double(v[0], &x)) log.avg_busbw_GBps = x;
-      } else if (rest.find("Out of bounds values") != std::string::npos && rest.find("FAILED") != std::string::npos) {
-        log.warnings.push_back(path + ":" + std::to_string(number) + ": nccl-tests reports out-of-bounds values (FAILED)");
+      } else {
+        read_footer(rest, number);
       }
       continue;
     }
@@ -365,20 +382,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
         parse_double(t[0], &first_number))
       // A result row whose size is negative, fractional or in exponent form: not silently skipped.
       throw InputError(SourceLocation{path, number, 0}, "", "expected a size in whole bytes, found '" + t[0] + "'");
-    if (!is_unsigned(t[0]) && line.find("Avg bus bandwidth") != std::string::npos) {
-      // Older nccl-tests (its MPI_SUPPORT-era common.cu) print the footer without '#'.
-      footer = true;
-      const auto colon = line.find(':');
-      const std::vector<std::string> v = split(colon == std::string::npos ? "" : line.substr(colon + 1));
-      double x = 0;
-      if (!v.empty() && parse_double(v[0], &x)) log.avg_busbw_GBps = x;
-      continue;
-    }
-    if (!is_unsigned(t[0]) && line.find("Out of bounds values") != std::string::npos &&
-        line.find("FAILED") != std::string::npos) {
-      log.warnings.push_back(path + ":" + std::to_string(number) + ": nccl-tests reports out-of-bounds values (FAILED)");
-      continue;
-    }
+    if (!is_unsigned(t[0]) && read_footer(line, number)) continue;  // a footer line without '#'
     if (!is_unsigned(t[0])) {
       // NCCL's own INFO lines (NCCL_DEBUG=INFO) tell the forced algorithm/protocol and the version.
       const auto info = line.find("NCCL INFO ");
@@ -467,9 +471,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     throw InputError(SourceLocation{path, at, 0}, "",
                      "expected a log of all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, "
                      "sendrecv_perf, broadcast_perf or reduce_perf, found " + log.program);
-  if (!collective_default && !from_program.empty() && !from_flag.empty() && from_program != from_flag)
-    throw InputError(SourceLocation{path, at, 0}, "",
-                     "the log is from " + log.program + " but the command line names " + collective);
+  if (!collective_default) check_command_line_collective(path, at, log.program, from_program, collective);
   log.collective = !from_program.empty() ? from_program : !from_flag.empty() ? from_flag : collective_from_file_name(path);
   if (log.collective.empty())
     throw InputError(SourceLocation{path, at, 0}, "",
