@@ -148,8 +148,8 @@ int measure(const CalibrateArgs& a) {
   std::string raw = a.from_raw;
   {
     // Before the harness runs (minutes of GPU time): never over the raw file it fits or a
-    // shipped profile, and in a folder that exists.
-    std::vector<std::string> inputs = default_profile_paths();
+    // shipped profile (refuse_shipped_profile), and in a folder that exists.
+    std::vector<std::string> inputs;
     if (!a.from_raw.empty()) inputs.push_back(a.from_raw);
     refuse_shipped_profile(a.out, "--out");
     check_output_path(a.out, "--out", inputs);
@@ -182,11 +182,9 @@ int import_logs(const CalibrateArgs& a) {
   ImportOptions io;
   io.device = a.device;
   io.collective = a.collective;
-  // Before any work; never over a log or a shipped profile (the import's base is one).
-  std::vector<std::string> inputs = a.logs;
-  for (const std::string& p : default_profile_paths()) inputs.push_back(p);
+  // Before any work; never over a shipped profile (the import's base is one) or a log.
   refuse_shipped_profile(a.out, "--out");
-  check_output_path(a.out, "--out", inputs);
+  check_output_path(a.out, "--out", a.logs);
   const ImportResult r = import_nccl_tests(a.logs, io);
   std::cout << fmt::format("overlapsim: read {} nccl-tests log(s) for {}\n", r.logs.size(), r.profile.device);
   std::cout << fmt::format("  {:<44} {:<15} {:>5} {:>5} {:>5} {:>11} {:>10}  {}\n", "log", "collective", "ranks", "nodes",
@@ -232,11 +230,7 @@ void add_calibrate_command(CLI::App& app, CalibrateArgs& a) {
       "calibrate", "measure this machine's GPU into a calibration profile (needs a GPU and the CUDA harness); "
                    "or import nccl-tests logs; or compare two profiles");
   c->require_subcommand(0, 1);
-  // An empty value would read as "not given" (the default device, harness or raw path):
-  // refused, so that `--device "$MODEL"` with MODEL unset fails.
-  const CLI::Validator non_empty(
-      [](std::string& v) { return v.empty() ? std::string("expected a value, found an empty one") : std::string(); },
-      "NAME");
+  const CLI::Validator non_empty = non_empty_value();
   c->add_option("--out", a.out, "profile file to write (JSON)")->check(non_empty);
   c->add_flag("--quick", a.quick, "short grids (< 5 minutes on one H200)");
   c->add_option("--harness", a.harness, "overlapsim-calibrate-harness to run (default: the one next to overlapsim)")

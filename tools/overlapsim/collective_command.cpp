@@ -100,9 +100,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->check(whole_number(2));  // nccl-tests' -f is a whole number: said so, not "not in range"
   // An empty value would read as "not given" (auto, the default profile, no log, or the log's
   // with --compare): refused, so that `--compare "$LOG"` with LOG unset fails.
-  const CLI::Validator non_empty(
-      [](std::string& v) { return v.empty() ? std::string("expected a value, found an empty one") : std::string(); },
-      "NAME");
+  const CLI::Validator non_empty = non_empty_value();
   c->add_option("--fidelity", a.fidelity, "flow | analytic")->check(non_empty);
   c->add_option("--protocol", a.protocol,
                 "auto | ll | ll128 | simple (NCCL_PROTO), or a list as NCCL_PROTO takes it: LL,Simple; ^LL128; "

@@ -9,6 +9,14 @@
 
 namespace overlapsim::cli {
 
+/// A flag's check that refuses an empty value, which would otherwise read as "not given" (the
+/// default device, profile, log...): `--device "$MODEL"` with MODEL unset fails, naming the flag.
+inline CLI::Validator non_empty_value() {
+  return CLI::Validator(
+      [](std::string& v) { return v.empty() ? std::string("expected a value, found an empty one") : std::string(); },
+      "NAME");
+}
+
 struct RunArgs {
   std::string scenario;
   std::vector<std::string> strategies;
