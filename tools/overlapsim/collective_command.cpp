@@ -318,14 +318,11 @@ int collective_command(const CollectiveArgs& a) {
     // A row above the memory of all the log's ranks together could not have run (the same bound
     // as --sizes, collective_sizes): a corrupted size, refused at its line (regression: a row of
     // 2^62 B was simulated and compared, error -100%).
-    const double all_memory = dev.hbm_bytes * ranks;
     for (const NcclTestsRow& r : log.rows) {
-      if (dev.hbm_bytes > 0 && static_cast<double>(r.size_bytes) > all_memory)
+      if (dev.hbm_bytes > 0 && static_cast<double>(r.size_bytes) > all_ranks_memory_bytes(dev, ranks))
         throw InputError(SourceLocation{a.compare, r.line, 0}, "size",
-                         fmt::format("expected at most {:.0f} B, the memory of all {} ranks together ({} x {:g} GiB "
-                                     "of {}), found {} B: a size no run of the log's ranks could hold",
-                                     all_memory, ranks, ranks, dev.hbm_bytes / (1024.0 * 1024 * 1024), dev.model,
-                                     r.size_bytes));
+                         fmt::format("expected at most {}, found {} B: a size no run of the log's ranks could hold",
+                                     all_ranks_memory_text(dev, ranks), r.size_bytes));
       sizes.push_back(static_cast<double>(r.size_bytes));
     }
   } else {

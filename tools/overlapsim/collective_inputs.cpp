@@ -62,6 +62,14 @@ Topology load_collective_topology(const std::string& path, TopologyOverrides* ov
   }
 }
 
+double all_ranks_memory_bytes(const DeviceSpec& dev, int ranks) { return dev.hbm_bytes * ranks; }
+
+std::string all_ranks_memory_text(const DeviceSpec& dev, int ranks) {
+  return fmt::format("{:.0f} B, the memory of all {} ranks together ({} x {:g} GiB of {})",
+                     all_ranks_memory_bytes(dev, ranks), ranks, ranks, dev.hbm_bytes / (1024.0 * 1024 * 1024),
+                     dev.model);
+}
+
 std::vector<double> collective_sizes(const std::string& range, double factor, BenchOp op, int ranks,
                                      const DeviceSpec& dev, std::vector<std::string>* notes) {
   const SourceLocation& cli = kCommandLine;
@@ -85,12 +93,9 @@ std::vector<double> collective_sizes(const std::string& range, double factor, Be
     // would not fit even spread over every rank, so it is no machine's (16384PiB written for
     // 16384GiB, say): refused; and below that limit every size and element count is exact in
     // a double (16,384 ranks of 141 GiB < 2^53 B).
-    const double all_memory = dev.hbm_bytes * ranks;
-    if (dev.hbm_bytes > 0 && to > all_memory)
-      throw std::invalid_argument(fmt::format(
-          "expected sizes of at most {:.0f} B, the memory of all {} ranks together ({} x {:g} GiB of {}), found "
-          "{:.0f} B",
-          all_memory, ranks, ranks, dev.hbm_bytes / (1024.0 * 1024 * 1024), dev.model, to));
+    if (dev.hbm_bytes > 0 && to > all_ranks_memory_bytes(dev, ranks))
+      throw std::invalid_argument(
+          fmt::format("expected sizes of at most {}, found {:.0f} B", all_ranks_memory_text(dev, ranks), to));
     sizes = size_range(from, to, factor);
     // The size nccl-tests runs and prints for each: what its element count makes (src/common.cu
     // setupArgs: count = size / 4 for floats; AllGather, ReduceScatter and AllToAll take

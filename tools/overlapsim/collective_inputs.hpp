@@ -27,6 +27,13 @@ double counted_bytes(BenchOp op, int ranks);
 /// a node pass the limit (naming the trimming).
 Topology load_collective_topology(const std::string& path, TopologyOverrides* ov, int k, std::string* trimmed_note);
 
+/// The most bytes a collective over `ranks` GPUs of `dev` can be: their memory together (HBM ·
+/// ranks), bytes; 0 where the catalog gives `dev` no memory (no bound). A size above it would not
+/// fit even spread over every rank.
+double all_ranks_memory_bytes(const DeviceSpec& dev, int ranks);
+/// That bound as messages give it: "X B, the memory of all N ranks together (N x G GiB of MODEL)".
+std::string all_ranks_memory_text(const DeviceSpec& dev, int ranks);
+
 /// The sizes of `range` ("FROM:TO", e.g. 8B:8GiB), FROM, FROM · factor, ... up to TO, each as
 /// nccl-tests runs and prints it for `op` over `ranks`: whole floats, a rank's share for
 /// AllGather, ReduceScatter and AllToAll (counted_bytes: 100 B of AllGather over 8 ranks is
