@@ -12,7 +12,9 @@
 //                       datasheet bandwidth); memory.hbm_bandwidth_Bps: the copy kernel's at the
 //                       largest size; memory.points: every kernel and size
 //   attention.efficiency median over shapes of 4·b·h·s²·d / (peak · (QKᵀ time + PV time)): the
-//                       GEMM part only, since the cost model adds the softmax at memory efficiency
+//                       GEMM part only, since the cost model adds the softmax at memory efficiency;
+//                       attention.points: each shape's, which the cost model interpolates at a
+//                       workload's shape (attention_efficiency_at, profile_tables.hpp)
 //   kernel.launch_overhead_s  host time of one launch (median); fixed_overhead_s: GPU time per
 //                       back-to-back empty kernel from a CUDA graph (median)
 //   collectives         α and busbw per (collective, ranks) from the medians (collective_fit.hpp)

@@ -50,6 +50,48 @@ double GemmEfficiencyTable::efficiency_at(int64_t m_, int64_t n_, int64_t k_) co
   return e;
 }
 
+double attention_efficiency_at(const std::vector<AttentionPoint>& points, int64_t batch_heads, int64_t seq,
+                               int64_t head_dim) {
+  OVERLAPSIM_CHECK(batch_heads >= 1 && seq >= 1 && head_dim >= 1, "attention dimensions must be >= 1");
+  if (points.empty()) return 0;
+  const double want = std::log2(static_cast<double>(head_dim));
+  int64_t dim = points.front().head_dim;
+  for (const AttentionPoint& a : points) {
+    const double d = std::abs(std::log2(static_cast<double>(a.head_dim)) - want);
+    const double best = std::abs(std::log2(static_cast<double>(dim)) - want);
+    if (d < best || (d == best && a.head_dim > dim)) dim = a.head_dim;
+  }
+  std::vector<int64_t> bh, sq;
+  for (const AttentionPoint& a : points)
+    if (a.head_dim == dim) {
+      bh.push_back(a.batch * a.heads);
+      sq.push_back(a.seq);
+    }
+  const std::size_t cells = bh.size();
+  for (auto* axis : {&bh, &sq}) {
+    std::sort(axis->begin(), axis->end());
+    axis->erase(std::unique(axis->begin(), axis->end()), axis->end());
+  }
+  if (bh.size() * sq.size() != cells) return 0;
+  std::vector<double> e(cells, -1);
+  for (const AttentionPoint& a : points) {
+    if (a.head_dim != dim) continue;
+    const auto i = std::lower_bound(bh.begin(), bh.end(), a.batch * a.heads) - bh.begin();
+    const auto j = std::lower_bound(sq.begin(), sq.end(), a.seq) - sq.begin();
+    double& cell = e[static_cast<std::size_t>(i) * sq.size() + static_cast<std::size_t>(j)];
+    if (cell >= 0) return 0;  // two points in one cell (e.g. batch 2 × heads 8 beside batch 1 × heads 16)
+    cell = a.efficiency;
+  }
+  const Bracket bi = bracket(bh, batch_heads), bj = bracket(sq, seq);
+  double r = 0;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b) {
+      const double w = (a ? bi.w : 1 - bi.w) * (b ? bj.w : 1 - bj.w);
+      if (w != 0) r += w * e[(a ? bi.hi : bi.lo) * sq.size() + (b ? bj.hi : bj.lo)];
+    }
+  return r;
+}
+
 double CollectiveFit::time_s(double size_bytes) const {
   OVERLAPSIM_CHECK(busbw_Bps > 0, "collective fit without bus bandwidth");
   return alpha_s + size_bytes * bus_factor(collective, ranks) / busbw_Bps;

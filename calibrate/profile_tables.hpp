@@ -59,6 +59,16 @@ struct AttentionPoint {
   double efficiency = 0;            ///< GEMM FLOPs / (peak · (QKᵀ time + PV time))
 };
 
+/// Attention efficiency at a shape from measured points (the harness's grid: seq × heads ×
+/// head_dim, batch 1): among the points of the measured head_dim nearest `head_dim` (in log2; a tie
+/// takes the larger), bilinear in (log2 batch·heads, log2 seq), each coordinate clamped to the
+/// measured range (flat beyond it, as the GEMM table). Batch and heads enter only as their product:
+/// both stack independent s×s problems in one batched GEMM. Returns 0 when `points` is empty or
+/// the chosen head_dim's points are not a full (batch·heads) × seq grid with one point per cell;
+/// the caller then keeps the profile's single efficiency. REQUIRES: batch_heads, seq, head_dim >= 1.
+double attention_efficiency_at(const std::vector<AttentionPoint>& points, int64_t batch_heads, int64_t seq,
+                               int64_t head_dim);
+
 /// One measured (size, time) point of a collective.
 struct CollectivePoint {
   double size_bytes = 0;            ///< nccl-tests' size column

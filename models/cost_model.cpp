@@ -8,11 +8,13 @@
 //   (two GEMMs per forward GEMM: the gradients of both operands). FlashAttention-2 (Dao 2023,
 //   §4.1 "Benchmarking attention") counts backward as 2.5× forward because it recomputes QKᵀ in
 //   the backward pass; unfused attention stores the probabilities instead, so 2× applies here.
-// - Time: FLOPs / (peak · attention_efficiency) plus the softmax's HBM traffic at
+// - Time: FLOPs / (peak · efficiency) plus the softmax's HBM traffic at
 //   memory_efficiency: the s×s matrix of every head is read and written once forward (scores
 //   in, probabilities out: 2·b·a·s²·sizeof(dtype) bytes) and read twice and written once backward
 //   (probabilities and their gradient in, score gradient out: 3·b·a·s²·sizeof(dtype)). The GEMMs'
-//   own traffic on the score matrix is taken as hidden behind their math. One
+//   own traffic on the score matrix is taken as hidden behind their math. The efficiency is the
+//   measured points' at this shape where the profile has them (attention_efficiency_at,
+//   calibrate/profile_tables.hpp), else the profile's attention_efficiency. One
 //   kernel_fixed_overhead_s is added for the attention core as a whole.
 #include "models/cost_model.hpp"
 
@@ -103,7 +105,10 @@ double CostModel::attention_time_s(int64_t batch, int64_t heads, int64_t seq, in
                                 static_cast<double>(seq) * static_cast<double>(seq);
   const double forward_flops = 4.0 * score_elements * static_cast<double>(head_dim);
   const double flops = backward ? 2.0 * forward_flops : forward_flops;
-  const double compute_s = flops / (device_.peak_flops(dtype) * profile_.attention_efficiency);
+  // Measured points (a calibrated profile) give the efficiency at this shape; else the profile's one.
+  const double at_shape = attention_efficiency_at(profile_.attention_points, batch * heads, seq, head_dim);
+  const double efficiency = at_shape > 0 ? at_shape : profile_.attention_efficiency;
+  const double compute_s = flops / (device_.peak_flops(dtype) * efficiency);
 
   const double softmax_accesses = backward ? 3.0 : 2.0;
   const double softmax_bytes = softmax_accesses * score_elements * dtype_bytes(dtype);

@@ -39,7 +39,8 @@ class CostModel {
   double gemm_time_s(int64_t m, int64_t n, int64_t k, DType dtype, int64_t batch = 1) const;
   /// Seconds for a memory-bound kernel reading+writing `bytes` bytes of HBM in total.
   double memory_bound_time_s(double bytes) const;
-  /// Seconds for the attention core of `batch` sequences, forward (backward = false) or backward.
+  /// Seconds for the attention core of `batch` sequences, forward (backward = false) or backward;
+  /// at the measured efficiency for this shape where the profile has attention points (cost_model.cpp).
   double attention_time_s(int64_t batch, int64_t heads, int64_t seq, int64_t head_dim, DType dtype,
                           bool backward) const;
   /// Seconds of host time per kernel launch.

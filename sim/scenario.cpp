@@ -381,10 +381,21 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
         bad(e.message());
       }
     }
+    else if (key == "calibration") {
+      // A path on the command line is relative to the working folder (in the file, to the file's).
+      std::error_code ec;
+      const bool folder = std::filesystem::is_directory(value, ec);
+      if (value.empty()) bad("expected the path of a calibration profile (JSON), found ''");
+      if (folder || !std::ifstream(value))
+        bad(std::string("expected a readable calibration profile, found ") +
+            (folder ? "a folder" : std::filesystem::exists(value, ec) ? "an unreadable file" : "no file") + " at " +
+            absolute_path(value));
+      s.calibration_path = value;
+    }
     else if (key.rfind("topology_overrides.", 0) == 0) s.topology_overrides[key.substr(19)] = value;
     else bad("unknown setting; expected parallelism.{tp,pp,dp,sp,micro_batch,global_batch,zero_stage,recompute,"
              "pipeline_schedule,overlap_grad_reduce,async_tp_reduce,flash_attention,average_in_collective}, fidelity, "
-             "nccl.{algo,proto,nvls_enable,pat_enable}, model.preset or "
+             "nccl.{algo,proto,nvls_enable,pat_enable}, model.preset, calibration or "
              "topology_overrides.KEY");
   } catch (const std::invalid_argument& e) {
     bad(e.what());

@@ -333,8 +333,17 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   check_keys(f, gpus, {"count", "model"}, "node.gpus");
   const long long per_node = count_with_override(f, gpus, "count", "node.gpus.count", overrides);
   const YAML::Node model_node = require(f, gpus, "model");
-  const std::string model = as_string(f, model_node, "node.gpus.model");
+  std::string model = as_string(f, model_node, "node.gpus.model");
   check_gpu_model(f, model_node, "node.gpus.model", model);
+  // The override swaps the GPU alone (a DGX H200 is a DGX H100's NVLink, NVSwitches and NICs
+  // around another GPU); the links keep the bandwidths the file gives them.
+  if (const auto o = overrides.find("node.gpus.model"); o != overrides.end()) {
+    model = o->second;
+    if (!is_known_device(model))
+      fail(f, model_node, "node.gpus.model",
+           "unknown GPU model '" + model + "' (from the topology override node.gpus.model); known models: " +
+               device_models_text());
+  }
   // Before anything is expanded (kMaxTopologyGpus, sim/topology.hpp). Named at the count that is
   // too large alone, else at node.count; the product is not formed where it would overflow.
   if (num_nodes > kMaxTopologyGpus / per_node) {
@@ -517,10 +526,10 @@ Topology load_topology(const std::string& path, const TopologyOverrides& overrid
     fail(f, f.root, "devices", "expected 'devices' and 'links' (explicit form) or 'node' (template form)");
 
   for (const auto& [key, value] : overrides) {
-    if (key != "node.count" && key != "node.gpus.count")
+    if (key != "node.count" && key != "node.gpus.count" && key != "node.gpus.model")
       throw InputError(SourceLocation{path, 0, 0}, key,
                        "unknown topology override '" + key + "' (= '" + value +
-                           "'); known overrides: node.count, node.gpus.count");
+                           "'); known overrides: node.count, node.gpus.count, node.gpus.model");
     if (is_explicit)
       throw InputError(SourceLocation{path, 0, 0}, key,
                        "topology override '" + key + "' applies only to the template form (node, fabric)");
