@@ -101,6 +101,9 @@ int run_command(const RunArgs& a) {
       throw InputError(SourceLocation{"<command line>", 0, 0}, "--set",
                        "'" + kv.substr(0, eq) + "' is given twice; expected each setting once");
     apply_setting(sc, kv.substr(0, eq), kv.substr(eq + 1));
+    if (kv.substr(0, eq) == "fidelity" && !a.fidelity.empty())
+      throw InputError(SourceLocation{"<command line>", 0, 0}, "--fidelity",
+                       "'" + a.fidelity + "' beside --set " + kv + ": both name the fidelity; expected one of them");
   }
   SimulateOptions opt;
   // Validate every flag before any work. `all`: every built-in strategy, as in a scenario; alone.
@@ -192,6 +195,15 @@ int run_command(const RunArgs& a) {
   int n_refused = 0;
   for (const auto& s : r.strategies)
     if (s.refusal) refused += (n_refused++ == 0 ? "" : ", ") + s.strategy;
+  // A layout that does not fit in the GPU's memory simulates nothing: the table and the JSON
+  // say so (rows OOM, the note with the memory per GPU), and the run exits 2, so that a sweep or
+  // a CI gate does not read it as a result.
+  if (!r.strategies.empty() && std::all_of(r.strategies.begin(), r.strategies.end(),
+                                           [](const StrategyResult& s) { return s.out_of_memory; })) {
+    std::cout.flush();
+    std::cerr << "overlapsim: " << a.scenario << ": out of memory: no strategy simulated (why under the table)\n";
+    return 2;
+  }
   if (n_refused == 0) return 0;
   std::cout.flush();
   std::cerr << "overlapsim: " << a.scenario << ": --max-ops: " << n_refused << " of " << r.strategies.size()
