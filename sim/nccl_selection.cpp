@@ -176,6 +176,11 @@ bool NcclSelection::is_default() const {
 
 bool is_single_nccl_name(const std::string& text) { return text.find_first_of(",;:^") == std::string::npos; }
 
+bool is_forced_algorithm_name(const std::string& text) {
+  return is_single_nccl_name(text) && !same_ignoring_case(text, "CollNetDirect") &&
+         !same_ignoring_case(text, "CollNetChain");
+}
+
 void parse_nccl_algo_list(const std::string& text, NcclSelection& sel) {
   std::array<unsigned, 6> rows{};
   std::array<bool, 6> set{};

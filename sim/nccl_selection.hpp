@@ -87,6 +87,12 @@ class NcclListError : public std::invalid_argument {
 /// always read it (a forced algorithm, the ring where it cannot run).
 bool is_single_nccl_name(const std::string& text);
 
+/// Whether an NCCL_ALGO value is one name of an algorithm this simulator forces: one name that is
+/// not CollNetDirect or CollNetChain (any case). CollNet is not modelled, so those are read as a
+/// list of one (parse_nccl_algo_list), as NCCL reads every value: what it leaves is refused or
+/// noted where it leaves nothing that runs, as for any list.
+bool is_forced_algorithm_name(const std::string& text);
+
 /// Parses an NCCL_ALGO value (header) into sel's algorithms and algo_text, leaving its protocols.
 /// Throws NcclListError for an unknown function or algorithm, an empty name or entry, a '^' with
 /// no names, a prefix-less entry after the first, or an entry that enables no algorithm NCCL has

@@ -170,7 +170,7 @@ CollectiveAlgorithm parse_nccl_algo(const std::string& text) {
 }
 
 void parse_nccl_algo(const std::string& text, NcclEnvironment& env) {
-  if (is_single_nccl_name(text)) {
+  if (is_forced_algorithm_name(text)) {
     env.algorithm = parse_nccl_algo(text);
     clear_nccl_algo_list(env.lists);
     return;

@@ -75,7 +75,8 @@ std::string describe(const NcclEnvironment& env);
 /// std::invalid_argument naming what was expected.
 CollectiveAlgorithm parse_nccl_algo(const std::string& text);
 /// Sets env's NCCL_ALGO from `text` for the scenario's `nccl.algo` and `--set nccl.algo`: "auto",
-/// one name (parse_nccl_algo), or a list (parse_nccl_algo_list). Throws std::invalid_argument for a
+/// one name (parse_nccl_algo), or a list (parse_nccl_algo_list; CollNetDirect or CollNetChain alone is
+/// a list of one, is_forced_algorithm_name). Throws std::invalid_argument for a
 /// bad name, NcclListError (sim/nccl_selection.hpp, with the offset in `text`) for a bad list.
 void parse_nccl_algo(const std::string& text, NcclEnvironment& env);
 /// Sets env's NCCL_PROTO from `text` for `nccl.proto`: "auto", one name (ll, ll128, simple; any

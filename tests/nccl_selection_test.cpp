@@ -82,6 +82,16 @@ TEST_CASE("NCCL_ALGO and NCCL_PROTO lists parse as NCCL's parseList reads them")
     const NcclSelection s = algos("collnetdirect,Ring,CollNetChain");
     CHECK(s.of(CollectiveKind::AllReduce).algorithms == (bits({A::Ring}) | kCollNetDirectBit | kCollNetChainBit));
     CHECK(s.algo_text == "CollNetDirect,Ring,CollNetChain");
+    // Alone, a CollNet name is a list of one (nothing modelled forces CollNet), not a forced name.
+    CHECK_FALSE(is_forced_algorithm_name("CollNetDirect"));
+    CHECK_FALSE(is_forced_algorithm_name("collnetchain"));
+    CHECK(is_forced_algorithm_name("tree"));
+    CHECK(is_forced_algorithm_name("NVLS"));
+    NcclEnvironment env;
+    parse_nccl_algo("CollNetDirect", env);
+    CHECK(env.algorithm == CollectiveAlgorithm::Auto);
+    CHECK(env.lists.of(CollectiveKind::AllReduce).algorithms == kCollNetDirectBit);
+    CHECK(env.lists.algo_text == "CollNetDirect");
   }
   SUBCASE("NCCL_PROTO: a list sets its rows, LL128 then enabled everywhere; NCCL's own example") {
     NcclSelection s;

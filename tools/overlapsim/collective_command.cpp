@@ -378,7 +378,7 @@ int collective_command(const CollectiveArgs& a) {
       notes.push_back("the log ran NCCL_PROTO=" + log.protocol + ", which NCCL_PROTO does not read: chosen automatically here");
     }
   }
-  const bool log_algo_list = comparing && a.algo.empty() && !is_single_nccl_name(log.algorithm);
+  const bool log_algo_list = comparing && a.algo.empty() && !is_forced_algorithm_name(log.algorithm);
   if (comparing && a.algo.empty() && log.algorithm != "auto") {
     CollectiveAlgorithm probe;
     const bool gather = op == BenchOp::AllGather || op == BenchOp::ReduceScatter;
@@ -403,7 +403,7 @@ int collective_command(const CollectiveArgs& a) {
   const auto list_error = [&](const char* flag, const std::string& value, const NcclListError& e) {
     return InputError(cli, flag, fmt::format("{} (in '{}', at character {})", e.what(), value, e.offset() + 1));
   };
-  const bool algo_is_list = !is_single_nccl_name(algo);
+  const bool algo_is_list = !is_forced_algorithm_name(algo);
   if (algo_is_list) {
     try {
       parse_nccl_algo_list(algo, opt.replay.collectives.allowed);
