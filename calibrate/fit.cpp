@@ -127,6 +127,16 @@ void fit_gemm(const RawMeasurements& raw, const DeviceSpec& spec, const std::str
     }
   }
   clamp.note(notes, "gemm");
+  // The clock each point ended at, where the harness read it: a spread says how much of the
+  // table's variation is the GPU's clock (power limit) rather than the shapes.
+  int clock_lo = 0, clock_hi = 0;
+  for (const RawGemmPoint& g : raw.gemm)
+    if (g.sm_clock_mhz > 0) {
+      clock_lo = clock_lo == 0 ? g.sm_clock_mhz : std::min(clock_lo, g.sm_clock_mhz);
+      clock_hi = std::max(clock_hi, g.sm_clock_mhz);
+    }
+  const std::string clocks =
+      clock_hi > 0 ? fmt::format("; SM clock after the points {}-{} MHz (NVML)", clock_lo, clock_hi) : "";
   const GemmEfficiencyTable* t = p.gemm_table("bf16");
   if (t) {
     std::vector<double> large;
@@ -139,13 +149,14 @@ void fit_gemm(const RawMeasurements& raw, const DeviceSpec& spec, const std::str
       p.gemm_source = fmt::format(
           "measured ({}): max_efficiency = median efficiency of the {} {} grid GEMMs with M, N, K >= 4096 "
           "(cuBLASLt, TN, fp32 accumulate) against the datasheet peak {:.1f} TFLOP/s; tables: efficiency over "
-          "the harness's M x N x K grid per dtype; tiles kept from the datasheet profile",
-          run, large.size(), t->dtype, t->peak_flops / 1e12);
+          "the harness's M x N x K grid per dtype; tiles kept from the datasheet profile{}",
+          run, large.size(), t->dtype, t->peak_flops / 1e12, clocks);
       return;
     }
   }
   notes.push_back("gemm: no bf16/fp16 GEMM with M, N, K >= 4096; max_efficiency kept from the datasheet profile");
-  p.gemm_source = "tables measured (" + run + "); max_efficiency and tiles from the datasheet: " + p.gemm_source;
+  p.gemm_source = "tables measured (" + run + ")" + clocks + "; max_efficiency and tiles from the datasheet: " +
+                  p.gemm_source;
 }
 
 void fit_memory(const RawMeasurements& raw, const DeviceSpec& spec, const std::string& run, Profile& p,

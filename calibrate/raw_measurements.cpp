@@ -68,6 +68,8 @@ void read_gemm(const Reader& r, const json& g, RawMeasurements& raw) {
     p.k = r.integer(pts[i], sec, "k", 1, 1LL << 40);
     p.label = opt_string(pts[i], "label");
     p.time = timing(r, pts[i], sec, "time_s");
+    if (pts[i].contains("sm_clock_mhz"))
+      p.sm_clock_mhz = static_cast<int>(r.integer(pts[i], sec, "sm_clock_mhz", 1, 100000));
     raw.gemm.push_back(p);
   }
 }

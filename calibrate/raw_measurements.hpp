@@ -21,6 +21,7 @@ struct RawGemmPoint {
   int64_t m = 0, n = 0, k = 0;
   std::string label;            ///< key shapes only
   RawTiming time;
+  int sm_clock_mhz = 0;         ///< the SM clock after the point (NVML); 0: not recorded
 };
 
 struct RawMemoryPoint {

@@ -614,6 +614,10 @@ TEST_CASE("fit: recorded raw measurements of a 2-GPU H200 run") {
   CHECK(p.gemm_key_shapes[0].efficiency == testing::approx(0.72));
   CHECK(p.gemm_key_shapes[0].interpolated == testing::approx(0.65));  // M 2048: 0.45; N, K clamped: +0.2
   CHECK(p.gemm_tile_m == 256);                                         // kept from the datasheet
+  // Two points carry the SM clock they ended at (NVML): the range is said with the tables.
+  CHECK(raw.gemm[0].sm_clock_mhz == 1755);
+  CHECK(raw.gemm[2].sm_clock_mhz == 0);
+  CHECK(contains(p.gemm_source, "; SM clock after the points 1755-1980 MHz (NVML)"));
 
   // Memory: bandwidths at the largest size 4.0, 4.2, 3.6, 3.8 TB/s against 4.8 TB/s.
   CHECK(p.memory_efficiency == testing::approx((3.8 / 4.8 + 4.0 / 4.8) / 2));

@@ -6,7 +6,8 @@
 # through python3), CMake >= 3.20 and, if present, ninja. No SimGrid, Boost or other -dev package:
 # it builds calibrate/harness/ standalone (not the overlapsim simulator), runs the quick
 # calibration and prints its summary: GEMM TFLOP/s at key transformer shapes against the dense
-# peak, memory bandwidth, launch overhead, interference factors, collectives (with >= 2 GPUs).
+# peak and the SM clock range over the GEMM points (NVML; each grid starts after a heat-up),
+# memory bandwidth, launch overhead, interference factors, collectives (with >= 2 GPUs).
 #
 # usage: tools/gpu-check.sh [--full] [--out RAW.json] [--build-dir DIR]
 #   --full       the full grids instead of --quick (longer than 10 minutes)
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
     --full) mode="" ;;
     --out) out="$2"; shift ;;
     --build-dir) build="$2"; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift

@@ -13,6 +13,7 @@
 #include <cublasLt.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <sstream>
 
@@ -154,7 +155,8 @@ std::string tflops_line(const Context& ctx, DType d, const GemmShape& s, double 
 }
 
 void measure_shapes(Context& ctx, JsonWriter& w, DType d, const std::vector<GemmShape>& shapes,
-                    const DeviceBuffer& A, const DeviceBuffer& B, DeviceBuffer& D, const char* what) {
+                    const DeviceBuffer& A, const DeviceBuffer& B, DeviceBuffer& D, const char* what,
+                    unsigned& clock_lo, unsigned& clock_hi) {
   int done = 0;
   GemmShape best;
   double best_s = 0;
@@ -176,6 +178,15 @@ void measure_shapes(Context& ctx, JsonWriter& w, DType d, const std::vector<Gemm
       w.field("waves", static_cast<double>(g.waves()));
       w.key("time_s");
       write_summary(w, t, inner);
+      // The state the point ended in: its time is that clock's (power limit and temperature).
+      const GpuState st = read_gpu_state(ctx.pci_bus_id);
+      if (st.sm_clock_mhz > 0) {
+        w.field("sm_clock_mhz", static_cast<int64_t>(st.sm_clock_mhz));
+        w.field("power_w", st.power_w);
+        w.field("temperature_c", static_cast<int64_t>(st.temperature_c));
+        clock_lo = clock_lo == 0 ? st.sm_clock_mhz : std::min(clock_lo, st.sm_clock_mhz);
+        clock_hi = std::max(clock_hi, st.sm_clock_mhz);
+      }
       w.end_object();
       if (!s.label.empty() && d != DType::FP16) ctx.summary.push_back(tflops_line(ctx, d, s, t.median));
       if (s.label.empty() && (best_s == 0 || s.flops() / t.median > best.flops() / best_s)) {
@@ -193,6 +204,23 @@ void measure_shapes(Context& ctx, JsonWriter& w, DType d, const std::vector<Gemm
     }
   }
   if (best_s > 0) ctx.summary.push_back(tflops_line(ctx, d, best, best_s));
+}
+
+/// Runs 8192×8192×8192 GEMMs (or the largest square the buffers hold) back to back for `seconds`,
+/// so that the grid after it starts at the clock of a GPU under sustained load.
+void heat_up(Context& ctx, DType d, const DeviceBuffer& A, const DeviceBuffer& B, DeviceBuffer& D, double seconds) {
+  if (!(seconds > 0)) return;
+  int64_t s = 8192;
+  while (s > 256 && (LtGemm::a_bytes(s, s, d) > A.bytes() || LtGemm::b_bytes(s, s, d) > B.bytes() ||
+                     LtGemm::d_bytes(s, s, d) > D.bytes()))
+    s /= 2;
+  const LtGemm g(s, s, s, d);
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  while (std::chrono::duration<double>(clock::now() - t0).count() < seconds) {
+    for (int i = 0; i < 8; ++i) g.run(A.get(), B.get(), D.get(), ctx.stream);
+    HARNESS_CUDA(cudaStreamSynchronize(ctx.stream));
+  }
 }
 
 }  // namespace
@@ -233,6 +261,7 @@ void bench_gemm(Context& ctx, JsonWriter& w) {
   w.field("layout", "TN");
   w.field("accumulate", "fp32");
   w.field("algorithm", "cublasLt heuristic, first result, 32 MiB workspace");
+  w.field("heat_up_s", ctx.options.timing.heat_up_s);
   w.key("axes");
   w.begin_object();
   for (auto [name, v] : {std::pair{"m", &axes.m}, std::pair{"n", &axes.n}, std::pair{"k", &axes.k}}) {
@@ -252,8 +281,13 @@ void bench_gemm(Context& ctx, JsonWriter& w) {
     fill_random(A.get(), static_cast<int64_t>(A.bytes() / dtype_bytes(d)), d, 1, ctx.stream);
     fill_random(B.get(), static_cast<int64_t>(B.bytes() / dtype_bytes(d)), d, 2, ctx.stream);
     HARNESS_CUDA(cudaStreamSynchronize(ctx.stream));
-    measure_shapes(ctx, w, d, grid, A, B, D, "grid");
-    measure_shapes(ctx, w, d, keys, A, B, D, "key shapes");
+    heat_up(ctx, d, A, B, D, ctx.options.timing.heat_up_s);
+    unsigned lo = 0, hi = 0;
+    measure_shapes(ctx, w, d, grid, A, B, D, "grid", lo, hi);
+    measure_shapes(ctx, w, d, keys, A, B, D, "key shapes", lo, hi);
+    if (hi > 0)
+      ctx.summary.push_back(std::string("gemm ") + to_string(d) + " SM clock " + std::to_string(lo) + "-" +
+                            std::to_string(hi) + " MHz over its points (NVML, read after each point)");
   }
   w.end_array();
   w.end_object();

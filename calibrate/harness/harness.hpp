@@ -56,6 +56,7 @@ struct Options {
 struct Context {
   Options options;
   cudaDeviceProp prop{};
+  std::string pci_bus_id;  ///< of the measured GPU, e.g. "00000000:1B:00.0" (NVML finds it by this)
   int device_count = 0;
   cudaStream_t stream = nullptr;
   std::vector<std::string> notes;  ///< skipped parts and why; written to the raw file's "notes"
@@ -73,6 +74,16 @@ struct Context {
   double theoretical_memory_Bps() const;
   bool fp8_supported() const { return prop.major > 8 || (prop.major == 8 && prop.minor >= 9); }
 };
+
+/// The GPU's state at one moment, through NVML (gpu_state.cpp); a field is 0 where NVML is missing
+/// or does not answer. A GEMM's time scales with the SM clock, which the driver lowers when the GPU
+/// reaches its power limit: the clock beside each point tells apart shape effects from clock ones.
+struct GpuState {
+  unsigned sm_clock_mhz = 0;
+  double power_w = 0;
+  unsigned temperature_c = 0;
+};
+GpuState read_gpu_state(const std::string& pci_bus_id);
 
 /// Two CUDA events, destroyed with the object (also when a timed launch throws).
 struct EventPair {

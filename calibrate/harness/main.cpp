@@ -98,7 +98,9 @@ void print_plan(bool quick) {
             << " sizes x group sizes 2, 4, ... (>= 2 GPUs)\n";
   const TimingPlan t = timing_plan(quick);
   std::cout << "  timing: " << t.warmup << " warm-up runs, " << t.repeats << " samples of >= "
-            << t.target_sample_s * 1e6 << " us each, median and spread recorded\n";
+            << t.target_sample_s * 1e6 << " us each, median and spread recorded; " << t.heat_up_s
+            << " s of large GEMMs before each dtype's grid; SM clock, power and temperature after each GEMM point "
+               "(NVML, where the driver has it)\n";
 }
 
 Options parse(int argc, char** argv, bool* plan) {
@@ -171,6 +173,7 @@ int run(const Options& opt, int argc, char** argv) {
   const size_t lt = cublasLtGetVersion();
   char pci[32] = {0};
   cudaDeviceGetPCIBusId(pci, sizeof pci, opt.device);
+  ctx.pci_bus_id = pci;
 
   std::cerr << "overlapsim-calibrate-harness: " << ctx.prop.name << " (device " << opt.device << " of " << count << ", "
             << ctx.prop.multiProcessorCount << " SMs), " << (opt.quick ? "quick" : "full") << " run\n";

@@ -71,6 +71,9 @@ struct TimingPlan {
   int repeats = 20;
   double target_sample_s = 100e-6;
   int max_inner = 1000;
+  /// Seconds of back-to-back large GEMMs before each dtype's GEMM grid, so that its first points
+  /// are measured at the clock the GPU holds under sustained load, not an idle GPU's boost.
+  double heat_up_s = 2.0;
 };
 
 inline TimingPlan timing_plan(bool quick) {
@@ -78,6 +81,7 @@ inline TimingPlan timing_plan(bool quick) {
   if (quick) {
     p.warmup = 2;
     p.repeats = 7;
+    p.heat_up_s = 0.5;
   }
   return p;
 }
