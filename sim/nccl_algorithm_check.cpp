@@ -80,7 +80,13 @@ std::string NcclAlgorithmCheck::note() const {
                          to_string(static_cast<CommPurpose>(purpose)), ranks, nodes, names);
   }
   const std::string name = nccl_algo_name(env_.algorithm);
-  return fmt::format("NCCL_ALGO={} did not run for {}: the ring ran instead ({})", name, which,
+  // A switch of the same job that leaves the forced algorithm out everywhere says so first.
+  const bool nvls = env_.algorithm == CollectiveAlgorithm::Nvls || env_.algorithm == CollectiveAlgorithm::NvlsTree;
+  const std::string off =
+      nvls && !env_.nvls_enable ? "; NCCL_NVLS_ENABLE=0 leaves NVLS and NVLSTree out everywhere"
+      : env_.algorithm == CollectiveAlgorithm::Pat && !env_.pat_enable ? "; NCCL_PAT_ENABLE=0 leaves PAT out everywhere"
+                                                                       : "";
+  return fmt::format("NCCL_ALGO={} did not run for {}: the ring ran instead{} ({})", name, which, off,
                      forced_algorithm_reason(name));
 }
 

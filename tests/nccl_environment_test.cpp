@@ -113,6 +113,24 @@ TEST_CASE("NCCL_NVLS_ENABLE=0 and NCCL_PAT_ENABLE=0 leave NVLS, NVLS_TREE and PA
         CollectiveAlgorithm::Ring);
 }
 
+TEST_CASE("a forced NVLS or PAT that a switch of the same job disables: the note names the switch") {
+  // A DGX A100's NVSwitch node with H100s in it: the TP AllReduce could run NVLS but for the switch.
+  const std::string run = "run -q " + kSrc +
+                          "/tests/data/scenarios/small.yaml --fidelity analytic -s megatron --set "
+                          "topology_overrides.node.gpus.model=h100-sxm5-80gb ";
+  auto r = overlapsim::testing::run_cli(run + "--set nccl.algo=nvls --set nccl.nvls_enable=false");
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("the ring ran instead; NCCL_NVLS_ENABLE=0 leaves NVLS and NVLSTree out everywhere (") !=
+        std::string::npos);
+  r = overlapsim::testing::run_cli(run + "--set nccl.algo=pat --set nccl.pat_enable=false");
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("the ring ran instead; NCCL_PAT_ENABLE=0 leaves PAT out everywhere (") != std::string::npos);
+  r = overlapsim::testing::run_cli(run + "--set nccl.algo=pat");  // enabled: no such words
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("NCCL_PAT_ENABLE=0") == std::string::npos);
+  CHECK(r.output.find("NCCL_ALGO=PAT did not run for") != std::string::npos);
+}
+
 TEST_CASE("a scenario's NCCL environment reaches every collective of the replay") {
   // Default: the TP AllReduces of 16 MiB run NVLS inside each node.
   const auto has = [](const std::vector<CommOpSummary>& rows, const std::string& prefix) {
