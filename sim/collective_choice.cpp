@@ -120,8 +120,14 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
       return in_switch.closed_form_s() < ring.closed_form_s() ? in_switch : ring;
     }
     if (ring_ok) return ring;
+    // NCCL's tree inside one node (a chain), where the lists leave it without the ring: beside
+    // NVLS, the lesser closed form of the two.
+    if (nvls_ok && tree_ok) {
+      CollectivePlan in_switch = plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+      CollectivePlan chain = plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto);
+      return chain.closed_form_s() < in_switch.closed_form_s() ? chain : in_switch;
+    }
     if (nvls_ok) return plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
-    // NCCL's tree inside one node (a chain), where the lists leave it alone.
     if (tree_ok) return plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto);
     return none_left();
   }

@@ -267,8 +267,9 @@
 // src/graph/tuning.cc ncclTopoTuneModel zeroes the bandwidth of every pair a list disables, so
 // src/enqueue.cc topoGetAlgoInfo ranks only the rest): the automatic choice below takes only what
 // the lists enable for the collective's kind — across nodes the one NCCL's tuner ranks first among
-// them, inside a node the ring or NVLS of least closed form among them, else NCCL's tree (a
-// chain) where the list leaves it alone; PAT and a rule's choice only where allowed; the
+// them, inside a node the ring or NVLS of least closed form among them, else (no ring) NVLS or
+// NCCL's tree (a chain), whichever of those the list leaves has the lesser closed form; PAT and
+// a rule's choice only where allowed; the
 // protocol (below) among the enabled ones (LL128 everywhere where NCCL_PROTO's row enables it, as
 // NCCL's protoEnable 1). Where nothing enabled can run, the ring runs and
 // CollectivePlan::fallback says so (NCCL 2.24 and later fail the call; sim/nccl_algorithm_check.hpp

@@ -4,6 +4,7 @@
 #include "calibrate/profile.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/collective_plan.hpp"
+#include "sim/nccl_selection.hpp"
 #include "sim/replay.hpp"
 #include "sim/topology.hpp"
 
@@ -11,6 +12,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -109,6 +111,29 @@ TEST_CASE("NVLS: Auto takes it where it beats the ring, and never where it canno
   o.textbook = true;
   CHECK(plan_collective(h100, {}, first(8), CollectiveKind::AllReduce, 256 * kMiB, 0, o).algorithm ==
         CollectiveAlgorithm::Ring);
+}
+
+TEST_CASE("NVLS inside a node beside the tree, where NCCL_ALGO leaves both and not the ring: the lesser closed form") {
+  const Topology h100 = h100_node();
+  const LinkEfficiency eff = shipped_link_efficiency("h100-sxm5-80gb");
+  CollectiveOptions o;  // Auto, within NCCL_ALGO=tree,nvls
+  parse_nccl_algo_list("tree,nvls", o.allowed);
+  for (const double bytes : {8.0 * 1024, 1 * kMiB, 8 * kMiB, 256 * kMiB}) {
+    CAPTURE(bytes);
+    const CollectivePlan p = plan_collective(h100, eff, first(8), CollectiveKind::AllReduce, bytes, 0, o);
+    CollectiveOptions t = o, n = o;
+    t.algorithm = CollectiveAlgorithm::Tree;
+    n.algorithm = CollectiveAlgorithm::Nvls;
+    const double tree = plan_collective(h100, eff, first(8), CollectiveKind::AllReduce, bytes, 0, t).closed_form_s();
+    const double nvls = plan_collective(h100, eff, first(8), CollectiveKind::AllReduce, bytes, 0, n).closed_form_s();
+    CHECK_FALSE(p.fallback);
+    CHECK(p.algorithm == (tree < nvls ? CollectiveAlgorithm::Tree : CollectiveAlgorithm::Nvls));
+    CHECK(p.closed_form_s() == std::min(tree, nvls));
+  }
+  // 8 KiB: the tree's LL chain (16.9 µs) under NVLS's 25 µs latency; 256 MiB: NVLS.
+  CHECK(plan_collective(h100, eff, first(8), CollectiveKind::AllReduce, 8192, 0, o).algorithm == CollectiveAlgorithm::Tree);
+  CHECK(plan_collective(h100, eff, first(8), CollectiveKind::AllReduce, 256 * kMiB, 0, o).algorithm ==
+        CollectiveAlgorithm::Nvls);
 }
 
 TEST_CASE("NVLS: the time does not depend on the group size (S crosses each port either way)") {
