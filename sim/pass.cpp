@@ -363,6 +363,13 @@ Op memory_kernel(const std::string& name, double bytes, const PassContext& ctx) 
 namespace {
 LinkEfficiency efficiency(const PassContext& ctx) { return LinkEfficiency::of_profile(ctx.cost.profile()); }
 
+/// Whether NCCL_ALGO's list leaves the automatic choice nothing that can run (the plan's ring is
+/// then marked; NCCL 2.24 and later fail such a call, and sim/nccl_algorithm_check.hpp refuses it).
+/// A forced algorithm that cannot run is not such a case: the ring runs, as NCCL ran it.
+bool cannot_run(const CollectivePlan& plan, const CollectiveOptions& o) {
+  return plan.fallback && o.algorithm == CollectiveAlgorithm::Auto;
+}
+
 CollectiveOptions collective_options(const PassContext& ctx) {
   if (ctx.collectives != nullptr) return *ctx.collectives;
   CollectiveOptions o;
@@ -392,7 +399,8 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
   CollectiveOptions o = collective_options(ctx);  // as the replay (simulate.cpp)
   if (algorithm != CollectiveAlgorithm::Auto) o.algorithm = algorithm;
   o.reduce_op = reduce_op;
-  return plan_collective(ctx.topology, efficiency(ctx), ranks, kind, bytes, channels, o).closed_form_s();
+  const CollectivePlan plan = plan_collective(ctx.topology, efficiency(ctx), ranks, kind, bytes, channels, o);
+  return cannot_run(plan, o) ? std::numeric_limits<double>::infinity() : plan.closed_form_s();
 }
 
 int predict_collective_sms(const Schedule& s, const Op& op, const PassContext& ctx) {
@@ -420,7 +428,7 @@ CollectivePrediction predict_collective(const Schedule& s, const Op& op, const P
   if (op.algorithm != CollectiveAlgorithm::Auto) o.algorithm = op.algorithm;
   o.reduce_op = op.reduce_op;
   const CollectivePlan plan = plan_collective(ctx.topology, efficiency(ctx), ranks, op.collective, op.bytes, op.channels, o);
-  out.time_s = plan.closed_form_s();
+  out.time_s = cannot_run(plan, o) ? std::numeric_limits<double>::infinity() : plan.closed_form_s();
   out.sms = op.num_sm >= 0 ? op.num_sm : plan.sm_blocks;
   return out;
 }

@@ -186,7 +186,9 @@ Op memory_kernel(const std::string& name, double bytes, const PassContext& ctx);
 // ---- Predictions (for decisions and searches) --------------------------------------------------
 
 /// Contention-free time of a collective op over its group as the replay would plan it
-/// (sim/collective_plan.hpp's closed form: NCCL ring, channels, protocol).
+/// (sim/collective_plan.hpp's closed form: NCCL ring, channels, protocol). +infinity where the
+/// job's NCCL_ALGO list leaves it nothing that can run (NCCL 2.24 and later fail such a call;
+/// the run is refused if a schedule keeps one), so that a search never chooses such a lowering.
 double predict_collective_s(const Schedule& s, const Op& op, const PassContext& ctx);
 /// The same for a collective described by its members (ring order), kind, buffer size and
 /// reduction (an averaging ReduceScatter never runs as PAT).

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -146,9 +147,14 @@ void print_plans(std::ostream& out, const RunResult& r) {
                          size_label(p.bytes), p.gemm.empty() ? "" : ", with " + p.gemm, p.instances);
       for (size_t i = 0; i < p.alternatives.size(); ++i) {
         const auto& a = p.alternatives[i];
-        const std::string exposed = a.exposed_s < 0 ? "overlapped" : fmt::format("{:.3f}", 1e3 * a.exposed_s);
-        out << fmt::format("    {} {:<32} time {:>9.3f}  exposed {:>10}\n", static_cast<int>(i) == p.chosen ? '*' : ' ',
-                           a.plan, 1e3 * a.time_s, exposed);
+        const bool runs = std::isfinite(a.time_s);
+        // A lowering NCCL_ALGO leaves nothing to run with (its predicted time is infinite).
+        const std::string exposed = !runs                ? "cannot run (NCCL_ALGO leaves none of it an algorithm)"
+                                    : a.exposed_s < 0 ? "overlapped"
+                                                      : fmt::format("{:.3f}", 1e3 * a.exposed_s);
+        const std::string time = runs ? fmt::format("{:>9.3f}", 1e3 * a.time_s) : fmt::format("{:>9}", "-");
+        out << fmt::format("    {} {:<32} time {}  exposed {:>10}\n", static_cast<int>(i) == p.chosen ? '*' : ' ',
+                           a.plan, time, exposed);
       }
     }
   }
@@ -195,7 +201,12 @@ nlohmann::json to_json(const RunResult& r) {
         nlohmann::json alts = nlohmann::json::array();
         for (const auto& a : p.alternatives) {
           nlohmann::json x{{"plan", a.plan}, {"time_s", a.time_s}};
-          if (a.exposed_s >= 0) x["exposed_s"] = a.exposed_s;
+          if (!std::isfinite(a.time_s)) {  // NCCL_ALGO leaves one of its collectives nothing to run
+            x["time_s"] = nullptr;
+            x["runs"] = false;
+          } else if (a.exposed_s >= 0) {
+            x["exposed_s"] = a.exposed_s;
+          }
           alts.push_back(x);
         }
         e["plan"].push_back({{"op", p.op}, {"kind", p.kind}, {"purpose", p.purpose}, {"group_size", p.group_size},

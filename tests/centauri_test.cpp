@@ -272,6 +272,34 @@ TEST_CASE("run --explain prints each op's alternatives, the JSON carries the pla
   std::filesystem::remove(json);
 }
 
+TEST_CASE("centauri under NCCL_ALGO=^ring: lowerings that leave a collective no algorithm are never chosen") {
+  // On a DGX A100 node nothing but the ring runs a ReduceScatter or AllGather, so ^ring leaves
+  // Centauri's RS+AG substitution nothing; it used to choose it for rs.embedding, and the whole
+  // run (every strategy) was refused.
+  using namespace overlapsim::testing;
+  const std::string json = temp_path(".json");
+  const Run r = run_cli("run -q " + kSrc + "/scenarios/default.yaml --fidelity analytic -s megatron -s centauri "
+                        "--set nccl.algo=^ring --explain --json " + json);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("rs-ag                     time         -  exposed cannot run (NCCL_ALGO leaves none of it an "
+                      "algorithm)") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(json));
+  const auto& cen = j.at("strategies").at(1);
+  REQUIRE(cen.at("strategy") == "centauri");
+  CHECK(cen.at("iteration_s").get<double>() > 0);
+  int cannot = 0;
+  for (const auto& row : cen.at("plan"))
+    for (const auto& alt : row.at("alternatives"))
+      if (alt.contains("runs")) {
+        ++cannot;
+        CHECK(alt.at("runs") == false);
+        CHECK(alt.at("time_s").is_null());
+        CHECK(alt.at("plan") != row.at("chosen"));
+      }
+  CHECK(cannot > 0);
+  std::filesystem::remove(json);
+}
+
 TEST_CASE("centauri's chunked prediction: a GEMM slowed only while the next chunk's collective runs, with NCCL's SMs") {
   // One DGX A100 node, TP 8 with SP: the first blocking AllGather site (nothing hides it, w = 0).
   // Its "chunks:k" alternative is c_k + g_k + (k − 1)·max(c_k, g_k + σ·c_k), σ = interference ·

@@ -54,6 +54,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -258,7 +259,9 @@ class Search {
       const double sigma = interference(as_is.sms);
       for (Lowering l : lows) {
         const double ck = l == Lowering::AsIs ? as_is.time_s : comm_s(c, c.bytes / k, l);
-        const double t = std::max(0.0, ck - hidden) + gk + (k - 1) * std::max(ck, gk + sigma * ck);
+        // A lowering NCCL_ALGO leaves nothing to run with (predict_collective_s: +inf) is never chosen.
+        const double t = !std::isfinite(ck) ? ck
+                                             : std::max(0.0, ck - hidden) + gk + (k - 1) * std::max(ck, gk + sigma * ck);
         add({part, l}, t, k * gk);
       }
     }
@@ -319,7 +322,7 @@ class Search {
     for (int k : {1, 2, 4, 8}) {
       const double u = std::max(k == 1 ? update.duration_s : fixed + (update.duration_s - fixed) / k, lo);
       const double c = comm_s(op, op.bytes / k, Lowering::AsIs);
-      const double t = u + (k - 1) * std::max(u, c) + c;
+      const double t = !std::isfinite(c) ? c : u + (k - 1) * std::max(u, c) + c;
       plan.alternatives.push_back({k == 1 ? "keep" : "overlap step:" + std::to_string(k), t, t - k * u});
     }
     plan.chosen = choose(plan.alternatives);
