@@ -54,6 +54,9 @@ json parse_json_file(const std::string& path, const std::string& what) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw InputError(SourceLocation{path, 0, 0}, "",
+                     "expected " + what + ", found " + (text.empty() ? "an empty file" : "only blanks"));
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {

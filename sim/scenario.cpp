@@ -165,7 +165,8 @@ CollectiveAlgorithm parse_nccl_algo(const std::string& text) {
   CollectiveAlgorithm a = CollectiveAlgorithm::Auto;
   if (!parse_algorithm(text, &a))
     throw std::invalid_argument("expected auto, ring, tree, nvls, nvlstree or pat (NCCL_ALGO), found '" + text +
-                                "' (or a list as NCCL reads it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring)");
+                                "' (or a list as NCCL reads it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring; CollNetDirect or "
+                                "CollNetChain alone is a list of one)");
   return a;
 }
 

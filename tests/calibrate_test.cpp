@@ -681,6 +681,15 @@ TEST_CASE("raw measurements: errors name the file and the key") {
   CHECK(contains(input_error([] { load_raw_measurements(kRaw + "raw_wrong_schema.json"); }).first,
                  "schema: expected \"overlapsim-raw-measurements\""));
   CHECK_THROWS_AS(load_raw_measurements(kRaw + "no_such_file.json"), InputError);
+  // An empty file (an interrupted copy) or one of blanks: said so, not as a JSON syntax error.
+  const std::string empty = testing::temp_path(".json");
+  { std::ofstream(empty) << ""; }
+  CHECK(contains(input_error([&] { load_raw_measurements(empty); }).first,
+                 empty + ": expected raw measurements (JSON), found an empty file"));
+  { std::ofstream(empty) << " \n\t\n"; }
+  CHECK(contains(input_error([&] { load_profile(empty); }).first,
+                 empty + ": expected a calibration profile (JSON), found only blanks"));
+  std::remove(empty.c_str());
 }
 
 // ---------------------------------------------------------------- profile schema version 2

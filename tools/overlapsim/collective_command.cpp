@@ -460,7 +460,8 @@ int collective_command(const CollectiveArgs& a) {
     notes.push_back("--redop " + a.redop + " leaves " + to_string(op) + " alone: it reduces nothing");
   if (!algo_is_list && !parse_algorithm(algo, &opt.algorithm))
     throw InputError(cli, "--algo", "expected auto, ring, tree, nvls, nvlstree or pat, found '" + algo +
-                                        "' (or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree;allgather:ring)");
+                                        "' (or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree;allgather:ring; "
+                                        "CollNetDirect or CollNetChain alone is a list of one)");
   // Every rank's ring flows: refused where they would take minutes a size (kMaxUnfoldedRingFlows).
   // A forced tree AllReduce runs no ring (its flows are bounded: collective_plan.hpp; regression:
   // --algo tree over 64 H100 nodes was refused for the ring's 4.2 M flows).
