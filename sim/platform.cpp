@@ -16,6 +16,10 @@ namespace sg4 = simgrid::s4u;
 namespace overlapsim {
 
 namespace {
+constexpr int kTimerHosts = 1024;  ///< Platform::timers (platform.hpp)
+}  // namespace
+
+namespace {
 
 namespace sgr = simgrid::kernel::routing;
 
@@ -118,7 +122,9 @@ Platform build_platform(const Topology& topo, const std::vector<int>& ranks,
     }
     routing->add_explicit_route(pf.gpu_hosts[s]->get_netpoint(), pf.gpu_hosts[d]->get_netpoint(), route, latency_s);
   }
-  if (with_timer) pf.timer = zone->create_host("timer", gpu_speed)->set_core_count(1 << 24);
+  if (with_timer)
+    for (int i = 0; i < kTimerHosts; ++i)
+      pf.timers.push_back(zone->create_host("timer" + std::to_string(i), gpu_speed)->set_core_count(1 << 24));
   zone->seal();
   return pf;
 }

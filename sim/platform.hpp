@@ -29,9 +29,14 @@ namespace overlapsim {
 
 struct Platform {
   std::map<int, simgrid::s4u::Host*> gpu_hosts;  ///< global rank → host
-  /// A host with enough cores that its executions never share them: a plain timer, each
-  /// execution of t · gpu_speed units takes t seconds (used by the analytic fidelity).
-  simgrid::s4u::Host* timer = nullptr;
+  /// Hosts with enough cores that their executions never share them: plain timers, each
+  /// execution of t · gpu_speed units takes t seconds. Several, taken in turn (next_timer): the
+  /// executions of one host are variables of one CPU constraint, which SimGrid's solver visits
+  /// whole at each start and end, so hundreds of concurrent timers on one host (a tree
+  /// collective's per-slice slots and arrivals) made every event cost their number.
+  std::vector<simgrid::s4u::Host*> timers;
+  std::size_t next_timer_index = 0;
+  simgrid::s4u::Host* next_timer() { return timers[next_timer_index++ % timers.size()]; }
 };
 
 /// Sets the network model configuration (call right after creating the Engine).

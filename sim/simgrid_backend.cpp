@@ -26,7 +26,7 @@ class SimGridBackend final : public ActivityBackend {
   void start_exec(int rank, double work, void* tag) override {
     sg4::ExecPtr x = sg4::Exec::init();
     x->set_flops_amount(work);
-    x->set_host(rank == kTimer ? pf_.timer : pf_.gpu_hosts.at(rank));
+    x->set_host(rank == kTimer ? pf_.next_timer() : pf_.gpu_hosts.at(rank));
     keep(x, tag);
     x->start();
   }
