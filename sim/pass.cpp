@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <utility>
 #include <tuple>
 #include <unordered_map>
 
@@ -363,18 +364,28 @@ Op memory_kernel(const std::string& name, double bytes, const PassContext& ctx) 
 namespace {
 LinkEfficiency efficiency(const PassContext& ctx) { return LinkEfficiency::of_profile(ctx.cost.profile()); }
 
-/// Whether NCCL_ALGO's list leaves the automatic choice nothing that can run (the plan's ring is
-/// then marked; NCCL 2.24 and later fail such a call, and sim/nccl_algorithm_check.hpp refuses it).
-/// A forced algorithm that cannot run is not such a case: the ring runs, as NCCL ran it.
-bool cannot_run(const CollectivePlan& plan, const CollectiveOptions& o) {
-  return plan.fallback && o.algorithm == CollectiveAlgorithm::Auto;
-}
-
 CollectiveOptions collective_options(const PassContext& ctx) {
   if (ctx.collectives != nullptr) return *ctx.collectives;
   CollectiveOptions o;
   o.read_profile(ctx.cost.profile());  // the profile's measured rules and costs
   return o;
+}
+
+/// The replay's plan of a ring-kind collective (its options as simulate.cpp sets them) and its
+/// closed form in seconds: +infinity where NCCL_ALGO's list leaves the automatic choice nothing
+/// that can run (the plan's ring is then marked; NCCL 2.24 and later fail such a call, and
+/// sim/nccl_algorithm_check.hpp refuses it). A forced algorithm that cannot run is not such a
+/// case: the ring runs, as NCCL ran it.
+std::pair<CollectivePlan, double> planned(const std::vector<int>& ranks, CollectiveKind kind, double bytes,
+                                          const PassContext& ctx, int channels, CollectiveAlgorithm algorithm,
+                                          ReduceOp reduce_op) {
+  CollectiveOptions o = collective_options(ctx);
+  if (algorithm != CollectiveAlgorithm::Auto) o.algorithm = algorithm;
+  o.reduce_op = reduce_op;
+  CollectivePlan plan = plan_collective(ctx.topology, efficiency(ctx), ranks, kind, bytes, channels, o);
+  const bool cannot_run = plan.fallback && o.algorithm == CollectiveAlgorithm::Auto;
+  const double t = cannot_run ? std::numeric_limits<double>::infinity() : plan.closed_form_s();
+  return {std::move(plan), t};
 }
 }  // namespace
 
@@ -396,11 +407,7 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
     // Its pieces, and NCCL's n rounds of its p2p schedule (collective_plan.hpp, AllToAll as measured).
     return predict_p2p_step_s(ctx.topology, ctx, flows, bytes / n) + n * ctx.cost.profile().p2p_round_s;
   }
-  CollectiveOptions o = collective_options(ctx);  // as the replay (simulate.cpp)
-  if (algorithm != CollectiveAlgorithm::Auto) o.algorithm = algorithm;
-  o.reduce_op = reduce_op;
-  const CollectivePlan plan = plan_collective(ctx.topology, efficiency(ctx), ranks, kind, bytes, channels, o);
-  return cannot_run(plan, o) ? std::numeric_limits<double>::infinity() : plan.closed_form_s();
+  return planned(ranks, kind, bytes, ctx, channels, algorithm, reduce_op).second;
 }
 
 int predict_collective_sms(const Schedule& s, const Op& op, const PassContext& ctx) {
@@ -424,11 +431,8 @@ CollectivePrediction predict_collective(const Schedule& s, const Op& op, const P
     out.sms = op.num_sm >= 0 ? op.num_sm : 0;
     return out;
   }
-  CollectiveOptions o = collective_options(ctx);  // as the replay (simulate.cpp)
-  if (op.algorithm != CollectiveAlgorithm::Auto) o.algorithm = op.algorithm;
-  o.reduce_op = op.reduce_op;
-  const CollectivePlan plan = plan_collective(ctx.topology, efficiency(ctx), ranks, op.collective, op.bytes, op.channels, o);
-  out.time_s = cannot_run(plan, o) ? std::numeric_limits<double>::infinity() : plan.closed_form_s();
+  const auto [plan, t] = planned(ranks, op.collective, op.bytes, ctx, op.channels, op.algorithm, op.reduce_op);
+  out.time_s = t;
   out.sms = op.num_sm >= 0 ? op.num_sm : plan.sm_blocks;
   return out;
 }

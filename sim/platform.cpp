@@ -16,10 +16,8 @@ namespace sg4 = simgrid::s4u;
 namespace overlapsim {
 
 namespace {
-constexpr int kTimerHosts = 1024;  ///< Platform::timers (platform.hpp)
-}  // namespace
 
-namespace {
+constexpr int kTimerHosts = 1024;  ///< Platform::timers (platform.hpp)
 
 namespace sgr = simgrid::kernel::routing;
 

@@ -33,6 +33,15 @@ std::string absolute_path(const std::filesystem::path& p) {
   return a.string();
 }
 
+/// What stands at `file` where a readable file was expected ("a folder", "an unreadable file",
+/// "no file"), or nullptr when it is one.
+const char* unreadable_file(const std::string& file) {
+  std::error_code ec;
+  const bool folder = std::filesystem::is_directory(file, ec);
+  if (!folder && std::ifstream(file)) return nullptr;
+  return folder ? "a folder" : std::filesystem::exists(file, ec) ? "an unreadable file" : "no file";
+}
+
 DType parse_dtype(const std::string& v) {
   if (v == "fp16") return DType::FP16;
   if (v == "bf16") return DType::BF16;
@@ -241,11 +250,8 @@ Scenario load_scenario(const std::string& path) {
   // absolute path, and a relative one also as written and the folder it was taken from (the
   // scenario file's, not the working folder).
   auto readable = [&](const std::string& written, const std::string& file, const char* key, const char* what) {
-    std::ifstream probe(file);
-    std::error_code ec;
-    const bool folder = std::filesystem::is_directory(file, ec);
-    if (probe && !folder) return;
-    const char* found = folder ? "a folder" : std::filesystem::exists(file, ec) ? "an unreadable file" : "no file";
+    const char* found = unreadable_file(file);
+    if (found == nullptr) return;
     std::string msg = std::string("expected a readable ") + what + ", found " + found + " at " + absolute_path(file);
     if (!std::filesystem::path(written).is_absolute())
       msg += " ('" + written + "' from " + absolute_path(std::filesystem::path(path).parent_path()) +
@@ -384,13 +390,9 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
     }
     else if (key == "calibration") {
       // A path on the command line is relative to the working folder (in the file, to the file's).
-      std::error_code ec;
-      const bool folder = std::filesystem::is_directory(value, ec);
       if (value.empty()) bad("expected the path of a calibration profile (JSON), found ''");
-      if (folder || !std::ifstream(value))
-        bad(std::string("expected a readable calibration profile, found ") +
-            (folder ? "a folder" : std::filesystem::exists(value, ec) ? "an unreadable file" : "no file") + " at " +
-            absolute_path(value));
+      if (const char* found = unreadable_file(value))
+        bad(std::string("expected a readable calibration profile, found ") + found + " at " + absolute_path(value));
       s.calibration_path = value;
     }
     else if (key.rfind("topology_overrides.", 0) == 0) s.topology_overrides[key.substr(19)] = value;
