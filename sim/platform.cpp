@@ -17,7 +17,6 @@ namespace overlapsim {
 
 namespace {
 
-constexpr int kTimerHosts = 1024;  ///< Platform::timers (platform.hpp)
 
 namespace sgr = simgrid::kernel::routing;
 
@@ -75,9 +74,8 @@ void configure_ideal_network() {
 
 Platform build_platform(const Topology& topo, const std::vector<int>& ranks,
                         const std::vector<std::pair<int, int>>& pairs, const LinkEfficiency& eff,
-                        const std::vector<double>& gpu_speeds, bool with_timer) {
+                        const std::vector<double>& gpu_speeds) {
   OVERLAPSIM_CHECK(!gpu_speeds.empty(), "a GPU needs at least one speed");
-  const double gpu_speed = gpu_speeds[0];
   auto* routing = new SparseRouteZone("machine");  // owned by the engine, as create_full_zone's
   sg4::NetZone* zone = routing->get_iface();
   Platform pf;
@@ -120,9 +118,6 @@ Platform build_platform(const Topology& topo, const std::vector<int>& ranks,
     }
     routing->add_explicit_route(pf.gpu_hosts[s]->get_netpoint(), pf.gpu_hosts[d]->get_netpoint(), route, latency_s);
   }
-  if (with_timer)
-    for (int i = 0; i < kTimerHosts; ++i)
-      pf.timers.push_back(zone->create_host("timer" + std::to_string(i), gpu_speed)->set_core_count(1 << 24));
   zone->seal();
   return pf;
 }

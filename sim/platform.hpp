@@ -29,14 +29,6 @@ namespace overlapsim {
 
 struct Platform {
   std::map<int, simgrid::s4u::Host*> gpu_hosts;  ///< global rank → host
-  /// Hosts with enough cores that their executions never share them: plain timers, each
-  /// execution of t · gpu_speed units takes t seconds. Several, taken in turn (next_timer): the
-  /// executions of one host are variables of one CPU constraint, which SimGrid's solver visits
-  /// whole at each start and end, so hundreds of concurrent timers on one host (a tree
-  /// collective's per-slice slots and arrivals) made every event cost their number.
-  std::vector<simgrid::s4u::Host*> timers;
-  std::size_t next_timer_index = 0;
-  simgrid::s4u::Host* next_timer() { return timers[next_timer_index++ % timers.size()]; }
 };
 
 /// Sets the network model configuration (call right after creating the Engine).
@@ -45,10 +37,9 @@ void configure_ideal_network();
 /// Creates hosts for `ranks`, all links, and routes for `pairs` (src rank, dst rank).
 /// gpu_speeds: the speed of every GPU host in each of its power states (work units per second;
 /// the replay expresses a kernel of t seconds as t · speed of state 0 units, and uses the other
-/// states to slow a GPU while communication kernels hold some of its SMs); the timer host runs
-/// at gpu_speeds[0].
+/// states to slow a GPU while communication kernels hold some of its SMs).
 Platform build_platform(const Topology& topo, const std::vector<int>& ranks,
                         const std::vector<std::pair<int, int>>& pairs, const LinkEfficiency& eff,
-                        const std::vector<double>& gpu_speeds, bool with_timer = false);
+                        const std::vector<double>& gpu_speeds);
 
 }  // namespace overlapsim
