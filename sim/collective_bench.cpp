@@ -153,13 +153,14 @@ BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& al
   if (!opt.replay.plan_cache) opt.replay.plan_cache = make_plan_cache();
   const CollectivePlan* plan = nullptr;
   if (op != BenchOp::SendRecv && op != BenchOp::AllToAll) plan = &cached_plan(opt.replay, topo, all, c);
-  // A tree or a chain too large for its flows (kMaxTreeFlows) is timed by its closed form in
-  // both fidelities: rank 0 and the member that ends last stand for it (regressions: 16,384
-  // ranks of a tree unfolded grew past 24 GB and were killed; a Broadcast over 1024 GPUs at
-  // three sizes took 71 s).
+  // A tree in bulk (kMaxTreeSliceFlows), or a tree or a chain too large for its flows
+  // (kMaxTreeFlows) and timed by its closed form in both fidelities: rank 0 and the member that
+  // ends last stand for it (regressions: 16,384 ranks of a tree unfolded grew past 24 GB and were
+  // killed; a Broadcast over 1024 GPUs at three sizes took 71 s). A tree slice by slice simulates
+  // every rank.
   int slowest = -1;
   if (plan && !opt.unfold) {
-    if (plan->tree_flows() > kMaxTreeFlows || plan->chain_flows() > kMaxTreeFlows) {
+    if (plan->tree_in_bulk() || plan->tree_flows() > kMaxTreeFlows || plan->chain_flows() > kMaxTreeFlows) {
       const std::vector<double> ends = plan->member_ends_s();
       slowest = static_cast<int>(std::max_element(ends.begin(), ends.end()) - ends.begin());
     } else {

@@ -78,9 +78,10 @@ void Replayer::coll_ready(int ri, int oi) {
     // (A chain whose waves' hop table was too large to keep, ChainWaves::hop_s, has no floors
     // for its flows: its closed form times it too; so is an NVLS_TREE of more than
     // kMaxTreeFlows flows, or of none, and a PAT likewise.)
-    c.bulk = !c.all_to_all && opt_.fidelity == Fidelity::Flow && c.plan->runs_in_bulk() &&
+    // A tree of more than kMaxTreeSliceFlows per-slice flows runs in bulk too (tree_in_bulk).
+    c.bulk = !c.all_to_all && opt_.fidelity == Fidelity::Flow && (c.plan->runs_in_bulk() || c.plan->tree_in_bulk()) &&
              !c.plan->bulk.empty() && static_cast<long long>(c.plan->bulk.size()) <= kMaxTreeFlows;
-    c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic || c.plan->tree_flows() > kMaxTreeFlows ||
+    c.timed = !c.all_to_all && (opt_.fidelity == Fidelity::Analytic || (c.plan->tree_flows() > kMaxTreeFlows && !c.bulk) ||
                                 (c.plan->runs_in_bulk() && !c.bulk) ||
                                 c.plan->chain_flows() > kMaxTreeFlows ||
                                 (c.plan->chain && c.plan->chain_waves.hop_s.empty()));
@@ -98,7 +99,8 @@ void Replayer::coll_ready(int ri, int oi) {
         c.timed = true;
       }
     }
-    if (!c.all_to_all && !c.timed && c.plan->algorithm == CollectiveAlgorithm::Tree && n > 1 && c.plan->steps > 0)
+    if (!c.all_to_all && !c.timed && !c.bulk && c.plan->algorithm == CollectiveAlgorithm::Tree && n > 1 &&
+        c.plan->steps > 0)
       c.tree = std::make_unique<TreeRun>(*c.plan);
     if (!c.all_to_all && !c.timed && !c.tree) {
       const bool all_simulated = c.simulated == n;
@@ -175,7 +177,8 @@ void Replayer::coll_ready(int ri, int oi) {
     return;
   }
   if (c.bulk) {
-    // NVLS_TREE and PAT (collective_plan.hpp): all their flows at once when all members are here.
+    // NVLS_TREE, PAT and a tree in bulk (collective_plan.hpp): all their flows at once when all
+    // members are here.
     if (c.ready_count < c.simulated) return;
     c.bulk_started_s = be_.now();
     const auto& bulk = c.plan->bulk;

@@ -483,7 +483,8 @@ struct CollectivePlan {
   /// ceiling (header, PAT); seconds. The closed form is base_latency_s plus this.
   double bulk_s = 0;
   /// NvlsTree and Pat (runs_in_bulk): the flows they move at once in flow fidelity (header,
-  /// NVLS_TREE and PAT): group positions and wire bytes.
+  /// NVLS_TREE and PAT): group positions and wire bytes. A Tree of more than kMaxTreeSliceFlows
+  /// per-slice flows: one flow per hop and tree of all its slices' wire bytes (tree_in_bulk).
   struct BulkFlow {
     int src_pos = -1, dst_pos = -1;
     double bytes = 0;
@@ -493,6 +494,10 @@ struct CollectivePlan {
   /// Whether the plan is timed by its closed form with its flows started at once (NVLS_TREE, PAT):
   /// members end when the last of `bulk` has, or at the closed form, whichever is later.
   bool runs_in_bulk() const { return algorithm == CollectiveAlgorithm::NvlsTree || algorithm == CollectiveAlgorithm::Pat; }
+  /// Whether a Tree's flows run in bulk in flow fidelity (kMaxTreeSliceFlows): all its hops'
+  /// flows at once when every member has reached it, its members ending when the last flow has,
+  /// or at their contention-free ends (member_ends_s), whichever is later.
+  bool tree_in_bulk() const { return algorithm == CollectiveAlgorithm::Tree && !bulk.empty(); }
   /// Contention-free time of the collective, seconds (the formulas in the header).
   double closed_form_s() const;
   /// Contention-free end of each member's part, seconds, by position: the closed form for every
@@ -512,6 +517,19 @@ struct CollectivePlan {
 /// stand for, and a chain's members are simulated), or an AllToAll's simulated members at once; above, it is
 /// timed by its closed form like in analytic fidelity, and meets no other traffic.
 inline constexpr long long kMaxTreeFlows = 1LL << 14;
+
+/// Most flows a tree AllReduce issues slice by slice in flow fidelity (tree_flows: 2 per non-root
+/// member per slice per tree, mirrors included); above, its hops run in bulk (tree_in_bulk): one
+/// flow per hop and tree carrying all its slices, started at once, the members ending at the
+/// latest of those flows' ends and their contention-free ends, as NVLS_TREE's. Alone, that is
+/// the closed form exactly (a hop's flow at its share of its links takes no longer than the
+/// pipeline, whose slices add latency, fill and NCCL's rate caps); beside other traffic on its
+/// links it is slowed once its flows lose more than that margin. A tree's slices grow with the
+/// size (NCCL's chunks), so slice by slice a 48 MiB TP AllReduce of 8 GPUs on 8 channels is
+/// thousands of flows and timers, and a training iteration millions: GPT-3 175B on 1,024 A100s
+/// with NCCL_ALGO=Tree took 278 s of flow replay slice by slice (scenarios/default.yaml, `run
+/// -s megatron --set nccl.algo=tree`).
+inline constexpr long long kMaxTreeSliceFlows = 1LL << 10;
 
 /// Most flows a PAT's exchange (n · ceil(log2 n)) is replayed with in flow fidelity; above, its
 /// members' parts travel as one flow each to their neighbour (header, PAT). SimGrid re-shares
@@ -604,6 +622,9 @@ struct CollectiveOptions {
   /// receive between two ranks on a communicator of those two (PyTorch's ProcessGroupNCCL opens
   /// one per pair for point-to-point), the default.
   P2pCommunicator p2p_comm;
+  /// Most per-slice flows a tree AllReduce is replayed with in flow fidelity; above, it runs in
+  /// bulk (CollectivePlan::tree_in_bulk). kMaxTreeFlows keeps every tree it can slice by slice.
+  long long tree_slice_flows = kMaxTreeSliceFlows;
   /// Where set, the channel rings plan_ring builds (bytes aside: a group's rings at a channel
   /// count) are kept there and reused by later plans; not owned. REQUIRES: every plan made with
   /// it is of one topology and one link efficiency (a PlanCache's, which holds one).

@@ -397,6 +397,19 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
     for (int v = 0; v < n; ++v)
       if (v != tp.root) ll128_auto &= tp.up[v].kind != HopKind::Pcie && tp.down[v].kind != HopKind::Pcie;
   CollectivePlan best = least_protocol(model, forced_protocol, opt, CollectiveKind::AllReduce, ll128_auto);
+  // Too many slices' flows to replay one by one: each hop's slices as one flow (tree_in_bulk).
+  const long long hop_flows = 2LL * (n - 1) * static_cast<long long>(best.trees.size());
+  if (best.tree_flows() > opt.tree_slice_flows && hop_flows <= kMaxTreeFlows) {
+    const double last = best.last_wire_bytes > 0 ? best.last_wire_bytes : best.wire_bytes;
+    const double per_hop = best.wire_bytes * (best.steps - 1) + last;
+    best.bulk.reserve(static_cast<size_t>(hop_flows));
+    for (const TreePlan& tp : best.trees)
+      for (int v = 0; v < n; ++v)
+        if (v != tp.root) {
+          best.bulk.push_back({v, tp.parent[v], per_hop * tp.multiplicity});
+          best.bulk.push_back({tp.parent[v], v, per_hop * tp.multiplicity});
+        }
+  }
   return best;
 }
 

@@ -118,7 +118,7 @@ struct CollState {
   std::vector<ChannelState> channels;
   std::unique_ptr<TreeRun> tree;  ///< flow fidelity, tree plan of at most kMaxTreeFlows flows
   bool timed = false;             ///< timed by the plan's member_ends_s() (analytic, or a tree too big)
-  bool bulk = false;              ///< flow fidelity, NVLS_TREE: its plan's bulk flows at once
+  bool bulk = false;              ///< flow fidelity, NVLS_TREE, PAT, a tree in bulk: its plan's bulk flows at once
   int bulk_left = 0;              ///< bulk flows still running
   double bulk_started_s = 0;      ///< when they started
   double fixed_s = -1;            ///< analytic: every member's time (a measurement, an AllToAll's closed form), s; -1: the plan's member ends

@@ -273,6 +273,7 @@ TEST_CASE("tree flow == analytic where a tree's up and down hops share GPU ports
     const Topology topo = load_topology(kSrc + c.topology, c.overrides);
     BenchOptions b = forced_protocol(c);
     b.algorithm = CollectiveAlgorithm::Tree;
+    b.replay.collectives.tree_slice_flows = kMaxTreeFlows;  // slice by slice, not in bulk
     const auto [flow, analytic] = flow_and_analytic(topo, BenchOp::AllReduce, c.ranks, c.size, b);
     INFO(c.topology << ": flow " << flow * 1e6 << " µs, analytic " << analytic * 1e6 << " µs");
     // (1e-5: a few ns over hundreds of µs, the flows' and timers' rounding over NCCL's chunks of
@@ -287,6 +288,7 @@ TEST_CASE("tree flow == analytic where a tree's up and down hops share GPU ports
   b.replay.collectives.protocol_auto = false;
   b.replay.collectives.protocol = Protocol::Simple;
   b.channels = 16;
+  b.replay.collectives.tree_slice_flows = kMaxTreeFlows;
   const FlowAnalytic merged = flow_and_analytic(one, BenchOp::AllReduce, 8, 16.0 * 1024 * 1024, b);
   CHECK(merged.flow == testing::approx(merged.analytic).epsilon(1e-6));
 }
@@ -355,6 +357,7 @@ TEST_CASE("a forced tree in one DGX A100 node stays under NCCL's LL and LL128 li
   flow.collectives.read_profile(prof);
   analytic.collectives.read_profile(prof);
   analytic.fidelity = Fidelity::Analytic;
+  flow.collectives.tree_slice_flows = kMaxTreeFlows;  // slice by slice (tree_bulk_test: in bulk)
   const double S = 1024.0 * 1024 * 1024, n = 8;
   for (Protocol proto : {Protocol::LL, Protocol::LL128}) {
     CAPTURE(static_cast<int>(proto));
