@@ -30,7 +30,8 @@ void print_table(std::ostream& out, const RunResult& r) {
   out << fmt::format("scenario  {}\nmodel     {} on {} GPUs of {}\nlayout    {}\nprofile   {} ({})\n{}fidelity  {}, "
                      "{} simulated rank(s)\n\n",
                      r.scenario, r.model, r.gpus, r.topology, r.layout, r.profile, r.profile_source,
-                     r.nccl.empty() ? "" : "nccl      " + r.nccl + "\n", r.fidelity, r.simulated_ranks);
+                     r.nccl.empty() ? "" : "nccl      " + r.nccl + "\n",
+                     r.flow_settings.empty() ? r.fidelity : r.fidelity + " (" + r.flow_settings + ")", r.simulated_ranks);
   size_t w = 12;  // composed strategy names (megatron+PASS...) widen the first column
   for (const auto& s : r.strategies) w = std::max(w, s.strategy.size());
   // Each row's cells first, so that a column widens for a value too long for it (an iteration of
@@ -173,6 +174,7 @@ nlohmann::json to_json(const RunResult& r) {
   j["simulated_ranks"] = r.simulated_ranks;
   if (!r.notes.empty()) j["notes"] = r.notes;
   j["fidelity"] = r.fidelity;
+  if (!r.flow_settings.empty()) j["flow_settings"] = r.flow_settings;
   j["device_memory_bytes"] = r.device_memory_bytes;
   j["peak_flops"] = r.peak_flops;
   if (r.published_tflops_per_gpu) {

@@ -75,6 +75,9 @@ struct RunResult {
   int micro_batches = 0;       ///< per pipeline in the iteration
   int simulated_ranks = 0;
   std::string fidelity;
+  /// The flow fidelity's settings the scenario changes (FlowSettings::describe, e.g.
+  /// "flow.tree_slice_flows 0"); "" none, or an analytic run (which ignores them).
+  std::string flow_settings;
   double device_memory_bytes = 0;
   double peak_flops = 0;       ///< dense peak of the GPU for the model's dtype, FLOP/s
   std::optional<double> published_tflops_per_gpu;

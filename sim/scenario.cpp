@@ -222,6 +222,10 @@ std::string describe(const NcclEnvironment& env) {
   return out;
 }
 
+std::string FlowSettings::describe() const {
+  return tree_slice_flows == kMaxTreeSliceFlows ? "" : fmt::format("flow.tree_slice_flows {}", tree_slice_flows);
+}
+
 void NcclEnvironment::apply(CollectiveOptions& o) const {
   if (algorithm != CollectiveAlgorithm::Auto) o.algorithm = algorithm;
   if (!protocol_auto) {
@@ -238,7 +242,7 @@ Scenario load_scenario(const std::string& path) {
   const YAML::Node& r = f.root;
   if (!r.IsMap()) fail(f, r, "", "expected a scenario: a map with name, model, topology, parallelism");
   check_keys(f, r, {"name", "model", "topology", "topology_overrides", "parallelism", "calibration", "strategies",
-                    "fidelity", "nccl", "published", "notes"},
+                    "fidelity", "nccl", "flow", "published", "notes"},
              "");
   Scenario s;
   s.path = path;
@@ -305,6 +309,11 @@ Scenario load_scenario(const std::string& path) {
     }
     if (n["nvls_enable"]) s.nccl.nvls_enable = as_bool(f, n["nvls_enable"], "nccl.nvls_enable");
     if (n["pat_enable"]) s.nccl.pat_enable = as_bool(f, n["pat_enable"], "nccl.pat_enable");
+  }
+  if (const YAML::Node n = r["flow"]) {
+    if (!n.IsMap()) fail(f, n, "flow", "expected a map such as {tree_slice_flows: 0}");
+    check_keys(f, n, {"tree_slice_flows"}, "flow");
+    if (n["tree_slice_flows"]) s.flow.tree_slice_flows = positive_int(f, n["tree_slice_flows"], "flow.tree_slice_flows", 0);
   }
   if (const YAML::Node p = r["published"]) {
     if (!p.IsMap()) fail(f, p, "published", "expected {tflops_per_gpu: N, source: \"...\"}");
@@ -379,6 +388,7 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
       }
       (key == "nccl.algo" ? s.nccl.algo_at : s.nccl.proto_at) = SourceLocation{"<command line>", 0, 0};
     }
+    else if (key == "flow.tree_slice_flows") s.flow.tree_slice_flows = to_int(0);
     else if (key == "nccl.nvls_enable") s.nccl.nvls_enable = to_bool();
     else if (key == "nccl.pat_enable") s.nccl.pat_enable = to_bool();
     else if (key == "model.preset") {
@@ -398,7 +408,7 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
     else if (key.rfind("topology_overrides.", 0) == 0) s.topology_overrides[key.substr(19)] = value;
     else bad("unknown setting; expected parallelism.{tp,pp,dp,sp,micro_batch,global_batch,zero_stage,recompute,"
              "pipeline_schedule,overlap_grad_reduce,async_tp_reduce,flash_attention,average_in_collective}, fidelity, "
-             "nccl.{algo,proto,nvls_enable,pat_enable}, model.preset, calibration or "
+             "nccl.{algo,proto,nvls_enable,pat_enable}, flow.tree_slice_flows, model.preset, calibration or "
              "topology_overrides.KEY");
   } catch (const std::invalid_argument& e) {
     bad(e.what());

@@ -18,6 +18,8 @@
 //                                     # NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_PAT_ENABLE of the job;
 //                                     # algo and proto also as NCCL's lists: "ring,tree", "^nvls",
 //                                     # "allreduce:tree,ring;allgather:ring", "^LL128"
+//   flow: {tree_slice_flows: 1024}   # optional, flow fidelity only: a tree AllReduce of more
+//                                     # per-slice flows runs in bulk (collective_plan.hpp)
 //   published: {tflops_per_gpu: 148, source: "Narayanan et al. SC'21, Table 1"}   # optional
 //   notes: "free text printed with the result"
 // dp may be omitted: it is then the machine's GPU count / (tp · pp). An inline model may omit
@@ -83,6 +85,19 @@ void parse_nccl_algo(const std::string& text, NcclEnvironment& env);
 /// case) or a list (parse_nccl_proto_list). Throws as parse_nccl_algo(text, env).
 void parse_nccl_proto(const std::string& text, NcclEnvironment& env);
 
+/// Settings of the flow fidelity's lowering (the scenario's `flow` map, `--set flow.KEY=V`); the
+/// analytic fidelity ignores them.
+struct FlowSettings {
+  /// Most per-slice flows a tree AllReduce is replayed with; above, its hops run in bulk
+  /// (CollectiveOptions::tree_slice_flows, CollectivePlan::tree_in_bulk): 0 runs every tree in
+  /// bulk, kMaxTreeFlows every tree it can slice by slice. Bulk and slice by slice agree alone;
+  /// beside other traffic on the tree's links they differ (README "Contention").
+  long long tree_slice_flows = kMaxTreeSliceFlows;
+  /// What is set, as the table's fidelity line and the JSON show it ("flow.tree_slice_flows 0");
+  /// "" where nothing is.
+  std::string describe() const;
+};
+
 struct Scenario {
   std::string path;
   std::string name;
@@ -95,6 +110,7 @@ struct Scenario {
   std::vector<std::string> strategies;
   Fidelity fidelity = Fidelity::Flow;
   NcclEnvironment nccl;
+  FlowSettings flow;
   std::optional<Published> published;
   std::string notes;
   /// Where each model and parallelism value was given: the file's line and column, or

@@ -149,6 +149,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   }
   const Fidelity fidelity = opt.fidelity.value_or(sc.fidelity);
   rr.fidelity = to_string(fidelity);
+  if (fidelity == Fidelity::Flow) rr.flow_settings = sc.flow.describe();
   rr.nccl = describe(sc.nccl);
 
   double peak_mem = 0;
@@ -179,6 +180,7 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   ro.launch_overhead_s = profile.launch_overhead_s;
   ro.collectives.read_profile(profile);  // measured algorithm/protocol rules, slice and LL128 costs
   sc.nccl.apply(ro.collectives);           // the job's NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_PAT_ENABLE
+  ro.collectives.tree_slice_flows = sc.flow.tree_slice_flows;  // (flow fidelity's lowering only)
   ro.measured = profile.collectives;       // measured collective times (analytic), if any
   // Communication kernels take SMs from computation (design §4): by the profile's measured
   // coefficient, or exactly the SMs taken when it has none.

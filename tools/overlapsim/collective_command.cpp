@@ -123,6 +123,13 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->type_name("FILE")
       ->check(non_empty);
   c->add_flag("--unfold", a.unfold, "simulate every rank instead of rank 0 with mirrors");
+  c->add_option("--tree-slice-flows", a.tree_slice_flows,
+                fmt::format("flow fidelity: a tree allreduce of more per-slice flows than this runs in bulk, one flow "
+                            "per hop and tree (a scenario's flow.tree_slice_flows; default {}; 0: every tree in bulk, "
+                            "{}: every tree that can slice by slice)",
+                            kMaxTreeSliceFlows, kMaxTreeFlows))
+      ->type_name("N")
+      ->check(CLI::Validator(whole_number(0, 1LL << 30), "0 to 2^30"));
   c->add_option("--compare", a.compare,
                 "an nccl-tests log (stdout of *_perf): simulate its collective, ranks and sizes and print its "
                 "busbw (from its times) and the error beside each row")
@@ -502,6 +509,10 @@ int collective_command(const CollectiveArgs& a) {
   }
   opt.replay.link_efficiency = LinkEfficiency::of_profile(profile);
   opt.replay.collectives.read_profile(profile);
+  if (a.tree_slice_flows >= 0) {
+    opt.replay.collectives.tree_slice_flows = a.tree_slice_flows;
+    if (opt.replay.fidelity != Fidelity::Flow) notes.push_back("--tree-slice-flows leaves analytic fidelity alone");
+  }
   opt.replay.measured = profile.collectives;  // analytic: measured times where the profile has them
   if (!sizes.empty() && dev.hbm_bytes > 0 && sizes.back() > dev.hbm_bytes)
     notes.push_back(fmt::format("sizes above {:.0f} B do not fit in one {}'s {:g} GiB of memory: simulated all the same",

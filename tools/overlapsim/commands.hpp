@@ -61,6 +61,7 @@ struct CollectiveArgs {
   int channels = 0;
   std::string calibration;
   bool unfold = false;
+  long long tree_slice_flows = -1;  ///< -1 (flag not given): kMaxTreeSliceFlows (FlowSettings)
   std::string compare;      ///< an nccl-tests log to compare with ("" none)
   double tolerance_pct = -1;  ///< with --compare: exit 1 when a size >= compare_from is off by more (< 0: never)
   std::string compare_from;    ///< with --compare: the smallest size counted (empty: 1MiB)
