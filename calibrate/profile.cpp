@@ -249,14 +249,17 @@ void load_tuning(const Reader& r, const json& root, Profile& p) {
     CollectiveAlgorithm a = CollectiveAlgorithm::Auto;
     const bool gather = t.kind == CollectiveKind::AllGather || t.kind == CollectiveKind::ReduceScatter;
     if (parse_algorithm(r.string(o, sec, "algorithm"), &a) && a != CollectiveAlgorithm::Auto &&
-        (a == CollectiveAlgorithm::Ring || (a == CollectiveAlgorithm::Pat ? gather : t.kind == CollectiveKind::AllReduce)))
+        (a == CollectiveAlgorithm::Ring || (a == CollectiveAlgorithm::Pat ? gather
+                                            : a == CollectiveAlgorithm::Nvls ? gather || t.kind == CollectiveKind::AllReduce
+                                                                             : t.kind == CollectiveKind::AllReduce)))
       t.algorithm = a;
     else
       r.fail(sec + ".algorithm",
              std::string("expected \"ring\"") +
                  (t.kind == CollectiveKind::AllReduce ? ", \"tree\", \"nvls\" or \"nvlstree\" (pat is for all_gather and reduce_scatter)"
-                  : gather ? " or \"pat\" (tree, nvls and nvlstree are for all_reduce only)"
-                           : " (tree, nvls and nvlstree are for all_reduce only, pat for all_gather and reduce_scatter)") +
+                  : gather ? ", \"nvls\" or \"pat\" (tree and nvlstree are for all_reduce only)"
+                           : " (tree and nvlstree are for all_reduce only, nvls for all_reduce, all_gather and "
+                             "reduce_scatter, pat for all_gather and reduce_scatter)") +
                  ", found \"" + r.string(o, sec, "algorithm") + "\"");
     if (!parse_protocol(r.string(o, sec, "protocol"), &t.protocol))
       r.fail(sec + ".protocol", "expected \"LL\", \"LL128\" or \"Simple\", found \"" + r.string(o, sec, "protocol") + "\"");

@@ -26,7 +26,8 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   const auto nccl_has = [&](CollectiveAlgorithm a) {
     return kind == CollectiveKind::AllReduce ? a != CollectiveAlgorithm::Pat
                                              : a == CollectiveAlgorithm::Ring ||
-                                                   (gather && (a == CollectiveAlgorithm::Auto || a == CollectiveAlgorithm::Pat));
+                                                   (gather && (a == CollectiveAlgorithm::Auto || a == CollectiveAlgorithm::Pat ||
+                                                               a == CollectiveAlgorithm::Nvls));
   };
   // What NCCL_ALGO's and NCCL_PROTO's lists leave the automatic choice (nccl_selection.hpp); a
   // forced algorithm (the op's, or one NCCL_ALGO name) is not restricted by them.
@@ -59,8 +60,9 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     fell_back |= !from_rule;
     proto = nullptr;
   }
-  const bool nvls = kind == CollectiveKind::AllReduce && nvls_supported(topo, ranks, opt, forced);
-  if (alg == CollectiveAlgorithm::Nvls && nvls) return plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+  const bool nvls = (kind == CollectiveKind::AllReduce || gather) && nvls_supported(topo, ranks, opt, forced, kind);
+  const auto in_switch = [&]() { return plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s, kind); };
+  if (alg == CollectiveAlgorithm::Nvls && nvls) return in_switch();
   const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
   if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
   if (alg == CollectiveAlgorithm::Nvls || alg == CollectiveAlgorithm::NvlsTree) {
@@ -115,19 +117,31 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   ring.fallback = fell_back;
   if (alg == CollectiveAlgorithm::Ring) return ring_ok || !automatic ? ring : none_left();
   if (alg == CollectiveAlgorithm::Auto && nodes <= 1) {
+    if (gather && nvls_ok && ring_ok) {
+      // AllGather and ReduceScatter: the one NCCL's tuner ranks first (on Hopper nodes the ring
+      // at every size: nccl_tuning.hpp); forced channels, the lesser closed form.
+      if (forced == 0) {
+        NcclTunerInputs in = ranked_inputs();
+        nvls_tuner_inputs(topo, eff, ranks, &in);
+        in.algorithms = algorithm_bit(CollectiveAlgorithm::Ring) | algorithm_bit(CollectiveAlgorithm::Nvls);
+        return nccl_model_allgather_algorithm(bytes, in) == CollectiveAlgorithm::Nvls ? in_switch() : ring;
+      }
+      CollectivePlan q = in_switch();
+      return q.closed_form_s() < ring.closed_form_s() ? q : ring;
+    }
     if (nvls_ok && ring_ok) {
-      CollectivePlan in_switch = plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
-      return in_switch.closed_form_s() < ring.closed_form_s() ? in_switch : ring;
+      CollectivePlan q = in_switch();
+      return q.closed_form_s() < ring.closed_form_s() ? q : ring;
     }
     if (ring_ok) return ring;
     // NCCL's tree inside one node (a chain), where the lists leave it without the ring: beside
     // NVLS, the lesser closed form of the two.
     if (nvls_ok && tree_ok) {
-      CollectivePlan in_switch = plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+      CollectivePlan q = in_switch();
       CollectivePlan chain = plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto);
-      return chain.closed_form_s() < in_switch.closed_form_s() ? chain : in_switch;
+      return chain.closed_form_s() < q.closed_form_s() ? chain : q;
     }
-    if (nvls_ok) return plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+    if (nvls_ok) return in_switch();
     if (tree_ok) return plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto);
     return none_left();
   }

@@ -16,6 +16,8 @@ namespace {
 // NVLS (src/graph/tuning.cc): hwLat NVLink 25 µs, no base latency; nvlsEfficiency Hopper 0.85,
 // Blackwell 0.74; channels (src/transport/nvls.cc NVLS_NCHANNELS_SM90 16, _SM100_NVL 24).
 constexpr double kNvlsLatency = nccl::kHwLatNvlsNvlink;
+// NCCL_MAX_NVLS_ARITY (src/include/device.h): most local ranks of an NVLS AllGather/ReduceScatter.
+constexpr size_t kNvlsMaxArity = 32;
 // NVLS AllReduce's chunk (v2.18.5 src/enqueue.cc): at most 131072 B, halved to 65536 B below 64
 // loops of it, 32768 B below 8 and 16384 B below 2, a loop being channels · heads chunks.
 double nvls_chunk_bytes(double bytes, double concurrent_ops) {
@@ -32,13 +34,17 @@ double nvls_chunk_bytes(double bytes, double concurrent_ops) {
 /// each other cross only NVSwitch links, of compute capability 9.0 or later (NVLink SHARP needs
 /// third-generation NVSwitch: Hopper's).
 bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                    int channels_forced) {
+                    int channels_forced, CollectiveKind kind) {
   // NCCL leaves NVLS out for 2 GPUs or fewer (src/transport/nvls.cc ncclNvlsInit), below 2
-  // channels (src/graph/tuning.cc) and for any protocol but Simple.
+  // channels (src/graph/tuning.cc) and for any protocol but Simple; AllGather and ReduceScatter
+  // also for more than NCCL_MAX_NVLS_ARITY (32) local ranks (src/enqueue.cc).
   if (opt.textbook || !opt.nvls_enable || ranks.size() <= 2 || node_count(topo, ranks) != 1 || channels_forced == 1)
     return false;
+  if (kind != CollectiveKind::AllReduce && kind != CollectiveKind::AllGather && kind != CollectiveKind::ReduceScatter)
+    return false;
+  if (kind != CollectiveKind::AllReduce && ranks.size() > kNvlsMaxArity) return false;
   if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
-  if (opt.protocol_auto && !opt.textbook && !opt.allowed.of(CollectiveKind::AllReduce).has(Protocol::Simple)) return false;
+  if (opt.protocol_auto && !opt.textbook && !opt.allowed.of(kind).has(Protocol::Simple)) return false;
   if (device_spec(topo.gpu_model()).compute_capability < 90) return false;
   for (size_t i = 1; i < ranks.size(); ++i)
     for (const Hop& hop : topo.route(ranks[0], ranks[i]))
@@ -47,10 +53,10 @@ bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const C
 }
 
 CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
-                         int channels_forced, double loop_s) {
+                         int channels_forced, double loop_s, CollectiveKind kind) {
   const int cc = device_spec(topo.gpu_model()).compute_capability;
   CollectivePlan p;
-  p.kind = CollectiveKind::AllReduce;
+  p.kind = kind;
   p.algorithm = CollectiveAlgorithm::Nvls;
   p.protocol = Protocol::Simple;
   p.members = static_cast<int>(ranks.size());
@@ -68,16 +74,19 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
   std::vector<Hop2*> hops;
   for (Hop2& h : ch.hops) hops.push_back(&h);
   set_shares(topo, eff, ranks, hops);
-  // The pipeline's fill (header): each channel's three stages pass its units of u = n · c bytes
-  // (a loop L = C · u); the busiest channel, channel 0, has ceil(S / L) − 1 whole units and a last
-  // of min(u, rest), and its pipeline takes its units plus two of its largest at the channel's
-  // rate, a C-th of the port's: E = C · (units + 2 · largest) bytes pass where S is carried.
+  // The pipeline's fill (header): each channel's stages (three for AllReduce, two for AllGather
+  // and ReduceScatter) pass its units of u = n · c bytes (a loop L = C · u); the busiest channel,
+  // channel 0, has ceil(S / L) − 1 whole units and a last of min(u, rest), and its pipeline takes
+  // its units plus one of its largest per stage after the first at the channel's rate, a C-th of
+  // the port's: E = C · (units + (stages − 1) · largest) bytes pass where S is carried.
+  const double fill_units = kind == CollectiveKind::AllReduce ? 2 : 1;
   const double unit = n * nvls_chunk_bytes(bytes, static_cast<double>(p.channels) * n);
   const double loop = p.channels * unit;
   const double loops = std::max(1.0, std::ceil(bytes / loop));
   const double last = std::min(unit, bytes - (loops - 1) * loop);
   const double largest = loops > 1 ? unit : last;
-  const double fill_bytes = bytes > 0 ? std::max(0.0, p.channels * ((loops - 1) * unit + last + 2 * largest) - bytes) : 0;
+  const double fill_bytes =
+      bytes > 0 ? std::max(0.0, p.channels * ((loops - 1) * unit + last + fill_units * largest) - bytes) : 0;
   // Each loop after the first costs loop_s beyond its bytes, as measured (header).
   for (Hop2& h : ch.hops)
     h.step_latency_s =
@@ -194,6 +203,16 @@ void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, con
   in->nvls_intra_Bps = port.bandwidth_Bps;
   const Hop2 rail = measure_hop(topo, eff, ranks, nodes[0][0], nodes[1][0]);
   in->nvls_inter_Bps = heads * rail.bandwidth_Bps;
+}
+
+void nvls_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                       NcclTunerInputs* in) {
+  // NCCL's NVLS graph inside one node: one channel per GPU pulling from the switch (src/graph/
+  // search.cc: maxChannels = minChannels = min(NCCL_MAX_NVLS_ARITY, GPUs) without a network), its
+  // summed bandwidth the NVSwitch port's, as for NVLS_TREE (nvls_tree_tuner_inputs).
+  in->nvls = true;
+  in->nvls_heads = static_cast<int>(ranks.size());
+  in->nvls_intra_Bps = measure_hop(topo, eff, ranks, 0, 1).bandwidth_Bps;
 }
 
 }  // namespace overlapsim::plan_detail

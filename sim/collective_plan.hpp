@@ -40,8 +40,8 @@
 // 308 GB/s busbw at 4 GiB, now 388; and over 16 A100 nodes the published coreweave curve was
 // 23-35% above the model's tree at 4-64 MiB, now within 10%, tests/nccl_validation_test.cpp).
 //
-// NVLS (AllReduce only, NVLink SHARP; NCCL ≥ 2.17 on Hopper NVSwitch systems, src/device/
-// all_reduce.h runNvls): inside one node whose GPUs meet at an NVSwitch of compute capability
+// NVLS (NVLink SHARP; NCCL ≥ 2.17 on Hopper NVSwitch systems, src/device/
+// all_reduce.h runNvls): an AllReduce inside one node whose GPUs meet at an NVSwitch of compute capability
 // ≥ 9.0, the switch reduces. Each GPU's reduce-scatter reads its shard of every member's
 // buffer reduced in the switch (multimem.ld_reduce) and its all-gather writes the result to every
 // member (multimem.st) — the issuer's own memory too, through the switch — so S bytes cross
@@ -65,7 +65,20 @@
 // published curve: the kernel's per-loop synchronisation of its stages, which NCCL's tuning
 // model does not have): T += (ceil(S / L) − 1) · nvls_loop_s.
 // One flow per GPU carries S / η; the fill, the other loops' worth and their loop costs, is in
-// its step latency at the uncontended share. NVLS for ReduceScatter and AllGather is not modelled.
+// its step latency at the uncontended share.
+// AllGather and ReduceScatter run on NVLS too inside one node (NCCL ≥ 2.19, src/device/
+// all_gather.h and reduce_scatter.h, NVLS without registered buffers; at most 32 local ranks;
+// across nodes NCCL needs CollNet, which is not modelled): an AllGather's kernel broadcasts each
+// member's shard through the switch (multimem.st: S / n leaves each GPU, S arrives, its own shard
+// included) and gathers it from the switch's copies; a ReduceScatter's scatters its buffer and
+// reads each reduced shard through the switch (multimem.ld_reduce: S leaves each GPU, S / n
+// arrives). The loaded direction carries S, so they are lowered as the AllReduce (the one-step
+// ring of S / η, the same loops, chunks and loop cost), with two pipeline stages instead of
+// three: ceil(S / L) + 1 loops pass. The flows load the light direction of each port (S / n on
+// hardware) with S / η too: traffic the other way through the port meets more contention than on
+// hardware. Not checked against a measurement (no published NVLS AllGather or ReduceScatter
+// curve found). NCCL's tuner never ranks them first on a DGX H100 (nccl_tuning.hpp), so they
+// run where NCCL_ALGO asks for them (`--algo nvls`, `nccl: {algo: nvls}`, "allgather:nvls").
 //
 // NVLS_TREE (AllReduce across 2 or more nodes, NCCL ≥ 2.18, src/device/all_reduce.h
 // runNvlsTree): every node runs NVLS (the same number, 3 or more, of its GPUs on a Hopper-or-later
@@ -275,7 +288,9 @@
 // CollectivePlan::fallback says so (NCCL 2.24 and later fail the call; sim/nccl_algorithm_check.hpp
 // refuses such a scenario).
 //
-// Algorithm (CollectiveAlgorithm::Auto): AllReduce over more than one node runs the algorithm
+// Algorithm (CollectiveAlgorithm::Auto): AllGather and ReduceScatter inside one node where NVLS
+// can run take the one NCCL's tuner ranks first of the ring and NVLS (the ring on every DGX H100
+// size; forced channels: the lesser closed form). AllReduce over more than one node runs the algorithm
 // NCCL's own tuner ranks first (nccl_model_allreduce_algorithm, nccl_tuning.hpp: its latency and
 // bandwidth model with its per-algorithm caps), fed with what NCCL's graph search would find here:
 // the communicator's graph channels (Topology::nccl_channels / 2, one per NIC rail; else the

@@ -67,13 +67,20 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
 CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
                          int channels_forced, const CollectiveOptions& opt, const Protocol* forced_protocol);
 
-/// Whether NCCL can run NVLS over these ranks (collective_plan.hpp, NVLS).
+/// Whether NCCL can run NVLS for `kind` over these ranks (collective_plan.hpp, NVLS): AllReduce,
+/// AllGather or ReduceScatter inside one node.
 bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                    int channels_forced);
-/// The NVLS AllReduce plan (collective_plan.hpp, NVLS), `loop_s` seconds per loop after the
-/// first (CollectiveOptions::nvls_loop_s). REQUIRES: nvls_supported.
+                    int channels_forced, CollectiveKind kind = CollectiveKind::AllReduce);
+/// The NVLS plan of an AllReduce, AllGather or ReduceScatter (collective_plan.hpp, NVLS), `loop_s`
+/// seconds per loop after the first (CollectiveOptions::nvls_loop_s). REQUIRES: nvls_supported
+/// for `kind`.
 CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
-                         int channels_forced, double loop_s = 0);
+                         int channels_forced, double loop_s = 0, CollectiveKind kind = CollectiveKind::AllReduce);
+/// What NCCL's tuner knows of NVLS inside one node for an AllGather or ReduceScatter
+/// (nccl_tuning.hpp): its graph's heads (the members) and its intra-node bandwidth (the GPU's
+/// NVSwitch port). REQUIRES: nvls_supported.
+void nvls_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                       NcclTunerInputs* in);
 /// Whether NCCL can run NVLS_TREE over these ranks (collective_plan.hpp, NVLS_TREE).
 bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
                          int channels_forced);

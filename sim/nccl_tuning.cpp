@@ -285,7 +285,9 @@ CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTuner
 }
 
 double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in) {
-  OVERLAPSIM_CHECK((alg == CollectiveAlgorithm::Ring || alg == CollectiveAlgorithm::Pat) && in.ranks >= 2 &&
+  OVERLAPSIM_CHECK((alg == CollectiveAlgorithm::Ring || alg == CollectiveAlgorithm::Nvls ||
+                    alg == CollectiveAlgorithm::Pat) &&
+                       in.ranks >= 2 &&
                        bytes >= 0 && in.graph_busbw_Bps > 0 && in.graph_channels >= 1 && in.comm_channels >= 1 &&
                        in.nodes >= 1 && in.cc_index >= 0 && in.cc_index <= 3,
                    "nccl_model_allgather_s: bad arguments");
@@ -293,6 +295,14 @@ double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double by
   if (alg == CollectiveAlgorithm::Pat) {
     if (proto != Protocol::Simple || in.nodes != n) return std::numeric_limits<double>::infinity();
     return nccl::pat_latency_s(n) + bytes / (nccl::kPatBusBwFactor * in.graph_busbw_Bps);
+  }
+  if (alg == CollectiveAlgorithm::Nvls) {
+    if (!in.nvls || proto != Protocol::Simple || in.nodes != 1 || in.nvls_heads < 2 || in.nvls_intra_Bps <= 0 ||
+        nccl::kNvlsEfficiency[in.cc_index] <= 0)
+      return std::numeric_limits<double>::infinity();
+    const double h = in.nvls_heads;
+    const double bus = in.nvls_intra_Bps * nccl::kNvlsEfficiency[in.cc_index] * (h - 1) / h * (n - 1.0) / n;
+    return nccl::kHwLatNvlsNvlink + bytes / bus;
   }
   if (proto == Protocol::LL128 && !in.ll128) return std::numeric_limits<double>::infinity();
   const double bw = ring_busbw(proto, in) * n / (n - 1.0);
@@ -311,7 +321,8 @@ std::optional<Protocol> nccl_model_protocol(CollectiveKind kind, CollectiveAlgor
 }
 
 CollectiveAlgorithm nccl_model_allgather_algorithm(double bytes, const NcclTunerInputs& in) {
-  return least_time({CollectiveAlgorithm::Ring, CollectiveAlgorithm::Pat}, nccl_model_allgather_s, bytes, in);
+  return least_time({CollectiveAlgorithm::Ring, CollectiveAlgorithm::Nvls, CollectiveAlgorithm::Pat},
+                    nccl_model_allgather_s, bytes, in);
 }
 
 }  // namespace overlapsim

@@ -131,6 +131,9 @@ struct NcclTunerInputs {
   /// intra-node bandwidth (graphs[NVLS]->bwIntra · nChannels) and inter-node bandwidth
   /// (bwInter · nChannels), bytes/s.
   bool nvls_tree = false;
+  /// NVLS can run inside the communicator's one node for an AllGather or ReduceScatter
+  /// (collective_plan.hpp), with nvls_heads (the members) and nvls_intra_Bps as for NVLS_TREE.
+  bool nvls = false;
   int nvls_heads = 0;
   double nvls_intra_Bps = 0;
   double nvls_inter_Bps = 0;
@@ -166,21 +169,27 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
 CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in);
 
 /// NCCL's modelled time of an AllGather or a ReduceScatter (NCCL models them alike) of `bytes`
-/// (nBytes: the gathered buffer, the larger of the two) with `alg` (Ring or Pat) and `proto`,
+/// (nBytes: the gathered buffer, the larger of the two) with `alg` (Ring, Nvls or Pat) and `proto`,
 /// seconds (ncclTopoTuneModel + ncclTopoGetAlgoTime, NCCL 2.30.7), time = lat + nBytes / bw:
 ///   ring  bw = busBw · n / (n − 1), busBw as the AllReduce ring's; lat = baseLat + (n − N) ·
 ///         max(hwLat_intra, net overhead) + (N − 1) · hwLat_net (the tree's when ppn = 1), with no
 ///         plateau factor (NCCL applies it to AllReduce only);
 ///   PAT   (Simple only, and only where every node holds one rank: NCCL's ncclPatEnable) bw =
 ///         0.75 · B, not converted from busBw (NCCL converts only the ring's for these two
-///         collectives); lat = nccl::pat_latency_s(n) = 8 µs + log2i(n) · 14 µs / 3.5 + n · 2.8 µs.
-/// Returns +inf where NCCL leaves the pair out. REQUIRES: alg is Ring or Pat; the rest as
+///         collectives); lat = nccl::pat_latency_s(n) = 8 µs + log2i(n) · 14 µs / 3.5 + n · 2.8 µs;
+///   NVLS  (Simple only, inside one node: in.nvls; NCCL ≥ 2.19) bw = h · intra · η · (h − 1)/h ·
+///         (n − 1)/n with h = nvls_heads, intra = nvls_intra_Bps / h, η nvlsEfficiency, not
+///         converted; lat = hwLat NVLink NVLS, 25 µs, no base latency. On a DGX H100 that is
+///         0.65 of the port as algbw against the ring's 8/7 of its graph: NCCL's tuner never ranks
+///         it first there, and NCCL runs it where NCCL_ALGO asks for it.
+/// Returns +inf where NCCL leaves the pair out. REQUIRES: alg is Ring, Nvls or Pat; the rest as
 /// nccl_model_allreduce_s.
 double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in);
 
-/// The algorithm (Ring, or Pat where it can run) of NCCL's least modelled time over its enabled
-/// protocols for an AllGather or ReduceScatter of `bytes` (src/enqueue.cc: the ring is tried
-/// before PAT, so a tie goes to the ring), among those in.algorithms and in.protocols enable.
+/// The algorithm (Ring, or Nvls or Pat where they can run) of NCCL's least modelled time over its
+/// enabled protocols for an AllGather or ReduceScatter of `bytes` (src/enqueue.cc: the ring is
+/// tried before NVLS, NVLS before PAT, so a tie goes to the earlier), among those in.algorithms
+/// and in.protocols enable.
 CollectiveAlgorithm nccl_model_allgather_algorithm(double bytes, const NcclTunerInputs& in);
 
 /// The protocol of NCCL's least modelled time for `kind` (AllReduce: nccl_model_allreduce_s;

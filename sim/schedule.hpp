@@ -36,8 +36,8 @@ namespace overlapsim {
 enum class OpType : uint8_t { Compute, Collective, Send, Recv };
 enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce };
 /// NCCL algorithm of a collective (NCCL_ALGO): Auto lets the replay pick as NCCL's tuner would.
-/// Nvls: NVLink SHARP, the reduction done in a Hopper-or-later NVSwitch (AllReduce inside one
-/// node); NvlsTree: NVLink SHARP inside each node and a tree between the nodes (AllReduce across
+/// Nvls: NVLink SHARP, the reduction (or an AllGather's broadcast) done in a Hopper-or-later
+/// NVSwitch (AllReduce, AllGather, ReduceScatter inside one node); NvlsTree: NVLink SHARP inside each node and a tree between the nodes (AllReduce across
 /// nodes); Pat: NCCL's Parallel Aggregated Trees (AllGather and ReduceScatter over one GPU per
 /// node, NCCL >= 2.23; collective_plan.hpp).
 enum class CollectiveAlgorithm : uint8_t { Auto, Ring, Tree, Nvls, NvlsTree, Pat };

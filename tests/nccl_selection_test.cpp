@@ -251,7 +251,8 @@ TEST_CASE("overlapsim run: a list that leaves a collective nothing is refused, o
     CHECK(r.notes.find("NCCL_ALGO=NVLS did not run for AllGather of dp groups (4 ranks on 4 node(s): ") !=
           std::string::npos);
     CHECK(r.notes.find("ReduceScatter of dp groups (4 ranks on 4 node(s): ") != std::string::npos);
-    CHECK(r.notes.find(": the ring ran instead (NCCL runs Tree, NVLS and NVLSTree for AllReduce only;") !=
+    CHECK(r.notes.find(": the ring ran instead (NCCL runs Tree and NVLSTree for AllReduce only, NVLS for AllReduce, "
+                       "AllGather and ReduceScatter;") !=
           std::string::npos);
     CHECK(r.notes.find("AllReduce of tp") == std::string::npos);  // NVLS runs the TP AllReduces
     CHECK(to_json(r)["notes"].get<std::string>() == r.notes);

@@ -269,10 +269,10 @@ TEST_CASE("malformed tuning rules are errors naming the file and the key") {
       CHECK(what.find(c.where) != std::string::npos);
     }
   }
-  // Tree and NVLS are for AllReduce only.
+  // Tree and NVLS_TREE are for AllReduce only (NVLS also for AllGather and ReduceScatter).
   json rule = good;
   rule["collective"] = "all_gather";
-  for (const char* a : {"tree", "nvls"}) {
+  for (const char* a : {"tree", "nvlstree"}) {
     rule["algorithm"] = a;
     CHECK_THROWS_WITH_AS(load_profile(profile_with_tuning({{"source", "t"}, {"rules", {rule}}})),
                          doctest::Contains("tuning.rules[0].algorithm"), InputError);

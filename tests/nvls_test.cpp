@@ -1,10 +1,12 @@
-// NVLS (NVLink SHARP) AllReduce inside a Hopper NVSwitch node, and NVLS_TREE across such nodes
-// (collective_plan.hpp): their closed forms, flow == analytic, where Auto takes them, where they
-// cannot run, and the bytes each port carries (issue: collective communication as NCCL does it).
+// NVLS (NVLink SHARP) AllReduce, AllGather and ReduceScatter inside a Hopper NVSwitch node, and
+// NVLS_TREE across such nodes (collective_plan.hpp): their closed forms, flow == analytic, where
+// Auto takes them, where they cannot run, and the bytes each port carries (issue: collective
+// communication as NCCL does it).
 #include "calibrate/profile.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/collective_plan.hpp"
 #include "sim/nccl_selection.hpp"
+#include "sim/nccl_tuning.hpp"
 #include "sim/replay.hpp"
 #include "sim/topology.hpp"
 
@@ -13,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -91,7 +94,7 @@ TEST_CASE("NVLS: Auto takes it where it beats the ring, and never where it canno
   CHECK(plan_collective(h100, {}, first(8), CollectiveKind::AllReduce, 8, 0, o).algorithm == CollectiveAlgorithm::Ring);
   CHECK(plan_collective(h100, {}, first(8), CollectiveKind::AllReduce, 256 * kMiB, 0, o).algorithm ==
         CollectiveAlgorithm::Nvls);
-  // Other collectives: the ring (NVLS ReduceScatter/AllGather are not modelled).
+  // AllGather and ReduceScatter: the ring, which NCCL's tuner ranks first (below).
   CHECK(plan_collective(h100, {}, first(8), CollectiveKind::AllGather, 256 * kMiB, 0, o).algorithm ==
         CollectiveAlgorithm::Ring);
   // Across nodes (NVLS_TREE there, below), on A100 (NVSwitch gen 2 has no SHARP), or forced
@@ -394,4 +397,112 @@ TEST_CASE("NVLS_TREE's flows move what it requires: S / eta through each GPU's s
     CHECK(intra[r] == testing::approx(S / eta).epsilon(1e-12));
     CHECK(inter[r] == testing::approx(S / 8).epsilon(1e-12));
   }
+}
+
+TEST_CASE("NVLS AllGather and ReduceScatter in one node: 25 µs + (ceil(S / L) + 1) · L / eta, forced only") {
+  const Topology topo = h100_node();
+  LinkEfficiency eff;
+  eff.nvlink = 0.8;
+  const double port = 450e9 * 0.8;
+  const double eta = 0.85 * 15.0 / 16.0;
+  for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
+    CAPTURE(static_cast<int>(kind));
+    CollectiveOptions o;
+    o.algorithm = CollectiveAlgorithm::Nvls;
+    const double S = 256 * kMiB;  // the gathered output, the scattered input
+    const CollectivePlan p = plan_collective(topo, eff, first(8), kind, S, 0, o);
+    REQUIRE(p.algorithm == CollectiveAlgorithm::Nvls);
+    CHECK(p.kind == kind);
+    CHECK(p.channels == 16);
+    CHECK(p.sm_blocks == 16);
+    CHECK_FALSE(p.fallback);
+    // As the AllReduce's loops (L = 8 MiB at 256 MiB) with one stage fewer to fill: two stages
+    // (broadcast through the switch and gather; scatter and reduce through the switch).
+    CHECK(p.closed_form_s() == testing::approx(25e-6 + (32 + 1) * 8 * kMiB / eta / port).epsilon(1e-9));
+    for (double size : {8.0, 64.0 * 1024}) {  // below one unit: 2 · C · S pass
+      const CollectivePlan q = plan_collective(topo, eff, first(8), kind, size, 0, o);
+      CHECK(q.closed_form_s() == testing::approx(25e-6 + 2 * 16 * size / eta / port).epsilon(1e-9));
+    }
+    // The loaded direction carries S: an AllGather's port receives every member's shard, a
+    // ReduceScatter's sends every shard of its buffer to the switch's reductions.
+    CHECK(received_bytes_per_rank(p) == testing::approx(S));
+    // The loop cost as measured for the AllReduce's kernel applies to every loop after the first.
+    o.nvls_loop_s = 4e-6;
+    CHECK(plan_collective(topo, eff, first(8), kind, S, 0, o).closed_form_s() ==
+          testing::approx(p.closed_form_s() + 31 * 4e-6).epsilon(1e-9));
+  }
+  // Where NVLS cannot run for them: 2 GPUs, across nodes (NCCL needs CollNet there), NVLS
+  // disabled, another protocol forced: the ring, marked as a fallback.
+  CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::Nvls;
+  const Topology two = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "2"}});
+  CHECK(plan_collective(topo, eff, first(2), CollectiveKind::AllGather, kMiB, 0, o).fallback);
+  CHECK(plan_collective(two, eff, {0, 8, 1, 9}, CollectiveKind::ReduceScatter, kMiB, 0, o).fallback);
+  CollectiveOptions off = o;
+  off.nvls_enable = false;
+  CHECK(plan_collective(topo, eff, first(8), CollectiveKind::AllGather, kMiB, 0, off).algorithm ==
+        CollectiveAlgorithm::Ring);
+  CollectiveOptions ll = o;
+  ll.protocol_auto = false;
+  ll.protocol = Protocol::LL;
+  CHECK(plan_collective(topo, eff, first(8), CollectiveKind::ReduceScatter, kMiB, 0, ll).algorithm ==
+        CollectiveAlgorithm::Ring);
+}
+
+TEST_CASE("NVLS AllGather and ReduceScatter: NCCL's tuner model ranks the ring first at every size on a DGX H100") {
+  NcclTunerInputs in;
+  in.ranks = 8;
+  in.cc_index = 2;
+  in.graph_channels = 8;
+  in.comm_channels = 16;
+  in.graph_busbw_Bps = 360e9;
+  const double S = 1024 * kMiB;
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(nccl_model_allgather_s(CollectiveAlgorithm::Nvls, Protocol::Simple, S, in) == inf);  // in.nvls unset
+  in.nvls = true;
+  in.nvls_heads = 8;
+  in.nvls_intra_Bps = 360e9;
+  // src/graph/tuning.cc: h · bwIntra · nvlsEfficiency · (h − 1)/h · (ppn − 1)/ppn, not converted,
+  // and NVLS's NVLink latency, 25 µs, with no base latency.
+  CHECK(nccl_model_allgather_s(CollectiveAlgorithm::Nvls, Protocol::Simple, S, in) ==
+        testing::approx(25e-6 + S / (360e9 * 0.85 * 7.0 / 8 * 7.0 / 8)).epsilon(1e-12));
+  CHECK(nccl_model_allgather_s(CollectiveAlgorithm::Nvls, Protocol::LL128, S, in) == inf);
+  for (double size = 8; size <= 8 * 1024 * kMiB; size *= 4) {
+    CAPTURE(size);
+    CHECK(nccl_model_allgather_algorithm(size, in) == CollectiveAlgorithm::Ring);
+  }
+  // With the ring left out (NCCL_ALGO=allgather:nvls,pat), NVLS.
+  in.algorithms = algorithm_bit(CollectiveAlgorithm::Nvls) | algorithm_bit(CollectiveAlgorithm::Pat);
+  CHECK(nccl_model_allgather_algorithm(S, in) == CollectiveAlgorithm::Nvls);
+  // The plans agree: Auto takes the ring inside a DGX H100 at every size, a list without the
+  // ring NVLS.
+  const Topology topo = h100_node();
+  CollectiveOptions o;
+  for (double size : {8.0, 1 * kMiB, 64 * kMiB, 8 * 1024 * kMiB})
+    for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter})
+      CHECK(plan_collective(topo, {}, first(8), kind, size, 0, o).algorithm == CollectiveAlgorithm::Ring);
+  parse_nccl_algo_list("allgather:nvls;reducescatter:nvls,pat", o.allowed);
+  for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
+    const CollectivePlan p = plan_collective(topo, {}, first(8), kind, 64 * kMiB, 0, o);
+    CHECK(p.algorithm == CollectiveAlgorithm::Nvls);
+    CHECK_FALSE(p.fallback);
+  }
+}
+
+TEST_CASE("NVLS AllGather and ReduceScatter: flow == analytic, folded and unfolded") {
+  const Topology topo = h100_node();
+  for (BenchOp op : {BenchOp::AllGather, BenchOp::ReduceScatter})
+    for (bool unfold : {true, false})
+      for (double size : {256.0, 1 * kMiB, 64 * kMiB, 1024 * kMiB}) {
+        BenchOptions b;
+        b.unfold = unfold;
+        b.algorithm = CollectiveAlgorithm::Nvls;
+        const BenchRow flow = run_collective_bench(topo, op, 8, {size}, b).at(0);
+        b.replay.fidelity = Fidelity::Analytic;
+        const BenchRow analytic = run_collective_bench(topo, op, 8, {size}, b).at(0);
+        INFO(to_string(op) << " size " << size << ", unfold " << unfold);
+        CHECK(flow.plan == "nvls/Simple/16");
+        CHECK_FALSE(flow.fallback);
+        CHECK(flow.time_s == testing::approx(analytic.time_s).epsilon(1e-9));
+      }
 }

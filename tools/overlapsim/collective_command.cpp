@@ -106,7 +106,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                 "auto | ll | ll128 | simple (NCCL_PROTO), or a list as NCCL_PROTO takes it: LL,Simple; ^LL128; "
                 "allreduce:LL128;allgather:Simple (the automatic choice among those)")
       ->check(non_empty);
-  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat (NCCL_ALGO; tree, nvls and nvlstree apply to allreduce only; nvls inside one Hopper NVSwitch node, nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
+  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat (NCCL_ALGO; tree and nvlstree apply to allreduce only, nvls to allreduce, allgather and reducescatter; nvls inside one Hopper NVSwitch node, nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
       ->check(non_empty);
   c->add_option("--redop,-o", a.redop,
                 "sum | prod | max | min | avg | mulsum: the reduction of allreduce, reducescatter and reduce (nccl-tests -o; "
