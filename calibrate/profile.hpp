@@ -25,7 +25,9 @@
 //   allgather, reducescatter also read); ranks, nodes (optional, default: any): an integer or
 //   an inclusive range [lo, hi] of group sizes / node counts, lo >= 1; max_bytes: the largest
 //   size (bytes, NCCL's nBytes: the larger buffer) the rule covers, > 0; algorithm: "ring",
-//   "tree", "nvls" or "nvlstree" (those three only for all_reduce); protocol: "LL", "LL128" or "Simple" (any case). Of the
+//   "tree", "nvls", "nvlstree" or "pat" (tree and nvlstree only for all_reduce, nvls for all_reduce,
+//   all_gather and reduce_scatter, pat for the last two; nvls, nvlstree and pat with Simple only);
+//   protocol: "LL", "LL128" or "Simple" (any case). Of the
 //   rules covering a collective, the one of least max_bytes applies; none: the model chooses.
 // Both versions load; unknown keys inside a known section are errors, unknown top-level
 // sections are ignored (they belong to other readers) unless within two edits of one of these
