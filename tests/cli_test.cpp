@@ -511,6 +511,23 @@ TEST_CASE("outputs: the usual file mode, an interrupted run leaves no temporary 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a result that cannot be written to standard output is an error, exit status 1") {
+  // > /dev/full: every write fails (ENOSPC); the result is lost, so the command must not say 0.
+  if (!std::filesystem::exists("/dev/full")) return;
+  const std::string err = temp_path(".err");
+  for (const std::string args :
+       {"topo " + kSrc + "/topologies/dgx-a100.yaml",
+        "collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --sizes 8B:1KiB --fidelity analytic",
+        "run -q " + kSrc + "/tests/data/scenarios/small.yaml --fidelity analytic"}) {
+    CAPTURE(args);
+    const int rc = std::system((std::string(OVERLAPSIM_BINARY) + " " + args + " > /dev/full 2> " + err).c_str());
+    REQUIRE(WIFEXITED(rc));
+    CHECK(WEXITSTATUS(rc) == 1);
+    CHECK(slurp(err).find("overlapsim: error: could not write the result to standard output") != std::string::npos);
+  }
+  std::remove(err.c_str());
+}
+
 TEST_CASE("pass arguments, no-op passes and the op guard after a strategy") {
   const std::string scenario = kSrc + "/tests/data/scenarios/small.yaml";
   for (const char* spec : {"megatron+workload-partition:1", "megatron+workload-partition:65", "megatron+group-partition:"}) {

@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 
 int main(int argc, char** argv) {
@@ -36,11 +38,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  int status = 0;
   try {
-    if (app.got_subcommand("run")) return overlapsim::cli::run_command(run);
-    if (app.got_subcommand("topo")) return overlapsim::cli::topo_command(topo);
-    if (app.got_subcommand("collective")) return overlapsim::cli::collective_command(collective);
-    if (app.got_subcommand("calibrate")) return overlapsim::cli::calibrate_command(calibrate);
+    if (app.got_subcommand("run")) status = overlapsim::cli::run_command(run);
+    else if (app.got_subcommand("topo")) status = overlapsim::cli::topo_command(topo);
+    else if (app.got_subcommand("collective")) status = overlapsim::cli::collective_command(collective);
+    else if (app.got_subcommand("calibrate")) status = overlapsim::cli::calibrate_command(calibrate);
   } catch (const overlapsim::InputError& e) {
     std::cerr << "overlapsim: " << e.what() << "\n";
     return 2;
@@ -48,5 +51,14 @@ int main(int argc, char** argv) {
     std::cerr << "overlapsim: error: " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  // A result that did not reach standard output (a full disk, a closed pipe, > /dev/full) is an
+  // error, not a success with nothing printed.
+  errno = 0;
+  std::cout.flush();
+  if (std::cout.fail()) {
+    std::cerr << "overlapsim: error: could not write the result to standard output"
+              << (errno != 0 ? std::string(" (") + std::strerror(errno) + ")" : std::string()) << "\n";
+    return status != 0 ? status : 1;
+  }
+  return status;
 }
