@@ -864,6 +864,11 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       {"-t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=65 --op allgather --sizes 128MiB:128MiB --unfold",
        "--unfold: a ring of every rank would simulate about 2.2 M flows a size (520 ranks x 8 channels x 519 steps); "
        "expected at most 1.0 M"},
+      // An AllReduce left to auto may run the tree at some sizes: the refusal says so and offers it.
+      {"-t " + kSrc + "/topologies/dgx-a100-superpod.yaml --override node.count=128 --op allreduce --sizes 1GiB:1GiB --unfold",
+       "--unfold: a ring of every rank, which --algo auto may run at some of these sizes, would simulate about 16.8 M "
+       "flows a size (1024 ranks x 8 channels x 2046 steps); expected at most 1.0 M (drop --unfold: rank 0 with mirrors "
+       "times the same collective; or --fidelity analytic; or --algo tree, which runs no ring)"},
       // A table of published figures is not a log: the error says what was expected.
       {"-t " + a100 + " --compare " + kSrc + "/tests/data/nccl-tests-published/dgx-a100-1node-allreduce-stas00.csv",
        "found none (a CSV file: expected the text a *_perf binary prints, not a table of figures)"},
