@@ -7,6 +7,7 @@
 #include "sim/collective_plan_detail.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace overlapsim::detail {
 
@@ -26,6 +27,7 @@ const Replayer::AllToAllRoutes& Replayer::all_to_all_routes(int group) {
   r.route_s.assign(n, 0.0);
   r.extra_ll_s.assign(n, 0.0);
   r.extra_simple_s.assign(n, 0.0);
+  r.capped_from.assign(n, 0);
   std::vector<int> count(2 * static_cast<size_t>(topo_.num_links()), 0);  // directed link → pieces
   const double lo = opt_.launch_overhead_s;
   const bool textbook = opt_.collectives.textbook;
@@ -45,7 +47,10 @@ const Replayer::AllToAllRoutes& Replayer::all_to_all_routes(int group) {
       r.extra_ll_s[i] = std::max(r.extra_ll_s[i], p2p_extra_latency_s(kind, route_lat, 0, false, lo, textbook));
       r.extra_simple_s[i] =
           std::max(r.extra_simple_s[i], p2p_extra_latency_s(kind, route_lat, 2 * kP2PLLThresholdBytes, false, lo, textbook));
-      if (kind == HopKind::NvLink && topo_.node_of(g[i]) == topo_.node_of(g[j])) r.capped.emplace_back(g[i], g[j]);
+      if (kind == HopKind::NvLink && topo_.node_of(g[i]) == topo_.node_of(g[j])) {
+        r.capped.emplace_back(i, j);
+        ++r.capped_from[i];
+      }
     }
   }
   for (size_t k = 0; k < count.size(); ++k)
@@ -80,14 +85,25 @@ double Replayer::all_to_all_s(const Op& op) {
   }
   lat += all_to_all_rounds_s(op, n);
   double capped = 0;
-  const P2pCommunicator comm = a2a_comm(op.group);
-  for (const auto& [src, dst] : r.capped) capped = std::max(capped, piece / p2p_rate(src, dst, piece, copy_engine, comm));
+  for (const auto& [from, to] : r.capped)
+    capped = std::max(capped, piece / a2a_piece_rate(op.group, from, to, op.bytes, copy_engine));
   double busiest = 0;
   for (const auto& [key2, pieces] : r.pieces) {
     const Link& l = topo_.link(key2 / 2);
     busiest = std::max(busiest, pieces * piece / (l.bandwidth_Bps * opt_.link_efficiency.of(l.kind)));
   }
   return all_to_all_s_[key] = lat + std::max(busiest, capped);
+}
+
+double Replayer::a2a_piece_rate(int group, int from, int to, double bytes, bool copy_engine) {
+  const auto& g = s_.groups[group].ranks;
+  const double piece = bytes / static_cast<double>(g.size());
+  const double rate = p2p_rate(g[from], g[to], piece, copy_engine, a2a_comm(group));
+  if (!std::isfinite(rate)) return rate;  // no cap binds this piece (another route, copy engine, no figure)
+  // The member's capped pieces leave at once and share its kernel's channels.
+  const int shared = all_to_all_routes(group).capped_from[static_cast<size_t>(from)];
+  const double kernel_Bps = a2a_sms(group, bytes) * opt_.collectives.p2p_channel_nvlink_Bps;
+  return std::min(rate, kernel_Bps / std::max(1, shared));
 }
 
 void Replayer::a2a_done(const Task& t) {

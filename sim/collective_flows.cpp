@@ -438,16 +438,15 @@ void Replayer::a2a_send(CollState& c, int64_t match, int pos) {
   const Op& op = s_.programs[m.rank_idx].ops[m.op];
   const double piece = op.bytes / n;
   const bool copy_engine = op.num_sm == 0;
-  const P2pCommunicator comm = a2a_comm(c.group);
   for (int j = 0; j < n; ++j) {
     if (j == pos) continue;
     ++c.in_flight;
     start_flow(Task::AllToAllFlow, g[pos], g[j], piece, m.rank_idx, m.op, match, j, pos,
-               p2p_rate(g[pos], g[j], piece, copy_engine, comm));
+               a2a_piece_rate(c.group, pos, j, op.bytes, copy_engine));
     if (c.members[j].rank_idx < 0) {
       ++c.in_flight;
       start_flow(Task::AllToAllFlow, g[j], g[pos], piece, -1, -1, match, pos, j,
-                 p2p_rate(g[j], g[pos], piece, copy_engine, comm));
+                 a2a_piece_rate(c.group, j, pos, op.bytes, copy_engine));
     }
   }
 }

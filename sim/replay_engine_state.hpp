@@ -192,7 +192,8 @@ class Replayer {
     std::vector<double> route_s;              ///< per member: its farthest route's latency, seconds
     std::vector<double> extra_ll_s, extra_simple_s;  ///< per member: its slowest piece's extra
                                                      ///< latency (p2p_extra_latency_s) under LL, Simple
-    std::vector<std::pair<int, int>> capped;  ///< (src, dst) pairs a p2p rate cap may bind (one node, NVLink)
+    std::vector<std::pair<int, int>> capped;  ///< (src, dst) positions a p2p rate cap may bind (one node, NVLink)
+    std::vector<int> capped_from;             ///< per member: its pieces in `capped`
   };
   /// Built once per group: its n·(n−1) routes walked once, not once per size (an AllToAll over
   /// 1000 H100s took 2.8 s a size, flow 0.09 s).
@@ -222,6 +223,13 @@ class Replayer {
   /// SMs of one member's kernel for an AllToAll of `bytes` per rank over group `group`
   /// (nccl_alltoall_kernel_channels); cached.
   int a2a_sms(int group, double bytes);
+  /// The rate of one piece of an AllToAll of `bytes` over group `group` from member `from` to
+  /// member `to` (positions), bytes/s: p2p_rate's per-message cap where it binds (NVLink inside a
+  /// node), and at most the member's kernel's channels (a2a_sms, each copying
+  /// p2p_channel_nvlink_Bps) over its capped pieces, which they share (regression: with
+  /// `--channels 1` a 1 GiB AllToAll inside a DGX A100 ran its 7 pieces on one channel at 7 times
+  /// one channel's rate); +inf where nothing caps it.
+  double a2a_piece_rate(int group, int from, int to, double bytes, bool copy_engine);
   /// Send/Recv op oi of rank ri starts holding its SMs (its num_sm, else p2p_sms): the ops of one rank on one
   /// communicator (with one peer on a two-rank one, PyTorch's per-pair communicator,
   /// CollectiveOptions::p2p_comm; or on their group's, Op::group) share a kernel, which holds the

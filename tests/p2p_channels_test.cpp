@@ -17,6 +17,7 @@
 #include "tests/test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
@@ -245,6 +246,32 @@ TEST_CASE("an AllToAll whose pieces are bound by their channels: flow = analytic
   CHECK(unbound[0].time_s < analytic[0].time_s);
   CHECK(unbound[1].time_s < analytic[1].time_s);
   CHECK(unbound[2].time_s == testing::approx(analytic[2].time_s).epsilon(1e-9));  // the port binds at 1 GiB
+}
+
+TEST_CASE("an AllToAll's pieces share their kernel's channels: with --channels 1 a member's 7 pieces on one channel") {
+  // 8 A100s, 1 GiB: pieces of 128 MiB. With NCCL_MAX_NCHANNELS=1 the kernel has one block, which
+  // copies all 7 of a member's NVLink pieces at one channel's rate (regression: each piece was
+  // capped alone, as if on a channel of its own: 10.46 ms against 73.1 ms). With 2 channels
+  // twice that rate; with the default 32 the port binds, as before.
+  const Topology topo = load_topology(kSrc + "/topologies/dgx-a100.yaml");
+  const double S = 1024 * kMiB, piece = S / 8;
+  std::vector<double> times;
+  for (int channels : {1, 2}) {
+    CAPTURE(channels);
+    BenchOptions af = a100_bench(Fidelity::Analytic), ff = a100_bench(Fidelity::Flow);
+    af.channels = ff.channels = channels;
+    af.unfold = ff.unfold = true;
+    const BenchRow a = run_collective_bench(topo, BenchOp::AllToAll, 8, {S}, af).at(0);
+    const BenchRow f = run_collective_bench(topo, BenchOp::AllToAll, 8, {S}, ff).at(0);
+    CHECK(a.plan == fmt::format("p2p/{}", channels));
+    CHECK(f.time_s == testing::approx(a.time_s).epsilon(1e-6));
+    // The bound, and no more than the latency (microseconds) above it.
+    const double bound = 7 * piece / (channels * kA100Channel);
+    CHECK(a.time_s >= bound);
+    CHECK(a.time_s <= bound + 100e-6);
+    times.push_back(a.time_s);
+  }
+  CHECK(times[0] == testing::approx(2 * times[1]).epsilon(1e-3));
 }
 
 TEST_CASE("shipped profiles: A100 and H100 (and H200, H100's) have the fitted p2p channel rate, it survives a write and a read") {
