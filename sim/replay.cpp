@@ -29,8 +29,11 @@ namespace overlapsim {
 const char* to_string(Fidelity f) { return f == Fidelity::Flow ? "flow" : "analytic"; }
 
 Fidelity parse_fidelity(const std::string& text) {
-  if (text == "flow") return Fidelity::Flow;
-  if (text == "analytic") return Fidelity::Analytic;
+  std::string lower = text;  // any case, as NCCL's names are taken
+  for (char& c : lower)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  if (lower == "flow") return Fidelity::Flow;
+  if (lower == "analytic") return Fidelity::Analytic;
   throw std::invalid_argument("expected 'flow' or 'analytic', found '" + text + "'");
 }
 

@@ -281,6 +281,9 @@ TEST_CASE("bad command-line values name the flag") {
     const Run r = run_cli("run -q " + scenario + " --fidelity exact");
     CHECK(r.status == 2);
     CHECK(r.output.find("--fidelity") != std::string::npos);
+    CHECK(r.output.find("expected 'flow' or 'analytic', found 'exact'") != std::string::npos);
+    // Any case, as the other names (ops, NCCL's algorithms) are taken.
+    CHECK(run_cli("run -q " + scenario + " --fidelity ANALYTIC").status == 0);
   }
   SUBCASE("strategy") {
     const Run r = run_cli("run -q " + scenario + " --strategy nope");

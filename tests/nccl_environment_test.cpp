@@ -56,7 +56,14 @@ TEST_CASE("a scenario's nccl section: NCCL_ALGO, NCCL_PROTO, NVLS and PAT switch
   CHECK(input_error("nccl: {proto: ll256}\n").find("nccl.proto: expected auto, ll, ll128 or simple (NCCL_PROTO), found "
                                                   "'ll256'") != std::string::npos);
   CHECK(input_error("nccl: {nvls: false}\n").find("nccl.nvls: unknown key") != std::string::npos);
-  CHECK(input_error("nccl: {nvls_enable: 0}\n").find("nccl.nvls_enable") != std::string::npos);
+  CHECK(input_error("nccl: {nvls_enable: 2}\n").find(":8:21: nccl.nvls_enable: expected true, false, 1 or 0 (as "
+                                                   "NCCL's variable), found '2'") != std::string::npos);
+  CHECK(input_error("nccl: {pat_enable: yes}\n").find("nccl.pat_enable: expected true, false, 1 or 0") !=
+        std::string::npos);
+  // As NCCL_NVLS_ENABLE=0 and NCCL_PAT_ENABLE=1 are written in a job's environment.
+  const Scenario as_env = load_scenario(small_h100_scenario("nccl: {nvls_enable: 0, pat_enable: 1}\n"));
+  CHECK_FALSE(as_env.nccl.nvls_enable);
+  CHECK(as_env.nccl.pat_enable);
   CHECK(input_error("nccl: ring\n").find("nccl: expected a map") != std::string::npos);
   // --set takes the same keys.
   Scenario t = none;
@@ -68,7 +75,11 @@ TEST_CASE("a scenario's nccl section: NCCL_ALGO, NCCL_PROTO, NVLS and PAT switch
   CHECK_FALSE(t.nccl.nvls_enable);
   apply_setting(t, "nccl.proto", "auto");
   CHECK(t.nccl.protocol_auto);
-  CHECK_THROWS_WITH_AS(apply_setting(t, "nccl.pat_enable", "no"), doctest::Contains("expected true or false"),
+  apply_setting(t, "nccl.pat_enable", "0");
+  CHECK_FALSE(t.nccl.pat_enable);
+  apply_setting(t, "nccl.pat_enable", "1");
+  CHECK(t.nccl.pat_enable);
+  CHECK_THROWS_WITH_AS(apply_setting(t, "nccl.pat_enable", "no"), doctest::Contains("expected true, false, 1 or 0"),
                        InputError);
   CHECK_THROWS_WITH_AS(apply_setting(t, "nccl.algo", "x"), doctest::Contains("nccl.algo: expected auto, ring"),
                        InputError);
