@@ -1120,10 +1120,10 @@ TEST_CASE("collective --ranks-per-node: the first K GPUs of each node, the log's
        "--ranks-per-node: expected at most 8 (the GPUs of a node of dgx-h100-superpod), found 9"},
       {"-t " + h100 + " --override node.count=10 --op allreduce --ranks-per-node 1 --ranks 16",
        "--ranks-per-node: 16 ranks at 1 per node need 16 nodes, dgx-h100-superpod has 10; --override node.count=16"},
-      {"-t " + h100 + " --override node.count=2 --op allreduce --ranks-per-node 1 --ranks 1", "--ranks: expected 2 or more, found 1"},
+      {"-t " + h100 + " --override node.count=2 --op allreduce --ranks-per-node 1 --ranks 1", "--ranks: expected a whole number from 2 to 1048576, found '1'"},
       {"-t " + h100 + " --op allreduce --ranks-per-node 0", "--ranks-per-node"},
       // Past int: said so (CLI11 alone: "Could not convert").
-      {"-t " + h100 + " --op allreduce --ranks 4294967298", "--ranks: expected a whole number from 1 to 1048576, found '4294967298'"},
+      {"-t " + h100 + " --op allreduce --ranks 4294967298", "--ranks: expected a whole number from 2 to 1048576, found '4294967298'"},
       {"-t " + h100 + " --op allreduce --ranks-per-node 1.5", "expected a whole number from 1 to 1048576, found '1.5'"},
       // One node, one rank a node: the flag that gave one rank is named, not --ranks.
       {"-t " + kSrc + "/topologies/dgx-a100.yaml --op allreduce --ranks-per-node 1",

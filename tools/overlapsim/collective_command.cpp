@@ -83,7 +83,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                  "unless --compare gives it)");
   c->add_option("--ranks,-n", a.ranks,
                 "GPUs taking part (2 or more): ranks 0..N-1 of the topology (default: all; --compare: the log's)")
-      ->check(whole_number(1));  // (CLI11 alone said "Could not convert" past int)
+      ->check(whole_number(2));  // 2 or more, as the later checks say (CLI11 alone said "Could not convert" past int)
   c->add_option("--ranks-per-node", a.ranks_per_node,
                 "GPUs taken from each node, the first K of nodes 0, 1, ... (nccl-tests under mpirun -N K or srun "
                 "--ntasks-per-node=K; default: every GPU of a node; --compare: the log's ranks per host)")
