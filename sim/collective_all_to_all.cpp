@@ -113,15 +113,15 @@ void Replayer::a2a_done(const Task& t) {
   for (int pos : {t.idx, t.channel}) {
     Member& m = c.members[pos];
     if (m.rank_idx < 0 || --m.a2a_left > 0) continue;
-    // Folded, the mirrors' pieces are not flows, so the links they share with a member's
-    // (uplinks a fat tree's routes pile onto where the node count is uneven) look freer
-    // than they are: such a member ends no sooner than the closed form, which loads every
-    // link with every member's pieces (regression: 33 DGX H100 nodes, 1 GiB, 23.2 ms folded
-    // against 42.0 ms unfolded and analytic).
-    const double left =
-        c.simulated < static_cast<int>(c.members.size())
-            ? m.a2a_started_s + all_to_all_s(s_.programs[m.rank_idx].ops[m.op]) - be_.now()
-            : 0.0;
+    // A member ends no sooner than the closed form, as NVLS_TREE's and PAT's do. Folded, the
+    // mirrors' pieces are not flows, so the links they share with a member's (uplinks a fat
+    // tree's routes pile onto where the node count is uneven) look freer than they are, and the
+    // closed form loads every link with every member's pieces (regression: 33 DGX H100 nodes,
+    // 1 GiB, 23.2 ms folded against 42.0 ms unfolded and analytic). Unfolded, the closed form
+    // adds the slowest latency to the busiest link's time where a piece from a member of less
+    // latency starts earlier on that link (regression: 2 DGX H100 nodes, 1 MiB, one channel:
+    // 106.11 us unfolded against 107.80 us folded and analytic).
+    const double left = m.a2a_started_s + all_to_all_s(s_.programs[m.rank_idx].ops[m.op]) - be_.now();
     if (left > 1e-15) {
       ++c.in_flight;
       start_exec(Task::CollTimer, false, left, m.rank_idx, m.op, t.match, -1, pos);
