@@ -43,6 +43,12 @@ bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const C
   if (kind != CollectiveKind::AllReduce && kind != CollectiveKind::AllGather && kind != CollectiveKind::ReduceScatter)
     return false;
   if (kind != CollectiveKind::AllReduce && ranks.size() > kNvlsMaxArity) return false;
+  // NCCL's NVLS kernels reduce floats by sum only (src/include/device.h ncclNvlsSupported: Sum
+  // for float and double; MinMax for half, bf16 and integers; an average is PreMulSum); the
+  // reductions here are of floats (nccl-tests' default -d float; a training job's gradients sum
+  // or average), so Prod, Max, Min, Avg and PreMulSum run without NVLS. An AllGather reduces
+  // nothing.
+  if (kind != CollectiveKind::AllGather && opt.reduce_op != ReduceOp::Sum) return false;
   if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
   if (opt.protocol_auto && !opt.textbook && !opt.allowed.of(kind).has(Protocol::Simple)) return false;
   if (device_spec(topo.gpu_model()).compute_capability < 90) return false;
@@ -60,7 +66,10 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
   p.algorithm = CollectiveAlgorithm::Nvls;
   p.protocol = Protocol::Simple;
   p.members = static_cast<int>(ranks.size());
-  p.channels = channels_forced > 0 ? std::max(2, channels_forced) : cc >= 100 ? 24 : 16;
+  // NCCL's nvlsChannels (src/transport/nvls.cc ncclNvlsTuning): NCCL_MIN/MAX_NCHANNELS, what a
+  // forced channel count stands for, do not set them (NCCL_MIN/MAX_CTAS would).
+  (void)channels_forced;
+  p.channels = cc >= 100 ? 24 : 16;
   p.sm_blocks = p.channels;
   p.steps = 1;
   p.step_bytes = bytes;
@@ -124,7 +133,7 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
   p.algorithm = CollectiveAlgorithm::NvlsTree;
   p.protocol = Protocol::Simple;
   p.members = n;
-  p.channels = channels_forced > 0 ? std::max(2, channels_forced) : cc_index >= 3 ? 24 : 16;
+  p.channels = cc_index >= 3 ? 24 : 16;  // nvlsChannels, as plan_nvls
   p.sm_blocks = p.channels;
   p.steps = 1;
   p.step_bytes = bytes;

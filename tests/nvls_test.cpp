@@ -506,3 +506,48 @@ TEST_CASE("NVLS AllGather and ReduceScatter: flow == analytic, folded and unfold
         CHECK(flow.time_s == testing::approx(analytic.time_s).epsilon(1e-9));
       }
 }
+
+TEST_CASE("NVLS and NVLS_TREE reduce floats by sum only, as NCCL's kernels: other reductions run without them") {
+  // src/include/device.h ncclNvlsSupported: Sum for float; MinMax for half, bf16, integers;
+  // an average is PreMulSum. An AllGather reduces nothing and keeps NVLS.
+  const Topology one = h100_node();
+  const Topology two = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "2"}});
+  const double S = 1024 * kMiB;
+  CollectiveOptions sum;
+  CHECK(plan_collective(one, {}, first(8), CollectiveKind::AllReduce, S, 0, sum).algorithm == CollectiveAlgorithm::Nvls);
+  CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, S, 0, sum).algorithm ==
+        CollectiveAlgorithm::NvlsTree);
+  for (ReduceOp r : {ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum}) {
+    CAPTURE(static_cast<int>(r));
+    CollectiveOptions o;
+    o.reduce_op = r;
+    CHECK(plan_collective(one, {}, first(8), CollectiveKind::AllReduce, S, 0, o).algorithm == CollectiveAlgorithm::Ring);
+    const CollectiveAlgorithm across = plan_collective(two, {}, first(16), CollectiveKind::AllReduce, S, 0, o).algorithm;
+    CHECK((across == CollectiveAlgorithm::Ring || across == CollectiveAlgorithm::Tree));
+    o.algorithm = CollectiveAlgorithm::Nvls;
+    for (CollectiveKind k : {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter}) {
+      const CollectivePlan p = plan_collective(one, {}, first(8), k, S, 0, o);
+      CHECK(p.algorithm == CollectiveAlgorithm::Ring);
+      CHECK(p.fallback);
+    }
+    const CollectivePlan g = plan_collective(one, {}, first(8), CollectiveKind::AllGather, S, 0, o);
+    CHECK(g.algorithm == CollectiveAlgorithm::Nvls);
+    o.algorithm = CollectiveAlgorithm::NvlsTree;
+    CHECK(plan_collective(two, {}, first(16), CollectiveKind::AllReduce, S, 0, o).fallback);
+  }
+}
+
+TEST_CASE("NVLS runs on NCCL's NVLS channels whatever NCCL_MIN/MAX_NCHANNELS (--channels) say") {
+  // src/transport/nvls.cc ncclNvlsTuning: nvlsChannels is NVLS_NCHANNELS_SM90 (16), clamped by
+  // NCCL_MIN/MAX_CTAS only (regression: --channels 64 ran it on 64 channels, 8 MiB at 106.5 us).
+  const Topology one = h100_node();
+  CollectiveOptions o;
+  o.algorithm = CollectiveAlgorithm::Nvls;
+  for (int forced : {2, 8, 64})
+    for (CollectiveKind k : {CollectiveKind::AllReduce, CollectiveKind::AllGather}) {
+      const CollectivePlan p = plan_collective(one, {}, first(8), k, 8 * kMiB, forced, o);
+      CHECK(p.algorithm == CollectiveAlgorithm::Nvls);
+      CHECK(p.channels == 16);
+      CHECK(p.closed_form_s() == testing::approx(plan_collective(one, {}, first(8), k, 8 * kMiB, 0, o).closed_form_s()));
+    }
+}
