@@ -9,6 +9,19 @@
 #include <cstring>
 #include <iostream>
 
+namespace {
+/// `status`, or 1 (where it was 0) when what was printed did not reach standard output (a full
+/// disk, > /dev/full): an error, not a success with nothing printed.
+int written(int status) {
+  errno = 0;
+  std::cout.flush();
+  if (!std::cout.fail()) return status;
+  std::cerr << "overlapsim: error: could not write the result to standard output"
+            << (errno != 0 ? std::string(" (") + std::strerror(errno) + ")" : std::string()) << "\n";
+  return status != 0 ? status : 1;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"overlapsim: which way of overlapping communication with computation wins, simulated"};
   app.require_subcommand(1);
@@ -36,7 +49,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    const int status = app.exit(e) == 0 ? 0 : 2;  // --help: 0
+    return written(status);
   }
   int status = 0;
   try {
@@ -51,14 +65,5 @@ int main(int argc, char** argv) {
     std::cerr << "overlapsim: error: " << e.what() << "\n";
     return 1;
   }
-  // A result that did not reach standard output (a full disk, a closed pipe, > /dev/full) is an
-  // error, not a success with nothing printed.
-  errno = 0;
-  std::cout.flush();
-  if (std::cout.fail()) {
-    std::cerr << "overlapsim: error: could not write the result to standard output"
-              << (errno != 0 ? std::string(" (") + std::strerror(errno) + ")" : std::string()) << "\n";
-    return status != 0 ? status : 1;
-  }
-  return status;
+  return written(status);
 }
