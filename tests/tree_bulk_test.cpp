@@ -273,6 +273,14 @@ TEST_CASE("collective --tree-slice-flows: bulk and slice by slice alike alone, a
     return us;
   };
   CHECK(time_of(bulk.output) == testing::approx(time_of(sliced.output)).epsilon(1e-5));
+  // The header says what was set, and where it changes nothing.
+  CHECK(bulk.output.find("# note: --tree-slice-flows 0: a tree of more per-slice flows runs in bulk (default 1024)") !=
+        std::string::npos);
+  const Run gather = run_cli("collective --op allgather -t " + kSuperpod +
+                             " --override node.count=4 --ranks-per-node 1 --ranks 4 --sizes 1MiB:1MiB --tree-slice-flows 0");
+  CHECK(gather.status == 0);
+  CHECK(gather.output.find("--tree-slice-flows leaves AllGather alone: only an AllReduce runs as a tree") !=
+        std::string::npos);
   const Run bad = run_cli(common + " --tree-slice-flows -1");
   CHECK(bad.status != 0);
   CHECK(bad.output.find("--tree-slice-flows") != std::string::npos);

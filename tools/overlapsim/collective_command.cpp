@@ -518,7 +518,13 @@ int collective_command(const CollectiveArgs& a) {
   opt.replay.collectives.read_profile(profile);
   if (a.tree_slice_flows >= 0) {
     opt.replay.collectives.tree_slice_flows = a.tree_slice_flows;
-    if (opt.replay.fidelity != Fidelity::Flow) notes.push_back("--tree-slice-flows leaves analytic fidelity alone");
+    if (opt.replay.fidelity != Fidelity::Flow)
+      notes.push_back("--tree-slice-flows leaves analytic fidelity alone");
+    else if (op != BenchOp::AllReduce)
+      notes.push_back("--tree-slice-flows leaves " + std::string(to_string(op)) + " alone: only an AllReduce runs as a tree");
+    else if (a.tree_slice_flows != kMaxTreeSliceFlows)
+      notes.push_back(fmt::format("--tree-slice-flows {}: a tree of more per-slice flows runs in bulk (default {})",
+                                  a.tree_slice_flows, kMaxTreeSliceFlows));
   }
   opt.replay.measured = profile.collectives;  // analytic: measured times where the profile has them
   if (!sizes.empty() && dev.hbm_bytes > 0 && sizes.back() > dev.hbm_bytes)
