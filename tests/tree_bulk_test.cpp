@@ -37,27 +37,21 @@ Schedule dp_beside_send(double bytes, bool send) {
   Schedule s;
   s.world_size = 32;
   const int dp = s.intern_group({0, 8, 16, 24}, CommPurpose::DataParallel);
+  // The send on its own stream; its purpose and names as a pipeline's.
+  auto [pp_send, pp_recv] = send_recv_ops(0, 8, 1e9, -7);
+  for (Op* m : {&pp_send, &pp_recv}) {
+    m->purpose = CommPurpose::Pipeline;
+    m->stream = 1;
+  }
+  pp_send.name = "pp.send";
+  pp_recv.name = "pp.recv";
   for (int r : {0, 8, 16, 24}) {
     RankProgram p{r, 2, {}};
-    Op ar;
-    ar.type = OpType::Collective;
-    ar.group = dp;
-    ar.match = 1;
-    ar.bytes = bytes;
+    Op ar = collective_op(dp, 1, bytes, "dp.grad_sync");
     ar.purpose = CommPurpose::DataParallel;
-    ar.name = "dp.grad_sync";
     p.ops.push_back(ar);
-    if (send && (r == 0 || r == 8)) {
-      Op msg;
-      msg.type = r == 0 ? OpType::Send : OpType::Recv;
-      msg.peer = r == 0 ? 8 : 0;
-      msg.bytes = 1e9;
-      msg.match = -7;
-      msg.purpose = CommPurpose::Pipeline;
-      msg.stream = 1;
-      msg.name = r == 0 ? "pp.send" : "pp.recv";
-      p.ops.push_back(msg);
-    }
+    if (send && r == 0) p.ops.push_back(pp_send);
+    if (send && r == 8) p.ops.push_back(pp_recv);
     s.programs.push_back(p);
   }
   return s;
