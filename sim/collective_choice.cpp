@@ -117,19 +117,15 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   ring.fallback = fell_back;
   if (alg == CollectiveAlgorithm::Ring) return ring_ok || !automatic ? ring : none_left();
   if (alg == CollectiveAlgorithm::Auto && nodes <= 1) {
-    if (gather && nvls_ok && ring_ok) {
+    if (nvls_ok && ring_ok) {
       // AllGather and ReduceScatter: the one NCCL's tuner ranks first (on Hopper nodes the ring
-      // at every size: nccl_tuning.hpp); forced channels, the lesser closed form.
-      if (forced == 0) {
+      // at every size: nccl_tuning.hpp); an AllReduce, or forced channels: the lesser closed form.
+      if (gather && forced == 0) {
         NcclTunerInputs in = ranked_inputs();
         nvls_tuner_inputs(topo, eff, ranks, &in);
         in.algorithms = algorithm_bit(CollectiveAlgorithm::Ring) | algorithm_bit(CollectiveAlgorithm::Nvls);
         return nccl_model_allgather_algorithm(bytes, in) == CollectiveAlgorithm::Nvls ? in_switch() : ring;
       }
-      CollectivePlan q = in_switch();
-      return q.closed_form_s() < ring.closed_form_s() ? q : ring;
-    }
-    if (nvls_ok && ring_ok) {
       CollectivePlan q = in_switch();
       return q.closed_form_s() < ring.closed_form_s() ? q : ring;
     }

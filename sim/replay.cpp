@@ -1,6 +1,7 @@
 #include "sim/replay.hpp"
 
 #include "sim/error.hpp"
+#include "sim/nccl_tuning.hpp"
 
 #include "sim/replay_engine.hpp"
 
@@ -29,9 +30,7 @@ namespace overlapsim {
 const char* to_string(Fidelity f) { return f == Fidelity::Flow ? "flow" : "analytic"; }
 
 Fidelity parse_fidelity(const std::string& text) {
-  std::string lower = text;  // any case, as NCCL's names are taken
-  for (char& c : lower)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  const std::string lower = ascii_lower(text);  // any case, as NCCL's names are taken
   if (lower == "flow") return Fidelity::Flow;
   if (lower == "analytic") return Fidelity::Analytic;
   throw std::invalid_argument("expected 'flow' or 'analytic', found '" + text + "'");

@@ -63,6 +63,14 @@ PipelineSchedule parse_pipeline(const std::string& v) {
   throw std::invalid_argument("expected 1f1b or gpipe, found '" + v + "'");
 }
 
+/// NCCL_NVLS_ENABLE and NCCL_PAT_ENABLE as a job sets them (1, 0) or as YAML writes them (true,
+/// false), for the scenario's nccl.nvls_enable and nccl.pat_enable and their --set.
+bool parse_nccl_switch(const std::string& v) {
+  if (v == "1" || v == "true") return true;
+  if (v == "0" || v == "false") return false;
+  throw std::invalid_argument("expected true, false, 1 or 0 (as NCCL's variable), found '" + v + "'");
+}
+
 template <typename F>
 auto parse_with(const YamlFile& f, const YAML::Node& n, const std::string& key, F parse) {
   const std::string v = as_string(f, n, key);
@@ -307,16 +315,8 @@ Scenario load_scenario(const std::string& path) {
       parse_nccl_value(f, n["proto"], "nccl.proto", [&](const std::string& t) { parse_nccl_proto(t, s.nccl); });
       s.nccl.proto_at = location_of(f, n["proto"]);
     }
-    // NCCL_NVLS_ENABLE and NCCL_PAT_ENABLE as the job sets them (0, 1) or as YAML does (false, true).
-    const auto nccl_switch = [&](const char* key, const std::string& name) {
-      const std::string v = as_string(f, n[key], name);
-      if (v == "1") return true;
-      if (v == "0") return false;
-      if (v == "true" || v == "false") return v == "true";
-      fail(f, n[key], name, "expected true, false, 1 or 0 (as NCCL's variable), found '" + v + "'");
-    };
-    if (n["nvls_enable"]) s.nccl.nvls_enable = nccl_switch("nvls_enable", "nccl.nvls_enable");
-    if (n["pat_enable"]) s.nccl.pat_enable = nccl_switch("pat_enable", "nccl.pat_enable");
+    if (n["nvls_enable"]) s.nccl.nvls_enable = parse_with(f, n["nvls_enable"], "nccl.nvls_enable", parse_nccl_switch);
+    if (n["pat_enable"]) s.nccl.pat_enable = parse_with(f, n["pat_enable"], "nccl.pat_enable", parse_nccl_switch);
   }
   if (const YAML::Node n = r["flow"]) {
     if (!n.IsMap()) fail(f, n, "flow", "expected a map such as {tree_slice_flows: 0}");
@@ -397,16 +397,8 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
       (key == "nccl.algo" ? s.nccl.algo_at : s.nccl.proto_at) = SourceLocation{"<command line>", 0, 0};
     }
     else if (key == "flow.tree_slice_flows") s.flow.tree_slice_flows = to_int(0);
-    else if (key == "nccl.nvls_enable" || key == "nccl.pat_enable") {
-      // As NCCL_NVLS_ENABLE and NCCL_PAT_ENABLE take them (0, 1), or true and false.
-      bool on = value == "1";
-      if (value != "1" && value != "0") {
-        if (value != "true" && value != "false")
-          bad_setting(key, "expected true, false, 1 or 0 (as NCCL's variable), found '" + value + "'");
-        on = value == "true";
-      }
-      (key == "nccl.nvls_enable" ? s.nccl.nvls_enable : s.nccl.pat_enable) = on;
-    }
+    else if (key == "nccl.nvls_enable") s.nccl.nvls_enable = parse_nccl_switch(value);
+    else if (key == "nccl.pat_enable") s.nccl.pat_enable = parse_nccl_switch(value);
     else if (key == "model.preset") {
       try {
         s.model = model_preset(value);
