@@ -61,10 +61,10 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     proto = nullptr;
   }
   const bool nvls = (kind == CollectiveKind::AllReduce || gather) && nvls_supported(topo, ranks, opt, forced, kind);
-  const auto in_switch = [&]() { return plan_nvls(topo, eff, ranks, bytes, forced, opt.nvls_loop_s, kind); };
+  const auto in_switch = [&]() { return plan_nvls(topo, eff, ranks, bytes, opt.nvls_loop_s, kind); };
   if (alg == CollectiveAlgorithm::Nvls && nvls) return in_switch();
   const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
-  if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+  if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
   if (alg == CollectiveAlgorithm::Nvls || alg == CollectiveAlgorithm::NvlsTree) {
     // Forced where NVLS (NVLS_TREE) cannot run: the ring, as NCCL; a rule's choice that cannot
     // run here: the automatic choice. Either way its protocol is chosen as usual (not the rule's).
@@ -165,14 +165,14 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
                     (tree_ok ? algorithm_bit(CollectiveAlgorithm::Tree) : 0u) |
                     (nvls_tree_ok ? algorithm_bit(CollectiveAlgorithm::NvlsTree) : 0u);
     const CollectiveAlgorithm pick = nccl_model_allreduce_algorithm(bytes, in);
-    if (pick == CollectiveAlgorithm::NvlsTree) return plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+    if (pick == CollectiveAlgorithm::NvlsTree) return plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
     return pick == CollectiveAlgorithm::Tree ? plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto) : ring;
   }
   std::optional<CollectivePlan> best;
   if (tree_ok) best = plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto);
   if (ring_ok && (!best || ring.closed_form_s() <= best->closed_form_s())) best = std::move(ring);
   if (nvls_tree_ok && alg == CollectiveAlgorithm::Auto) {
-    CollectivePlan q = plan_nvls_tree(topo, eff, ranks, bytes, forced, opt.nvls_loop_s);
+    CollectivePlan q = plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
     if (!best || q.closed_form_s() < best->closed_form_s()) best = std::move(q);
   }
   return best ? std::move(*best) : none_left();

@@ -59,7 +59,7 @@ bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const C
 }
 
 CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
-                         int channels_forced, double loop_s, CollectiveKind kind) {
+                         double loop_s, CollectiveKind kind) {
   const int cc = device_spec(topo.gpu_model()).compute_capability;
   CollectivePlan p;
   p.kind = kind;
@@ -68,7 +68,6 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
   p.members = static_cast<int>(ranks.size());
   // NCCL's nvlsChannels (src/transport/nvls.cc ncclNvlsTuning): NCCL_MIN/MAX_NCHANNELS, what a
   // forced channel count stands for, do not set them (NCCL_MIN/MAX_CTAS would).
-  (void)channels_forced;
   p.channels = cc >= 100 ? 24 : 16;
   p.sm_blocks = p.channels;
   p.steps = 1;
@@ -122,7 +121,7 @@ bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ranks, co
 }
 
 CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                              double bytes, int channels_forced, double nvls_loop_s) {
+                              double bytes, double nvls_loop_s) {
   const int cc_index = compute_capability_index(topo);
   const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
   const int N = static_cast<int>(nodes.size());
@@ -144,7 +143,7 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
   for (const auto& members : nodes) {
     std::vector<int> node_ranks;
     for (int pos : members) node_ranks.push_back(ranks[pos]);
-    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks, bytes, channels_forced, nvls_loop_s);
+    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks, bytes, nvls_loop_s);
     for (const Hop2& h : in_node.rings[0].hops)
       intra_s = std::max(intra_s, h.step_latency_s - std::max(h.route_latency_s, kNvlsLatency) +
                                       in_node.wire_bytes / h.share_Bps);

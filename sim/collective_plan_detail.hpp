@@ -72,10 +72,10 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
 bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
                     int channels_forced, CollectiveKind kind = CollectiveKind::AllReduce);
 /// The NVLS plan of an AllReduce, AllGather or ReduceScatter (collective_plan.hpp, NVLS), `loop_s`
-/// seconds per loop after the first (CollectiveOptions::nvls_loop_s). REQUIRES: nvls_supported
-/// for `kind`.
+/// seconds per loop after the first (CollectiveOptions::nvls_loop_s), on NCCL's NVLS channels
+/// whatever channels an op forces. REQUIRES: nvls_supported for `kind`.
 CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
-                         int channels_forced, double loop_s = 0, CollectiveKind kind = CollectiveKind::AllReduce);
+                         double loop_s = 0, CollectiveKind kind = CollectiveKind::AllReduce);
 /// What NCCL's tuner knows of NVLS inside one node for an AllGather or ReduceScatter
 /// (nccl_tuning.hpp): its graph's heads (the members) and its intra-node bandwidth (the GPU's
 /// NVSwitch port). REQUIRES: nvls_supported.
@@ -86,7 +86,7 @@ bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ranks, co
                          int channels_forced);
 /// The NVLS_TREE AllReduce plan (collective_plan.hpp, NVLS_TREE). REQUIRES: nvls_tree_supported.
 CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                              double bytes, int channels_forced, double nvls_loop_s = 0);
+                              double bytes, double nvls_loop_s = 0);
 /// What NCCL's tuner knows of an NVLS_TREE over these ranks (nccl_tuning.hpp): heads, the NVLS
 /// graph's intra- and inter-node bandwidth. REQUIRES: nvls_tree_supported.
 void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,

@@ -473,24 +473,24 @@ int collective_command(const CollectiveArgs& a) {
   // A forced tree AllReduce runs no ring (its flows are bounded: collective_plan.hpp; regression:
   // --algo tree over 64 H100 nodes was refused for the ring's 4.2 M flows).
   const bool tree_only = op == BenchOp::AllReduce && !algo_is_list && opt.algorithm == CollectiveAlgorithm::Tree;
-  const std::string algo_shown_early = algo_is_list ? algo : to_string(opt.algorithm);
   if (a.unfold && opt.replay.fidelity == Fidelity::Flow && !tree_only &&
       (op == BenchOp::AllReduce || op == BenchOp::AllGather || op == BenchOp::ReduceScatter)) {
     const double steps = op == BenchOp::AllReduce ? 2.0 * (ranks - 1) : ranks - 1.0;
     const int channels = a.channels > 0 ? a.channels : 8;
     const double flows = ranks * channels * steps;
+    // An AllReduce left to auto or a list may run the tree at some sizes: said, and the tree offered.
+    const bool tree_possible = op == BenchOp::AllReduce && opt.algorithm != CollectiveAlgorithm::Ring;
     if (flows > kMaxUnfoldedRingFlows)
-      throw InputError(cli, "--unfold",
-                       fmt::format("a ring of every rank{} would simulate about {:.1f} M flows a size ({} ranks x {} "
-                                   "channels x {:.0f} steps); expected at most {:.1f} M (drop --unfold: rank 0 with "
-                                   "mirrors times the same collective; or --fidelity analytic{})",
-                                   op == BenchOp::AllReduce && opt.algorithm != CollectiveAlgorithm::Ring
-                                       ? ", which --algo " + algo_shown_early + " may run at some of these sizes,"
-                                       : "",
-                                   flows / 1e6, ranks, channels, steps, kMaxUnfoldedRingFlows / 1e6,
-                                   op == BenchOp::AllReduce && opt.algorithm != CollectiveAlgorithm::Ring
-                                       ? "; or --algo tree, which runs no ring"
-                                       : ""));
+      throw InputError(
+          cli, "--unfold",
+          fmt::format("a ring of every rank{} would simulate about {:.1f} M flows a size ({} ranks x {} "
+                      "channels x {:.0f} steps); expected at most {:.1f} M (drop --unfold: rank 0 with "
+                      "mirrors times the same collective; or --fidelity analytic{})",
+                      tree_possible ? ", which --algo " + (algo_is_list ? algo : std::string(to_string(opt.algorithm))) +
+                                          " may run at some of these sizes,"
+                                    : "",
+                      flows / 1e6, ranks, channels, steps, kMaxUnfoldedRingFlows / 1e6,
+                      tree_possible ? "; or --algo tree, which runs no ring" : ""));
   }
   if (comparing) {
     const std::string m = device_model_for_gpu_name(log.gpu_name);
