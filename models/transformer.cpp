@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 namespace overlapsim {
 
@@ -16,7 +17,8 @@ namespace {
 /// match ids agree across ranks (every member emits a group's collectives in the same order).
 class ProgramBuilder {
  public:
-  ProgramBuilder(Schedule& s, RankProgram& p) : s_(s), p_(p) {}
+  /// `tensor_type`: the element type of the activations the collectives move (Op::datatype).
+  ProgramBuilder(Schedule& s, RankProgram& p, DataType tensor_type) : s_(s), p_(p), tensor_type_(tensor_type) {}
 
   int compute(const char* name, ComputeKind kind, double seconds, double flops, Phase phase, int layer, int mb,
               const OpDeps& deps) {
@@ -33,6 +35,7 @@ class ProgramBuilder {
     Op& op = push(name, phase, layer, mb, deps);
     op.type = OpType::Collective;
     op.collective = kind;
+    op.datatype = tensor_type_;
     op.group = group;
     op.bytes = bytes;
     op.purpose = purpose;
@@ -83,6 +86,7 @@ class ProgramBuilder {
   RankProgram& p_;
   std::map<int, int64_t> counters_;
   std::map<int64_t, int64_t> p2p_counters_;
+  DataType tensor_type_;
   std::unordered_map<const char*, OpName> names_;
 };
 
@@ -91,9 +95,26 @@ struct Dims {
   int64_t Tsp;    // tokens a rank holds outside the TP region (T/t with SP, else T)
   int64_t h, f, V, s, b, heads_local, head_dim;
   int t;
-  double e;       // bytes per element
+  double e;       // bytes per element of activations (and parameters, gradients unless FP8)
   DType dtype;
+  DataType tensor_type;  // the collectives' element type for activations (size e)
+  double param_e;        // bytes per element of parameters and their gradients
+  DataType param_type;   // their element type (size param_e)
 };
+
+/// The element type a model dtype's tensors travel in: FP32 and TF32 (an FP32 storage format)
+/// as float, FP16 as half, BF16 as bfloat16, FP8 as e4m3 (the forward format of
+/// TransformerEngine's HYBRID recipe; sizes per ncclTypeSize).
+DataType tensor_datatype(DType d) {
+  switch (d) {
+    case DType::FP32:
+    case DType::TF32: return DataType::Float32;
+    case DType::FP16: return DataType::Float16;
+    case DType::BF16: return DataType::Bfloat16;
+    case DType::FP8: return DataType::Float8e4m3;
+  }
+  return DataType::Float32;
+}
 
 /// Everything that differs per rank.
 struct RankContext {
@@ -119,6 +140,13 @@ class IterationBuilder {
     d_.head_dim = m.hidden / m.heads;
     d_.e = dtype_bytes(m.dtype);
     d_.dtype = m.dtype;
+    d_.tensor_type = tensor_datatype(m.dtype);
+    // FP8 training keeps parameters and their gradients in BF16 and casts only the GEMM inputs
+    // to FP8 (Micikevicius et al., "FP8 Formats for Deep Learning", 2022, §4; TransformerEngine
+    // and Megatron-LM's --fp8-format), so the DP gradient reductions and the ZeRO parameter
+    // gathers move BF16; every other dtype keeps its parameters in its own type.
+    d_.param_type = m.dtype == DType::FP8 ? DataType::Bfloat16 : d_.tensor_type;
+    d_.param_e = datatype_bytes(d_.param_type);
   }
 
   void build_rank(int rank);
@@ -307,7 +335,7 @@ void IterationBuilder::build_rank(int rank) {
 
   s_.programs.push_back(RankProgram{rank, kNumStreams, {}});
   RankProgram& prog = s_.programs.back();
-  ProgramBuilder pb(s_, prog);
+  ProgramBuilder pb(s_, prog, d_.tensor_type);
   const auto& d = d_;
   const int M = par_.num_micro_batches();
   // Room for the ops up front (growing a vector of 10^5 ops copies it ~twice over): as many as
@@ -338,13 +366,15 @@ void IterationBuilder::build_rank(int rank) {
   const bool zero3 = par_.zero_stage >= 3 && par_.dp > 1;
   // The DP gradient reductions' operator (Parallelism::average_in_collective).
   const ReduceOp grad_reduce_op = par_.average_in_collective ? ReduceOp::Avg : ReduceOp::Sum;
-  const double layer_bytes = layer_params * d.e;
+  const double layer_bytes = layer_params * d.param_e;
   int prev_layer_first = -1;  // first op of the layer pass before (prefetch distance 1)
   auto gather_params = [&](int L, int mb, Phase ph) {
     OpDeps deps;
     if (prev_layer_first >= 0) deps.push_back(prev_layer_first);
-    return pb.collective("zero3.param_gather", CollectiveKind::AllGather, c.dp_group, layer_bytes,
-                         CommPurpose::DataParallel, kDpCommStream, ph, L, mb, deps);
+    const int gather = pb.collective("zero3.param_gather", CollectiveKind::AllGather, c.dp_group, layer_bytes,
+                                     CommPurpose::DataParallel, kDpCommStream, ph, L, mb, deps);
+    pb.last_op().datatype = d.param_type;
+    return gather;
   };
   /// Emits one layer pass with its ZeRO-3 gather; `pass` emits the layer and returns its last op.
   auto with_params = [&](int L, int mb, Phase ph, const std::function<int()>& pass) {
@@ -378,9 +408,15 @@ void IterationBuilder::build_rank(int rank) {
       x = pb.compute("cross_entropy", ComputeKind::MemoryBound, mem(3.0 * d.T * (d.V / d.t) * d.e), 0, Phase::Forward,
                      -1, mb, {x});
       if (par_.tp > 1)
-        for (const char* n : {"ar.ce.max", "ar.ce.sum", "ar.ce.target"})
+        // Megatron's vocab-parallel cross entropy: the per-token logit max (a Max), then the
+        // sum of exponentials and the target logit (Sums), each one fp32 a token.
+        for (auto [n, op] : {std::pair{"ar.ce.max", ReduceOp::Max}, std::pair{"ar.ce.sum", ReduceOp::Sum},
+                             std::pair{"ar.ce.target", ReduceOp::Sum}}) {
           x = pb.collective(n, CollectiveKind::AllReduce, c.tp_group, d.T * 4.0, CommPurpose::TensorParallel, 0,
                             Phase::Forward, -1, mb, {x});
+          pb.last_op().datatype = DataType::Float32;
+          pb.last_op().reduce_op = op;
+        }
     } else {
       x = pb.p2p("send.act", true, next, p2p_bytes, Phase::Forward, mb, {x});
     }
@@ -425,6 +461,7 @@ void IterationBuilder::build_rank(int rank) {
         pb.collective("zero3.grad_reduce", CollectiveKind::ReduceScatter, c.dp_group, layer_bytes,
                       CommPurpose::DataParallel, kDpCommStream, Phase::Backward, L, mb, {last_wgrad_of_layer[l]});
         pb.last_op().reduce_op = grad_reduce_op;
+        pb.last_op().datatype = d.param_type;
       }
     }
     if (c.first) {
@@ -456,13 +493,14 @@ void IterationBuilder::build_rank(int rank) {
   // Gradient reduction over DP in buckets of >= max(4e7, 1e6·dp) parameters, in the order the
   // gradients become ready (last layer first). Layer parameters per rank: (12h² + 13h)/t.
   OpDeps sync_ops;
-  const double grad_bytes = d.e;
+  const double grad_bytes = d.param_e;
   if (zero3 && (c.first || c.last)) {  // the layers' gradients were reduced per micro-batch
     sync_ops.push_back(pb.collective("dp.grad_sync", CollectiveKind::ReduceScatter, c.dp_group,
                                      static_cast<double>(d.V) * d.h / d.t * grad_bytes, CommPurpose::DataParallel,
                                      par_.overlap_grad_reduce ? kDpCommStream : kComputeStream, Phase::GradSync, -1,
                                      -1, {last_bwd}));
     pb.last_op().reduce_op = grad_reduce_op;
+    pb.last_op().datatype = d.param_type;
   } else if (par_.dp > 1 && !zero3) {
     const double bucket_min = std::max(4e7, 1e6 * par_.dp);
     double acc = 0;
@@ -480,6 +518,7 @@ void IterationBuilder::build_rank(int rank) {
         sync_ops.push_back(pb.collective("dp.grad_sync", kind, c.dp_group, bytes, CommPurpose::DataParallel,
                                          par_.overlap_grad_reduce ? kDpCommStream : kComputeStream, Phase::GradSync, -1, -1, deps));
         pb.last_op().reduce_op = grad_reduce_op;
+        pb.last_op().datatype = d.param_type;
         acc = 0;
       }
     }
@@ -490,6 +529,7 @@ void IterationBuilder::build_rank(int rank) {
     sync_ops.push_back(pb.collective("embedding.grad_sync", CollectiveKind::AllReduce, c.emb_group,
                                      static_cast<double>(d.V) * d.h / d.t * grad_bytes, CommPurpose::Embedding, 0,
                                      Phase::GradSync, -1, -1, deps));
+    pb.last_op().datatype = d.param_type;
   }
   // Adam step over the local (ZeRO-sharded) parameters: 28 bytes of HBM traffic per parameter
   // (fp32 master, momentum, variance read and written; gradient read; fp16 weight written).
@@ -499,9 +539,11 @@ void IterationBuilder::build_rank(int rank) {
   OpDeps deps = sync_ops;
   deps.push_back(last_bwd);
   const int opt = pb.compute("optimizer", ComputeKind::Optimizer, mem(28.0 * shard), 0, Phase::Optimizer, -1, -1, deps);
-  if (par_.zero_stage >= 1 && par_.zero_stage < 3 && par_.dp > 1)
-    pb.collective("dp.param_gather", CollectiveKind::AllGather, c.dp_group, params * d.e, CommPurpose::DataParallel, 0,
-                  Phase::Optimizer, -1, -1, {opt});
+  if (par_.zero_stage >= 1 && par_.zero_stage < 3 && par_.dp > 1) {
+    pb.collective("dp.param_gather", CollectiveKind::AllGather, c.dp_group, params * d.param_e,
+                  CommPurpose::DataParallel, 0, Phase::Optimizer, -1, -1, {opt});
+    pb.last_op().datatype = d.param_type;
+  }
 }
 
 }  // namespace

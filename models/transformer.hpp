@@ -26,6 +26,11 @@
 // the tied-embedding gradient AllReduce between first and last stage; the Adam step on the local
 // (ZeRO-sharded) parameters; and with ZeRO ≥ 1 the parameter AllGather.
 //
+// Element types (Op::datatype, which NCCL's NVLS and fp8 rules read): activations in the model's
+// dtype (FP32/TF32 float, FP16 half, BF16 bfloat16, FP8 e4m3); parameters and their gradients
+// the same, except that FP8 models keep them in BF16 (2 bytes); the cross-entropy reductions in
+// float (a Max, then two Sums).
+//
 // Ops are emitted with their data dependencies only; every op is on stream 0 and carries the
 // `stream hint` a strategy may use to let it overlap (see sim/strategy.hpp).
 #pragma once

@@ -6,19 +6,30 @@
 #include "sim/collective_plan.hpp"
 #include "sim/collective_plan_detail.hpp"
 
+#include "models/device_catalog.hpp"
 #include "sim/error.hpp"
 
 #include <algorithm>
 #include <optional>
+#include <string>
 
 namespace overlapsim {
 
 using namespace plan_detail;
 
+bool nccl_has_kernel(CollectiveKind kind, DataType t, int compute_capability) {
+  const bool reduces =
+      kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter || kind == CollectiveKind::Reduce;
+  return !(reduces && is_fp8(t) && compute_capability < 90);
+}
+
 CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                                CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt) {
   OVERLAPSIM_CHECK(kind != CollectiveKind::AllToAll, "AllToAll is point-to-point, not planned as a ring");
   OVERLAPSIM_CHECK(!ranks.empty(), "empty group");
+  OVERLAPSIM_CHECK(nccl_has_kernel(kind, opt.datatype, device_spec(topo.gpu_model()).compute_capability),
+                   std::string("NCCL has no ") + to_string(opt.datatype) + " reduction kernels for " + topo.gpu_model() +
+                       " (callers refuse it first)");
   const int forced = std::max(0, channels_wanted);
   const int nodes = node_count(topo, ranks);
   // AllGather and ReduceScatter have the ring and PAT; Broadcast and Reduce the ring (its chain).
@@ -61,6 +72,11 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     proto = nullptr;
   }
   const bool nvls = (kind == CollectiveKind::AllReduce || gather) && nvls_supported(topo, ranks, opt, forced, kind);
+  // NCCL's tuner relegates an fp8 ring over more than 8 ranks behind any other algorithm that can
+  // run (schedule.hpp, DataType): the tuner's rankings take it from tuner_inputs; where closed
+  // forms decide (forced channels), the ring's counts 1024 times.
+  const bool relegated = fp8_ring_relegated(opt, static_cast<int>(ranks.size()));
+  const double ring_weight = relegated ? nccl::kFp8RingRelegation : 1.0;
   const auto in_switch = [&]() { return plan_nvls(topo, eff, ranks, bytes, opt.nvls_loop_s, kind); };
   if (alg == CollectiveAlgorithm::Nvls && nvls) return in_switch();
   const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
@@ -127,8 +143,10 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
         return nccl_model_allgather_algorithm(bytes, in) == CollectiveAlgorithm::Nvls ? in_switch() : ring;
       }
       CollectivePlan q = in_switch();
-      return q.closed_form_s() < ring.closed_form_s() ? q : ring;
+      return q.closed_form_s() < ring_weight * ring.closed_form_s() ? q : ring;
     }
+    // An fp8 AllReduce of more than 8 GPUs in a node: the tree NCCL ranks before the relegated ring.
+    if (relegated && tree_ok) return plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto);
     if (ring_ok) return ring;
     // NCCL's tree inside one node (a chain), where the lists leave it without the ring: beside
     // NVLS, the lesser closed form of the two.
@@ -152,7 +170,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
       return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
     }
     CollectivePlan q = plan_pat(topo, eff, ranks, kind, bytes, forced, in);
-    return q.closed_form_s() < ring.closed_form_s() ? q : ring;
+    return q.closed_form_s() < ring_weight * ring.closed_form_s() ? q : ring;
   }
   if (kind != CollectiveKind::AllReduce) return ring_ok ? ring : none_left();
   if (!ring_ok && !tree_ok && !nvls_tree_ok) return none_left();
@@ -170,7 +188,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   }
   std::optional<CollectivePlan> best;
   if (tree_ok) best = plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto);
-  if (ring_ok && (!best || ring.closed_form_s() <= best->closed_form_s())) best = std::move(ring);
+  if (ring_ok && (!best || ring_weight * ring.closed_form_s() <= best->closed_form_s())) best = std::move(ring);
   if (nvls_tree_ok && alg == CollectiveAlgorithm::Auto) {
     CollectivePlan q = plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
     if (!best || q.closed_form_s() < best->closed_form_s()) best = std::move(q);

@@ -43,12 +43,11 @@ bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const C
   if (kind != CollectiveKind::AllReduce && kind != CollectiveKind::AllGather && kind != CollectiveKind::ReduceScatter)
     return false;
   if (kind != CollectiveKind::AllReduce && ranks.size() > kNvlsMaxArity) return false;
-  // NCCL's NVLS kernels reduce floats by sum only (src/include/device.h ncclNvlsSupported: Sum
-  // for float and double; MinMax for half, bf16 and integers; an average is PreMulSum); the
-  // reductions here are of floats (nccl-tests' default -d float; a training job's gradients sum
-  // or average), so Prod, Max, Min, Avg and PreMulSum run without NVLS. An AllGather reduces
-  // nothing.
-  if (kind != CollectiveKind::AllGather && opt.reduce_op != ReduceOp::Sum) return false;
+  // NCCL's NVLS kernels reduce some types by some operators only (nvls_reduces, after
+  // src/include/device.h ncclNvlsSupported: a sum of 32/64-bit integers, half, bfloat16, float
+  // or double; a max or min of those but float and double; never an average, a product, 8-bit
+  // integers or fp8). An AllGather reduces nothing.
+  if (kind != CollectiveKind::AllGather && !nvls_reduces(opt.reduce_op, opt.datatype)) return false;
   if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
   if (opt.protocol_auto && !opt.textbook && !opt.allowed.of(kind).has(Protocol::Simple)) return false;
   if (device_spec(topo.gpu_model()).compute_capability < 90) return false;

@@ -377,6 +377,7 @@ NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, co
     if (!ch.hops.empty()) in.graph_busbw_Bps += least;
   }
   in.ll128 = !in.intra_pcie;
+  in.fp8_ring_relegated = fp8_ring_relegated(opt, in.ranks);
   return in;
 }
 

@@ -598,6 +598,10 @@ struct CollectiveOptions {
   /// The collective's reduction (Op::reduce_op): a ReduceScatter that NCCL scales (Avg,
   /// PreMulSum) never runs as PAT, as in NCCL (header, PAT).
   ReduceOp reduce_op = ReduceOp::Sum;
+  /// The collective's element type (Op::datatype): NVLS reduces only some (nvls_reduces), fp8
+  /// reductions need Hopper, and NCCL's tuner relegates an fp8 ring over more than 8 ranks
+  /// (schedule.hpp, DataType).
+  DataType datatype = DataType::Float32;
   bool protocol_auto = true;
   Protocol protocol = Protocol::Simple;  ///< used when !protocol_auto
   /// NCCL_NVLS_ENABLE: false leaves NVLS and NVLS_TREE out (forced, they run the ring).
@@ -649,6 +653,13 @@ struct CollectiveOptions {
   /// p2p_channel_nvlink_Bps and p2p_round_s (the one
   /// place a new such key is read; the link efficiencies are LinkEfficiency::of_profile's).
   void read_profile(const Profile& profile);
+  /// Takes what collective `op` says of itself: its algorithm where it forces one, its reduction
+  /// and its element type (the one place a new such field of Op is read for planning).
+  void take_op(const Op& op) {
+    if (op.algorithm != CollectiveAlgorithm::Auto) algorithm = op.algorithm;
+    reduce_op = op.reduce_op;
+    datatype = op.datatype;
+  }
 };
 
 /// NCCL's Simple slices per step of a ring AllReduce, AllGather or ReduceScatter of `bytes`
@@ -666,10 +677,16 @@ int local_ranks(const Topology& topo, const std::vector<int>& ranks);
 /// Plans a collective of `bytes` (NCCL buffer size per rank, schedule.hpp) over `ranks`, with
 /// opt.algorithm (Auto: the header's choice; Tree for a collective other than AllReduce: the
 /// ring, as NCCL does). AllToAll is not planned here (it is point-to-point; see replay.hpp).
-/// REQUIRES: kind != AllToAll; ranks.size() >= 1.
+/// REQUIRES: kind != AllToAll; ranks.size() >= 1; nccl_has_kernel(kind, opt.datatype, the GPUs'
+/// compute capability).
 CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                                CollectiveKind kind, double bytes, int channels_wanted,
                                const CollectiveOptions& opt);
+
+/// Whether NCCL has a kernel for `kind` of `t` elements on GPUs of compute capability
+/// `compute_capability` (e.g. 80, 90): every one but an fp8 reduction (AllReduce,
+/// ReduceScatter, Reduce) below 9.0 (src/device/generate.py required_cuda, NCCL 2.24 and later).
+bool nccl_has_kernel(CollectiveKind kind, DataType t, int compute_capability);
 
 /// NCCL_P2P_LL_THRESHOLD's default (src/enqueue.cc): point-to-point messages up to this many
 /// bytes use LL, larger ones Simple.

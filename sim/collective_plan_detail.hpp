@@ -4,6 +4,7 @@
 #pragma once
 
 #include "sim/collective_plan.hpp"
+#include "sim/nccl_constants.hpp"
 
 #include <optional>
 #include <vector>
@@ -91,6 +92,12 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
 /// graph's intra- and inter-node bandwidth. REQUIRES: nvls_tree_supported.
 void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                             NcclTunerInputs* in);
+
+/// Whether NCCL's tuner relegates the ring of a collective of `ranks` members with these options:
+/// fp8 elements over more than 8 ranks (nccl::kFp8RingRelegation; never for the textbook ring).
+inline bool fp8_ring_relegated(const CollectiveOptions& opt, int ranks) {
+  return !opt.textbook && is_fp8(opt.datatype) && ranks > nccl::kFp8RingMaxRanks;
+}
 
 /// What NCCL's tuner knows of this group (nccl_tuning.hpp): its graph is the communicator's
 /// rings at the options' channel count (one per NIC rail on DGX-class nodes, as NCCL's search

@@ -55,7 +55,7 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
       std::tuple<int, int, int, int> shape{-1, 2, 0, 0};
       if (op.group >= 0) shape = shape_of(op.group);
       const Key key{op.name.str(), static_cast<int>(op.type), shape, static_cast<int>(op.collective), op.bytes,
-                    op.channels, static_cast<int>(op.algorithm), static_cast<int>(op.reduce_op), op.num_sm, hop};
+                    op.channels, static_cast<int>(op.algorithm), static_cast<int>(op.reduce_op) | static_cast<int>(op.datatype) << 8, op.num_sm, hop};
       auto [it, fresh] = index.try_emplace(key, rows.size());
       const double begin = coll ? joined.at({op.group, op.match}) : t.start_s[pi][i];
       const double d = std::max(0.0, t.end_s[pi][i] - begin);
@@ -86,8 +86,7 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
           r.sms = op.num_sm >= 0 ? op.num_sm : ch;
         } else {
           CollectiveOptions co = o.collectives;
-          if (op.algorithm != CollectiveAlgorithm::Auto) co.algorithm = op.algorithm;
-          co.reduce_op = op.reduce_op;
+          co.take_op(op);
           const CollectivePlan plan = plan_collective(topo, o.link_efficiency, ranks, op.collective, op.bytes,
                                                       op.channels, co);
           const CollectiveFit* fit =

@@ -32,11 +32,11 @@ void NcclAlgorithmCheck::check(const Schedule& schedule, const Topology& topo, c
       if (op.type != OpType::Collective || op.collective == CollectiveKind::AllToAll) continue;
       if (op.algorithm != CollectiveAlgorithm::Auto) continue;  // the strategy's own choice
       const Group& group = schedule.groups[op.group];
-      const bool scaled = op.collective == CollectiveKind::ReduceScatter && scales(op.reduce_op);
-      if (!planned_.emplace(group.ranks, static_cast<int>(op.collective), op.bytes, op.channels, scaled).second)
+      const int what = static_cast<int>(op.reduce_op) | static_cast<int>(op.datatype) << 8;
+      if (!planned_.emplace(group.ranks, static_cast<int>(op.collective), op.bytes, op.channels, what).second)
         continue;
       CollectiveOptions co = options.collectives;
-      co.reduce_op = op.reduce_op;
+      co.take_op(op);
       const CollectivePlan plan =
           plan_collective(topo, options.link_efficiency, group.ranks, op.collective, op.bytes, op.channels, co);
       if (!plan.fallback) continue;
@@ -52,9 +52,12 @@ void NcclAlgorithmCheck::check(const Schedule& schedule, const Topology& topo, c
             at, "nccl.algo",
             fmt::format("expected a list that leaves every collective of the iteration an algorithm that can run "
                         "here, found NCCL_ALGO={}{}, which leaves none for {} over {} ranks on {} node(s) ({} group, "
-                        "op {}, {}) ({})",
+                        "op {}, {}{}) ({})",
                         env_.lists.algo_text, proto, nccl_function_name(op.collective), ranks, nodes,
                         to_string(group.purpose), op.name.str(), size_text(op.bytes),
+                        op.collective == CollectiveKind::AllGather || op.collective == CollectiveKind::Broadcast
+                            ? fmt::format(", {}", to_string(op.datatype))
+                            : fmt::format(", {} of {}", to_string(op.reduce_op), to_string(op.datatype)),
                         forced_algorithm_reason(env_.lists.algo_text)));
       }
       fell_back_[{static_cast<int>(op.collective), static_cast<int>(group.purpose), ranks, nodes}].insert(op.name.str());

@@ -85,6 +85,11 @@ inline constexpr double kBaseLatPat = 8.0e-6;
 inline constexpr double kPatPerRankLat = 2.8e-6;
 inline constexpr double kPatLevelLatDivisor = 3.5;
 inline constexpr double kPatBusBwFactor = 0.75;
+/// What NCCL's tuner multiplies the ring's modelled time by for an fp8 collective over more than
+/// kFp8RingMaxRanks ranks, "any factor large enough to act as a partition between lossy and
+/// non-lossy algos" (src/enqueue.cc, the cost table's fill, NCCL 2.24 and later).
+inline constexpr double kFp8RingRelegation = 1024.0;
+inline constexpr int kFp8RingMaxRanks = 8;
 /// NCCL's modelled latency of a PAT AllGather or ReduceScatter over `ranks` ranks, one per node,
 /// seconds: baseLat + log2i(ranks) · interLat / 3.5 + ranks · 2.8 µs, interLat the tree's Simple
 /// network hwLat (NCCL: "with ppn=1 latencies are fully exposed, use the Tree network latency").

@@ -239,8 +239,9 @@ std::string forced_algorithm_reason(const std::string& nccl_algo) {
   return "NCCL runs Tree and NVLSTree for AllReduce only, NVLS for AllReduce, AllGather and ReduceScatter; NVLS "
          "inside one node of 3 or more Hopper-or-later GPUs on NVSwitch (AllGather and ReduceScatter: at most 32; across "
          "nodes they need CollNet, which is not simulated), NVLSTree across 2 or more such nodes with NICs and the same "
-         "number of GPUs each, both with Simple, 2 or more channels and (but for AllGather) a sum of floats; PAT for AllGather and ReduceScatter over 2 or more ranks each on a node of "
-         "its own, with Simple, not for a ReduceScatter that averages (avg, mulsum); NCCL 2.24 and later, given "
+         "number of GPUs each, both with Simple, 2 or more channels and (but for AllGather) a reduction NVLS has (a sum "
+         "of 32/64-bit integers, half, bfloat16, float or double, a max or min of those but float and double); PAT for "
+         "AllGather and ReduceScatter over 2 or more ranks each on a node of its own, with Simple, not for a ReduceScatter that averages (avg, mulsum); NCCL 2.24 and later, given "
          "NCCL_ALGO=" +
          nccl_algo +
          " where it cannot run, fail the call: \"No algorithm/protocol available for function ...\" (src/enqueue.cc; "

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <utility>
 
 namespace overlapsim {
 
@@ -31,6 +32,26 @@ bool parse_reduce_op(const std::string& text, ReduceOp* out) {
   for (ReduceOp r : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum})
     if (t == to_string(r)) {
       *out = r;
+      return true;
+    }
+  return false;
+}
+
+bool parse_datatype(const std::string& text, DataType* out) {
+  const std::string t = ascii_lower(text);
+  for (int i = 0; i <= static_cast<int>(DataType::Float8e5m2); ++i)
+    if (t == to_string(static_cast<DataType>(i))) {
+      *out = static_cast<DataType>(i);
+      return true;
+    }
+  static const std::pair<const char*, DataType> kOther[] = {
+      {"fp16", DataType::Float16},          {"float16", DataType::Float16},   {"fp32", DataType::Float32},
+      {"float32", DataType::Float32},       {"fp64", DataType::Float64},      {"float64", DataType::Float64},
+      {"bf16", DataType::Bfloat16},         {"fp8e4m3", DataType::Float8e4m3}, {"float8e4m3", DataType::Float8e4m3},
+      {"fp8e5m2", DataType::Float8e5m2},    {"float8e5m2", DataType::Float8e5m2}};
+  for (const auto& [name, type] : kOther)
+    if (t == name) {
+      *out = type;
       return true;
     }
   return false;
@@ -268,7 +289,8 @@ CollectiveAlgorithm least_time(std::initializer_list<CollectiveAlgorithm> algori
   for (CollectiveAlgorithm a : algorithms) {
     if (!enabled(a)) continue;
     std::optional<Protocol> protocol;
-    const double t = least_protocol_s(model, a, bytes, in, &protocol);
+    const double t = least_protocol_s(model, a, bytes, in, &protocol) *
+                     (a == CollectiveAlgorithm::Ring && in.fp8_ring_relegated ? nccl::kFp8RingRelegation : 1.0);
     if (t < best_s) {
       best_s = t;
       best = a;

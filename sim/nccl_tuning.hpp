@@ -51,6 +51,12 @@ bool parse_algorithm(const std::string& text, CollectiveAlgorithm* out);
 /// nccl-tests' reduction names (`-o`) in any case: to_string(ReduceOp)'s, "sum" ... "mulsum".
 /// Returns false (and leaves *out) for any other text.
 bool parse_reduce_op(const std::string& text, ReduceOp* out);
+/// nccl-tests' type names (`-d`, its type column) in any case: to_string(DataType)'s, "int8"
+/// ... "f8e5m2"; and, for the floating types, the names frameworks and NCCL's enumerators give
+/// them: "fp16"/"float16" (half), "fp32"/"float32" (float), "fp64"/"float64" (double), "bf16"
+/// (bfloat16), "fp8e4m3"/"float8e4m3" and "fp8e5m2"/"float8e5m2".
+/// Returns false (and leaves *out) for any other text.
+bool parse_datatype(const std::string& text, DataType* out);
 
 /// NCCL's channel and thread count for one collective call.
 struct NcclLaunch {
@@ -137,6 +143,10 @@ struct NcclTunerInputs {
   int nvls_heads = 0;
   double nvls_intra_Bps = 0;
   double nvls_inter_Bps = 0;
+  /// The collective's elements are fp8 and its ranks more than 8: NCCL multiplies the ring's
+  /// modelled time by nccl::kFp8RingRelegation (schedule.hpp, DataType), so that the ranking takes
+  /// any other algorithm that can run. Protocols within the ring rank as before.
+  bool fp8_ring_relegated = false;
 };
 
 /// NCCL's modelled time of an AllReduce of `bytes` (nBytes) with `alg` (Ring or Tree) and

@@ -378,10 +378,11 @@ CollectiveOptions collective_options(const PassContext& ctx) {
 /// case: the ring runs, as NCCL ran it.
 std::pair<CollectivePlan, double> planned(const std::vector<int>& ranks, CollectiveKind kind, double bytes,
                                           const PassContext& ctx, int channels, CollectiveAlgorithm algorithm,
-                                          ReduceOp reduce_op) {
+                                          ReduceOp reduce_op, DataType datatype) {
   CollectiveOptions o = collective_options(ctx);
   if (algorithm != CollectiveAlgorithm::Auto) o.algorithm = algorithm;
   o.reduce_op = reduce_op;
+  o.datatype = datatype;
   CollectivePlan plan = plan_collective(ctx.topology, efficiency(ctx), ranks, kind, bytes, channels, o);
   const bool cannot_run = plan.fallback && o.algorithm == CollectiveAlgorithm::Auto;
   const double t = cannot_run ? std::numeric_limits<double>::infinity() : plan.closed_form_s();
@@ -392,11 +393,11 @@ std::pair<CollectivePlan, double> planned(const std::vector<int>& ranks, Collect
 double predict_collective_s(const Schedule& s, const Op& op, const PassContext& ctx) {
   OVERLAPSIM_CHECK(op.type == OpType::Collective, "not a collective: " + op.name);
   return predict_collective_s(s.groups.at(op.group).ranks, op.collective, op.bytes, ctx, op.channels, op.algorithm,
-                              op.reduce_op);
+                              op.reduce_op, op.datatype);
 }
 
 double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, double bytes, const PassContext& ctx,
-                            int channels, CollectiveAlgorithm algorithm, ReduceOp reduce_op) {
+                            int channels, CollectiveAlgorithm algorithm, ReduceOp reduce_op, DataType datatype) {
   const int n = static_cast<int>(ranks.size());
   if (n <= 1) return 0;
   if (kind == CollectiveKind::AllToAll) {
@@ -407,7 +408,7 @@ double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, 
     // Its pieces, and NCCL's n rounds of its p2p schedule (collective_plan.hpp, AllToAll as measured).
     return predict_p2p_step_s(ctx.topology, ctx, flows, bytes / n) + n * ctx.cost.profile().p2p_round_s;
   }
-  return planned(ranks, kind, bytes, ctx, channels, algorithm, reduce_op).second;
+  return planned(ranks, kind, bytes, ctx, channels, algorithm, reduce_op, datatype).second;
 }
 
 int predict_collective_sms(const Schedule& s, const Op& op, const PassContext& ctx) {
@@ -431,7 +432,8 @@ CollectivePrediction predict_collective(const Schedule& s, const Op& op, const P
     out.sms = op.num_sm >= 0 ? op.num_sm : 0;
     return out;
   }
-  const auto [plan, t] = planned(ranks, op.collective, op.bytes, ctx, op.channels, op.algorithm, op.reduce_op);
+  const auto [plan, t] = planned(ranks, op.collective, op.bytes, ctx, op.channels, op.algorithm, op.reduce_op,
+                                   op.datatype);
   out.time_s = t;
   out.sms = op.num_sm >= 0 ? op.num_sm : plan.sm_blocks;
   return out;

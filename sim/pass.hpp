@@ -190,11 +190,12 @@ Op memory_kernel(const std::string& name, double bytes, const PassContext& ctx);
 /// job's NCCL_ALGO list leaves it nothing that can run (NCCL 2.24 and later fail such a call;
 /// the run is refused if a schedule keeps one), so that a search never chooses such a lowering.
 double predict_collective_s(const Schedule& s, const Op& op, const PassContext& ctx);
-/// The same for a collective described by its members (ring order), kind, buffer size and
-/// reduction (an averaging ReduceScatter never runs as PAT).
+/// The same for a collective described by its members (ring order), kind, buffer size,
+/// reduction and element type (an averaging ReduceScatter never runs as PAT; NVLS reduces only
+/// some types, nvls_reduces; NCCL's tuner relegates an fp8 ring over more than 8 ranks).
 double predict_collective_s(const std::vector<int>& ranks, CollectiveKind kind, double bytes, const PassContext& ctx,
                             int channels = 0, CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto,
-                            ReduceOp reduce_op = ReduceOp::Sum);
+                            ReduceOp reduce_op = ReduceOp::Sum, DataType datatype = DataType::Float32);
 /// SMs the replay's communication kernel of collective `op` holds while it runs: the op's
 /// num_sm where it sets one, else the channels NCCL launches for its size (the plan's
 /// sm_blocks, collective_plan.hpp); 0 for an AllToAll (point to point: its own per-size count,

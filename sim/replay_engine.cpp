@@ -28,11 +28,10 @@ const CollectivePlan& cached_plan(const ReplayOptions& opt, const Topology& topo
 namespace detail {
 
 namespace {
-/// A collective's algorithm as plan keys hold it: the reduction only matters where it bars PAT
-/// (a ReduceScatter that averages), one bit.
+/// A collective's algorithm as plan keys hold it, with what else of the op its plan reads: the
+/// reduction and the element type (which bar PAT, NVLS or fp8's ring: CollectiveOptions::take_op).
 int algorithm_key(const Op& op) {
-  return static_cast<int>(op.algorithm) |
-         (op.collective == CollectiveKind::ReduceScatter && scales(op.reduce_op) ? 0x100 : 0);
+  return static_cast<int>(op.algorithm) | static_cast<int>(op.reduce_op) << 8 | static_cast<int>(op.datatype) << 16;
 }
 }  // namespace
 
@@ -58,8 +57,7 @@ const PlannedCollective& planned(PlanCache& cache, const ReplayOptions& opt, con
   PlannedCollective& pc = at->second;
   if (fresh) {
     CollectiveOptions o = opt.collectives;
-    if (op.algorithm != CollectiveAlgorithm::Auto) o.algorithm = op.algorithm;
-    o.reduce_op = op.reduce_op;
+    o.take_op(op);
     o.ring_memo = &cache.rings;  // one topology and link efficiency, as the cache's plans
     pc.plan = plan_collective(topo, opt.link_efficiency, ranks, op.collective, op.bytes, op.channels, o);
     pc.member_ends = pc.plan.member_ends_s();

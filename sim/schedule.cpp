@@ -81,6 +81,56 @@ const char* to_string(ReduceOp r) {
   return "?";
 }
 
+const char* to_string(DataType t) {
+  switch (t) {
+    case DataType::Int8: return "int8";
+    case DataType::Uint8: return "uint8";
+    case DataType::Int32: return "int32";
+    case DataType::Uint32: return "uint32";
+    case DataType::Int64: return "int64";
+    case DataType::Uint64: return "uint64";
+    case DataType::Float16: return "half";
+    case DataType::Float32: return "float";
+    case DataType::Float64: return "double";
+    case DataType::Bfloat16: return "bfloat16";
+    case DataType::Float8e4m3: return "f8e4m3";
+    case DataType::Float8e5m2: return "f8e5m2";
+  }
+  return "?";
+}
+
+int datatype_bytes(DataType t) {
+  switch (t) {
+    case DataType::Int8:
+    case DataType::Uint8:
+    case DataType::Float8e4m3:
+    case DataType::Float8e5m2: return 1;
+    case DataType::Float16:
+    case DataType::Bfloat16: return 2;
+    case DataType::Int32:
+    case DataType::Uint32:
+    case DataType::Float32: return 4;
+    case DataType::Int64:
+    case DataType::Uint64:
+    case DataType::Float64: return 8;
+  }
+  return 0;
+}
+
+bool nvls_reduces(ReduceOp r, DataType t) {
+  switch (t) {
+    case DataType::Int32:
+    case DataType::Uint32:
+    case DataType::Int64:
+    case DataType::Uint64:
+    case DataType::Float16:
+    case DataType::Bfloat16: return r == ReduceOp::Sum || r == ReduceOp::Max || r == ReduceOp::Min;
+    case DataType::Float32:
+    case DataType::Float64: return r == ReduceOp::Sum;
+    default: return false;
+  }
+}
+
 int Schedule::intern_group(const std::vector<int>& ranks, CommPurpose purpose) {
   for (size_t i = 0; i < groups.size(); ++i)
     if (groups[i].purpose == purpose && groups[i].ranks == ranks) return static_cast<int>(i);

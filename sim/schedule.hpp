@@ -49,6 +49,29 @@ enum class CollectiveAlgorithm : uint8_t { Auto, Ring, Tree, Nvls, NvlsTree, Pat
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, Avg, PreMulSum };
 /// Whether NCCL scales the reduction (Avg, PreMulSum), which its PAT ReduceScatter cannot.
 inline bool scales(ReduceOp r) { return r == ReduceOp::Avg || r == ReduceOp::PreMulSum; }
+/// A collective's element type (ncclDataType_t; nccl-tests' `-d`). What a collective's time
+/// depends on is its bytes, except where NCCL's choice of algorithm reads the type:
+/// - NVLS reduces only some (src/include/device.h ncclNvlsSupported, NCCL 2.30): a sum of
+///   float, double, half, bfloat16 or 32/64-bit integers, a max or min of all those but float
+///   and double; never 8-bit integers or fp8 (nvls_reduces);
+/// - fp8 (NCCL >= 2.24, f8e4m3 and f8e5m2): its reductions need compute capability 9.0
+///   (src/device/generate.py required_cuda: no fp8 reduction kernel before sm_90), and NCCL's
+///   tuner multiplies the ring's modelled time by 1024 for more than 8 ranks so that a tree,
+///   PAT or NVLS runs where one can (src/enqueue.cc topoGetAlgoInfo's caller: "Relegate fp8
+///   reduction trees of sufficient depth that they incur precision loss").
+enum class DataType : uint8_t {
+  Int8, Uint8, Int32, Uint32, Int64, Uint64, Float16, Float32, Float64, Bfloat16, Float8e4m3, Float8e5m2
+};
+/// Bytes of one element: 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 (ncclTypeSize).
+int datatype_bytes(DataType t);
+/// Whether `t` is one of NCCL's two fp8 types.
+inline bool is_fp8(DataType t) { return t == DataType::Float8e4m3 || t == DataType::Float8e5m2; }
+/// Whether NCCL's NVLS kernels can reduce `t` by `r` (src/include/device.h ncclNvlsSupported on
+/// the device operator src/enqueue.cc hostToDevRedOp makes of it: Sum stays Sum, Max and Min
+/// become MinMax, Prod stays Prod, Avg becomes PreMulSum for floating types and SumPostDiv for
+/// integers, PreMulSum stays so): Sum for int32, uint32, int64, uint64, half, bfloat16, float
+/// and double; MinMax for the same but float and double; nothing else.
+bool nvls_reduces(ReduceOp r, DataType t);
 /// Which part of the iteration an op belongs to (for the breakdown in Result).
 enum class Phase : uint8_t { Forward, Backward, Recompute, GradSync, Optimizer };
 /// What a compute kernel does (for the breakdown and for strategies that pick GEMMs).
@@ -64,6 +87,10 @@ const char* to_string(CommPurpose p);
 const char* to_string(CollectiveAlgorithm a);
 /// "sum", "prod", "max", "min", "avg" or "mulsum" (nccl-tests' names; parse_reduce_op reads them).
 const char* to_string(ReduceOp r);
+/// nccl-tests' type names (its `-d` and its type column): "int8", "uint8", "int32", "uint32",
+/// "int64", "uint64", "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"
+/// (parse_datatype reads them).
+const char* to_string(DataType t);
 
 /// An op's name, interned: one copy of each distinct name for the whole process (a schedule has
 /// 10^5–10^7 ops and a few hundred distinct names), so an op holds a pointer, not a string.
@@ -125,6 +152,8 @@ struct Op {
   int64_t match = -1;        ///< Collective instance id, or send/recv pair id
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;  ///< Collective only
   ReduceOp reduce_op = ReduceOp::Sum;  ///< AllReduce, ReduceScatter, Reduce: the reduction
+  DataType datatype = DataType::Float32;  ///< Collective: its elements' type (nccl-tests' default
+                                          ///< float; a training job's: the model's, TransformerBuilder)
   int16_t channels = 0;      ///< Collective: parallel rings/trees (NCCL channels); 0: NCCL's choice
   int16_t num_sm = -1;       ///< Collective/Send/Recv: SMs the communication kernel occupies while it
                              ///< runs (slowing compute on that GPU); -1: NCCL's, one per channel its

@@ -136,10 +136,68 @@ TEST_CASE("average_in_collective: the DP gradient reductions average in NCCL, no
           if (op.type != OpType::Collective) continue;
           const bool dp_grad = op.name == "dp.grad_sync" || op.name == "zero3.grad_reduce";
           grad += dp_grad;
-          CHECK(op.reduce_op == (dp_grad && avg ? ReduceOp::Avg : ReduceOp::Sum));
+          const ReduceOp expected = dp_grad && avg           ? ReduceOp::Avg
+                                    : op.name == "ar.ce.max" ? ReduceOp::Max  // the cross entropy's logit max
+                                                             : ReduceOp::Sum;
+          CHECK(op.reduce_op == expected);
         }
       CHECK(grad > 0);
     }
+}
+
+TEST_CASE("datatype: collectives move the model's element type, FP8 models keep parameters and gradients in BF16") {
+  ModelConfig m = model_preset("megatron-18.4b");
+  m.layers = 4;
+  m.seq_len = 512;
+  const CostModel cost(device_spec("h100-sxm5-80gb"), load_profile(default_profile_path("h100-sxm5-80gb")));
+  for (DType dt : {DType::FP16, DType::BF16, DType::FP32, DType::FP8})
+    for (int zero : {1, 3}) {
+      CAPTURE(to_string(dt));
+      CAPTURE(zero);
+      m.dtype = dt;
+      Parallelism p = layout(2, 2, 4, 1, 8, Recompute::None, true);
+      p.zero_stage = zero;
+      const Schedule w = build_iteration(m, p, cost);
+      const DataType tensor = dt == DType::FP16   ? DataType::Float16
+                              : dt == DType::BF16 ? DataType::Bfloat16
+                              : dt == DType::FP8  ? DataType::Float8e4m3
+                                                  : DataType::Float32;
+      const DataType param = dt == DType::FP8 ? DataType::Bfloat16 : tensor;
+      int params = 0, tensors = 0, ce = 0;
+      for (const RankProgram& prog : w.programs)
+        for (const Op& op : prog.ops) {
+          if (op.type != OpType::Collective) continue;
+          CAPTURE(op.name.str());
+          if (op.purpose == CommPurpose::DataParallel || op.purpose == CommPurpose::Embedding) {
+            ++params;
+            CHECK(op.datatype == param);
+          } else if (op.name.str().rfind("ar.ce.", 0) == 0) {
+            ++ce;
+            CHECK(op.datatype == DataType::Float32);
+          } else {
+            ++tensors;
+            CHECK(op.datatype == tensor);
+          }
+        }
+      CHECK(params > 0);
+      CHECK(tensors > 0);
+      CHECK(ce > 0);
+    }
+  // The FP8 model's gradient bytes are BF16's: twice its one-byte activations' element size.
+  m.dtype = DType::FP8;
+  const Schedule fp8 = build_iteration(m, layout(2, 2, 4, 1, 8, Recompute::None, true), cost);
+  m.dtype = DType::BF16;
+  const Schedule bf16 = build_iteration(m, layout(2, 2, 4, 1, 8, Recompute::None, true), cost);
+  double fp8_grad = 0, bf16_grad = 0, fp8_act = 0, bf16_act = 0;
+  for (const Op& op : fp8.programs[0].ops)
+    if (op.type == OpType::Collective)
+      (op.purpose == CommPurpose::DataParallel ? fp8_grad : fp8_act) += op.bytes;
+  for (const Op& op : bf16.programs[0].ops)
+    if (op.type == OpType::Collective)
+      (op.purpose == CommPurpose::DataParallel ? bf16_grad : bf16_act) += op.bytes;
+  CHECK(fp8_grad > 0);
+  CHECK(fp8_grad == bf16_grad);
+  CHECK(fp8_act < bf16_act);
 }
 
 TEST_CASE("ZeRO-3: each layer's parameters gathered before every pass, prefetched one layer ahead") {

@@ -181,16 +181,16 @@ double predict_group_partition_s(const Schedule& s, const Op& op, TopologyLevel 
   for (const auto& isl : islands) across.push_back(isl[0]);
   const auto& intra = islands[0];
   const double S = op.bytes;
-  if (k == CollectiveKind::AllGather)
-    return predict_collective_s(across, k, S / a, ctx) + predict_collective_s(intra, k, S, ctx);
-  // A ReduceScatter's reduction decides whether the one across nodes (a GPU a node) may run as PAT.
+  // The op's reduction and element type go with each part: a ReduceScatter that averages never
+  // runs as PAT, NVLS reduces only some types, fp8 rings over more than 8 ranks are relegated.
   const CollectiveAlgorithm any = CollectiveAlgorithm::Auto;
-  if (k == CollectiveKind::ReduceScatter)
-    return predict_collective_s(intra, k, S, ctx, 0, any, op.reduce_op) +
-           predict_collective_s(across, k, S / a, ctx, 0, any, op.reduce_op);
-  return predict_collective_s(intra, CollectiveKind::ReduceScatter, S, ctx, 0, any, op.reduce_op) +
-         predict_collective_s(across, CollectiveKind::AllReduce, S / a, ctx) +
-         predict_collective_s(intra, CollectiveKind::AllGather, S, ctx);
+  const auto part = [&](const std::vector<int>& ranks, CollectiveKind kind, double bytes) {
+    return predict_collective_s(ranks, kind, bytes, ctx, 0, any, op.reduce_op, op.datatype);
+  };
+  if (k == CollectiveKind::AllGather) return part(across, k, S / a) + part(intra, k, S);
+  if (k == CollectiveKind::ReduceScatter) return part(intra, k, S) + part(across, k, S / a);
+  return part(intra, CollectiveKind::ReduceScatter, S) + part(across, CollectiveKind::AllReduce, S / a) +
+         part(intra, CollectiveKind::AllGather, S);
 }
 
 }  // namespace overlapsim

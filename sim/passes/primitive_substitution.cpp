@@ -221,8 +221,9 @@ double predict_substitution_s(const Schedule& s, const Op& op, Substitution sub,
     case Substitution::ReduceScatterAllGather:
       if (k != CollectiveKind::AllReduce) return whole;
       return predict_collective_s(g, CollectiveKind::ReduceScatter, op.bytes, ctx, op.channels, CollectiveAlgorithm::Auto,
-                                  op.reduce_op) +
-             predict_collective_s(g, CollectiveKind::AllGather, op.bytes, ctx, op.channels);
+                                  op.reduce_op, op.datatype) +
+             predict_collective_s(g, CollectiveKind::AllGather, op.bytes, ctx, op.channels, CollectiveAlgorithm::Auto,
+                                  op.reduce_op, op.datatype);
     case Substitution::RingPermutes: {
       if (k != CollectiveKind::AllGather && k != CollectiveKind::ReduceScatter && k != CollectiveKind::AllReduce)
         return whole;
@@ -241,10 +242,11 @@ double predict_substitution_s(const Schedule& s, const Op& op, Substitution sub,
       const int a = static_cast<int>(islands[0].size());
       std::vector<int> across;
       for (const auto& isl : islands) across.push_back(isl[0]);
-      return predict_collective_s(islands[0], CollectiveKind::ReduceScatter, op.bytes, ctx, 0, CollectiveAlgorithm::Auto,
-                                  op.reduce_op) +
-             predict_collective_s(across, CollectiveKind::AllReduce, op.bytes / a, ctx) +
-             predict_collective_s(islands[0], CollectiveKind::AllGather, op.bytes, ctx);
+      const auto part = [&](const std::vector<int>& ranks, CollectiveKind kind, double bytes) {
+        return predict_collective_s(ranks, kind, bytes, ctx, 0, CollectiveAlgorithm::Auto, op.reduce_op, op.datatype);
+      };
+      return part(islands[0], CollectiveKind::ReduceScatter, op.bytes) +
+             part(across, CollectiveKind::AllReduce, op.bytes / a) + part(islands[0], CollectiveKind::AllGather, op.bytes);
     }
   }
   return whole;
