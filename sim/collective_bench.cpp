@@ -146,6 +146,7 @@ BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& al
   c.channels = static_cast<int16_t>(opt.channels);
   c.algorithm = opt.algorithm;
   c.reduce_op = opt.replay.collectives.reduce_op;
+  c.datatype = opt.replay.collectives.datatype;
   c.purpose = CommPurpose::DataParallel;
   c.name = to_string(op);
   c.collective = kind;

@@ -4,7 +4,8 @@
 //   algbw = size / time;  busbw = algbw · factor, factor = 2(n−1)/n for AllReduce,
 //   (n−1)/n for AllGather, ReduceScatter and AllToAll, 1 for Broadcast, Reduce and SendRecv.
 // `size` is nccl-tests' size column: the bytes of the buffer (AllGather: the gathered output;
-// ReduceScatter: the input), float32 elements (count = size / 4).
+// ReduceScatter: the input), of opt.replay.collectives.datatype's elements (nccl-tests -d; count
+// = size / datatype_bytes, float by default).
 #pragma once
 
 #include "sim/replay.hpp"

@@ -48,7 +48,8 @@ bool parse_datatype(const std::string& text, DataType* out) {
       {"fp16", DataType::Float16},          {"float16", DataType::Float16},   {"fp32", DataType::Float32},
       {"float32", DataType::Float32},       {"fp64", DataType::Float64},      {"float64", DataType::Float64},
       {"bf16", DataType::Bfloat16},         {"fp8e4m3", DataType::Float8e4m3}, {"float8e4m3", DataType::Float8e4m3},
-      {"fp8e5m2", DataType::Float8e5m2},    {"float8e5m2", DataType::Float8e5m2}};
+      {"fp8e5m2", DataType::Float8e5m2},    {"float8e5m2", DataType::Float8e5m2}, {"char", DataType::Int8},
+      {"int", DataType::Int32}};
   for (const auto& [name, type] : kOther)
     if (t == name) {
       *out = type;

@@ -54,7 +54,8 @@ bool parse_reduce_op(const std::string& text, ReduceOp* out);
 /// nccl-tests' type names (`-d`, its type column) in any case: to_string(DataType)'s, "int8"
 /// ... "f8e5m2"; and, for the floating types, the names frameworks and NCCL's enumerators give
 /// them: "fp16"/"float16" (half), "fp32"/"float32" (float), "fp64"/"float64" (double), "bf16"
-/// (bfloat16), "fp8e4m3"/"float8e4m3" and "fp8e5m2"/"float8e5m2".
+/// (bfloat16), "fp8e4m3"/"float8e4m3" and "fp8e5m2"/"float8e5m2"; "char" (int8) and "int"
+/// (int32), the names nccl-tests printed before NCCL 2.
 /// Returns false (and leaves *out) for any other text.
 bool parse_datatype(const std::string& text, DataType* out);
 

@@ -961,7 +961,7 @@ TEST_CASE("collective: a forced algorithm that cannot run says what ran, sizes b
   // Between whole floats a size moves (and reports) count · 4 bytes, as nccl-tests: 5B:7B is one row of 4 B.
   const Run odd = run_cli("collective --op allreduce --fidelity analytic --sizes 5B:7B -t " + kSrc + "/topologies/dgx-a100.yaml");
   REQUIRE(odd.status == 0);
-  CHECK(odd.output.find("\n             4            1  float") != std::string::npos);
+  CHECK(odd.output.find("\n             4            1    float") != std::string::npos);
   CHECK(odd.output.find("\n             5 ") == std::string::npos);
   // An empty --sizes is no default, and a reversed range names both sizes.
   const Run empty = run_cli("collective --op allreduce --sizes '' -t " + kSrc + "/topologies/dgx-a100.yaml");
@@ -1003,7 +1003,7 @@ TEST_CASE("collective: a forced algorithm that cannot run says what ran, sizes b
     CHECK(avg.output.find(" pat/") == std::string::npos);
   }
   const Run avg_row = run_cli("collective --op reducescatter --redop avg" + one_gpu);
-  CHECK(avg_row.output.find("  float    avg     -1") != std::string::npos);
+  CHECK(avg_row.output.find("    float    avg     -1") != std::string::npos);
   const Run ag_avg = run_cli("collective --op allgather --redop avg" + one_gpu);
   REQUIRE(ag_avg.status == 0);
   CHECK(ag_avg.output.find(" pat/Simple/") != std::string::npos);
@@ -1066,13 +1066,13 @@ TEST_CASE("collective's count column is nccl-tests': elements per rank for allga
     CAPTURE(op);
     const Run r = run_cli(std::string("collective --op ") + op + t);
     REQUIRE(r.status == 0);
-    CHECK(r.output.find("          1024           32  float") != std::string::npos);
+    CHECK(r.output.find("          1024           32    float") != std::string::npos);
   }
   for (const char* op : {"allreduce", "broadcast", "reduce", "sendrecv"}) {
     CAPTURE(op);
     const Run r = run_cli(std::string("collective --op ") + op + t);
     REQUIRE(r.status == 0);
-    CHECK(r.output.find("          1024          256  float") != std::string::npos);
+    CHECK(r.output.find("          1024          256    float") != std::string::npos);
   }
 }
 

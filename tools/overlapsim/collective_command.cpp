@@ -93,7 +93,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->check([](const std::string& v) { return v.empty() ? std::string("expected a YAML file, found an empty value") : std::string(); });
   c->add_option("--override", a.overrides, "topology override KEY=VALUE, e.g. node.count=16 (repeatable)");
   c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e); each size is the one nccl-tests runs for "
-                "it: whole floats (a rank's, for allgather, reducescatter, alltoall)")
+                "it: whole elements of --datatype (a rank's, for allgather, reducescatter, alltoall)")
       ->check([](const std::string& v) { return v.empty() ? std::string("expected FROM:TO, found an empty value") : std::string(); });
   c->add_option("--factor,-f", a.factor, "size multiplication factor, default 2 (nccl-tests -f)")
       ->type_name("INT")
@@ -112,6 +112,12 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                 "sum | prod | max | min | avg | mulsum: the reduction of allreduce, reducescatter and reduce (nccl-tests -o; "
                 "default sum, or the log's with --compare): avg and mulsum keep a reducescatter off NCCL's PAT, "
                 "which cannot scale")
+      ->check(non_empty);
+  c->add_option("--datatype,-d", a.datatype,
+                "int8 | uint8 | int32 | uint32 | int64 | uint64 | half | float | double | bfloat16 | f8e4m3 | f8e5m2: "
+                "the elements (nccl-tests -d; default float, or the log's with --compare): the sizes are whole "
+                "elements; NVLS reduces only some types (no max or min of float or double, no 8-bit type), and fp8 "
+                "reductions need compute capability 9.0 and run off NCCL's ring beyond 8 ranks")
       ->check(non_empty);
   c->add_option("--channels", a.channels,
                  "NCCL's channels for every size (NCCL_MIN/MAX_NCHANNELS): the SMs held, Simple's slices and the "
@@ -320,6 +326,7 @@ int collective_command(const CollectiveArgs& a) {
                                                   "--unfold: rank 0 with mirrors times the same collective)",
                                                   kMaxUnfoldedRanks, ranks));
   const DeviceSpec& dev = device_spec(topo.gpu_model());
+  const DataType datatype = collective_datatype(a.datatype, comparing ? &log : nullptr, op, ranks, dev, &notes);
   std::vector<double> sizes;
   if (comparing) {
     // A row above the memory of all the log's ranks together could not have run (the same bound
@@ -333,8 +340,8 @@ int collective_command(const CollectiveArgs& a) {
       sizes.push_back(static_cast<double>(r.size_bytes));
     }
   } else {
-    sizes = collective_sizes(a.sizes.empty() ? "8B:8GiB" : a.sizes, a.factor == 0 ? 2.0 : a.factor, op, ranks, dev,
-                             &notes);
+    sizes = collective_sizes(a.sizes.empty() ? "8B:8GiB" : a.sizes, a.factor == 0 ? 2.0 : a.factor, op, ranks,
+                             datatype, dev, &notes);
   }
   double compare_from = 0;
   try {
@@ -353,6 +360,7 @@ int collective_command(const CollectiveArgs& a) {
   opt.ranks_per_node = rpn;
   const std::vector<int> members = bench_members(topo, ranks, rpn);
   opt.channels = a.channels;
+  opt.replay.collectives.datatype = datatype;
   if (!a.fidelity.empty()) {
     try {
       opt.replay.fidelity = parse_fidelity(a.fidelity);

@@ -1,7 +1,10 @@
 // What `overlapsim collective` takes from its flags before it simulates (collective_inputs.hpp).
 #include "tools/overlapsim/collective_inputs.hpp"
 
+#include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
+#include "sim/nccl_constants.hpp"
+#include "sim/nccl_tuning.hpp"
 #include "sim/units.hpp"
 
 #include <fmt/format.h>
@@ -17,7 +20,57 @@ namespace {
 const SourceLocation kCommandLine{"<command line>", 0, 0};
 }  // namespace
 
-double counted_bytes(BenchOp op, int ranks) { return 4.0 * nccl_tests_count_ranks(op, ranks); }
+double counted_bytes(BenchOp op, int ranks, DataType type) {
+  return static_cast<double>(datatype_bytes(type)) * nccl_tests_count_ranks(op, ranks);
+}
+
+DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, BenchOp op, int ranks,
+                             const DeviceSpec& dev, std::vector<std::string>* notes) {
+  const char* const names = "int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3 or "
+                            "f8e5m2 (nccl-tests -d; also fp16, bf16, fp32, fp64, fp8e4m3, fp8e5m2)";
+  DataType type = DataType::Float32;
+  if (!flag.empty() && !parse_datatype(flag, &type))
+    throw InputError(kCommandLine, "--datatype", fmt::format("expected {}, found '{}'", names, flag));
+  // The log's type column: every row prints its type; one per comparison.
+  int logged_line = 0;  // the first row naming its type
+  std::string logged_name;
+  if (log)
+    for (const NcclTestsRow& r : log->rows) {
+      if (r.type.empty()) continue;
+      DataType logged = DataType::Float32;
+      if (!parse_datatype(r.type, &logged))
+        throw InputError(SourceLocation{log->path, r.line, 0}, "type",
+                         fmt::format("expected {}, found '{}'", names, r.type));
+      // As for --redop: a flag that contradicts the log is refused, not silently applied.
+      if (!flag.empty() && logged != type)
+        throw InputError(kCommandLine, "--datatype",
+                         fmt::format("expected the log's {} ({}:{}), found {}", r.type, log->path, r.line, flag));
+      if (logged_line > 0 && logged != type)
+        throw InputError(SourceLocation{log->path, r.line, 0}, "type",
+                         fmt::format("expected one type per comparison, as line {} ran ({}), found {} (a run of "
+                                     "nccl-tests -d all: compare a run of one type, e.g. -d float)",
+                                     logged_line, logged_name, r.type));
+      type = logged;
+      if (logged_line == 0) logged_line = r.line, logged_name = r.type;
+    }
+  if (logged_line > 0 && flag.empty() && type != DataType::Float32)
+    notes->push_back(fmt::format("{} elements, as the log ran them", to_string(type)));
+  CollectiveKind kind = CollectiveKind::AllGather;  // (reduces nothing)
+  if (op == BenchOp::AllReduce) kind = CollectiveKind::AllReduce;
+  if (op == BenchOp::ReduceScatter) kind = CollectiveKind::ReduceScatter;
+  if (op == BenchOp::Reduce) kind = CollectiveKind::Reduce;
+  if (!nccl_has_kernel(kind, type, dev.compute_capability))
+    throw InputError(logged_line > 0 && flag.empty() ? SourceLocation{log->path, logged_line, 0} : kCommandLine,
+                     logged_line > 0 && flag.empty() ? "type" : "--datatype",
+                     fmt::format("expected a type NCCL reduces on {} (compute capability {}.{}), found {}: NCCL builds "
+                                 "its fp8 reductions for compute capability 9.0 and later only (src/device/generate.py)",
+                                 dev.model, dev.compute_capability / 10, dev.compute_capability % 10, to_string(type)));
+  if (is_fp8(type) && kind != CollectiveKind::AllGather && ranks > nccl::kFp8RingMaxRanks)
+    notes->push_back(fmt::format("{} reductions over more than {} ranks: NCCL's tuner weighs the ring's time x{} "
+                                 "(src/enqueue.cc), so another algorithm runs where one can",
+                                 to_string(type), nccl::kFp8RingMaxRanks, nccl::kFp8RingRelegation));
+  return type;
+}
 
 Topology load_collective_topology(const std::string& path, TopologyOverrides* ov, int k, std::string* trimmed_note) {
   // K ranks a node on more nodes than the machine limit allows at the nodes' full GPU count
@@ -71,17 +124,20 @@ std::string all_ranks_memory_text(const DeviceSpec& dev, int ranks) {
 }
 
 std::vector<double> collective_sizes(const std::string& range, double factor, BenchOp op, int ranks,
-                                     const DeviceSpec& dev, std::vector<std::string>* notes) {
+                                     DataType type, const DeviceSpec& dev, std::vector<std::string>* notes) {
   const SourceLocation& cli = kCommandLine;
   std::vector<double> sizes;
   const auto colon = range.find(':');
   if (colon == std::string::npos) throw InputError(cli, "--sizes", "expected FROM:TO such as 8B:8GiB, found '" + range + "'");
   try {
     const double from = parse_bytes(range.substr(0, colon)), to = parse_bytes(range.substr(colon + 1));
-    // nccl-tests counts floats: below 4 B the count is 0 and nothing moves; a size between
-    // whole floats moves count · 4 bytes, which is the size it reports (5B reads 4).
-    if (from != std::floor(from) || to != std::floor(to) || from < 4)
-      throw std::invalid_argument("expected whole numbers of bytes >= 4B (one float, the element counted)");
+    // nccl-tests counts elements: below one the count is 0 and nothing moves; a size between
+    // whole elements moves count · element bytes, which is the size it reports (5B of floats
+    // reads 4).
+    const int element = datatype_bytes(type);
+    if (from != std::floor(from) || to != std::floor(to) || from < element)
+      throw std::invalid_argument(fmt::format("expected whole numbers of bytes >= {}B (one {}, the element counted)",
+                                              element, to_string(type)));
     if (from > to)
       throw std::invalid_argument(fmt::format("expected the first size at most the last, found {} B > {} B", from, to));
     // A size is nccl-tests' size: the per-rank buffer, the largest buffer each rank holds (send
@@ -98,22 +154,23 @@ std::vector<double> collective_sizes(const std::string& range, double factor, Be
           fmt::format("expected sizes of at most {}, found {:.0f} B", all_ranks_memory_text(dev, ranks), to));
     sizes = size_range(from, to, factor);
     // The size nccl-tests runs and prints for each: what its element count makes (src/common.cu
-    // setupArgs: count = size / 4 for floats; AllGather, ReduceScatter and AllToAll take
-    // count / ranks elements a rank, GetCollByteCount), 4 · count, times the ranks for those
-    // three (100 B of AllGather over 8 ranks runs and reads 96 B). A size that holds no element
-    // a rank is a call of 0 elements there, nothing to time: left out, with a note.
-    const double unit = counted_bytes(op, ranks);
+    // setupArgs: count = size / element bytes, 4 for floats; AllGather, ReduceScatter and
+    // AllToAll take count / ranks elements a rank, GetCollByteCount), element bytes · count,
+    // times the ranks for those three (100 B of float AllGather over 8 ranks runs and reads
+    // 96 B). A size that holds no element a rank is a call of 0 elements there, nothing to time:
+    // left out, with a note.
+    const double unit = counted_bytes(op, ranks, type);
     for (double& s : sizes) s = unit * std::floor(s / unit);
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     if (!sizes.empty() && sizes.front() == 0) {
       sizes.erase(sizes.begin());
       if (sizes.empty())
         throw std::invalid_argument(fmt::format(
-            "expected a size of at least {:.0f} B for {} over {} ranks (one float a rank), found at most {:.0f} B",
-            unit, to_string(op), ranks, to));
-      notes->push_back(fmt::format("sizes below {:.0f} B hold no float a rank for {} over {} ranks (nccl-tests runs "
+            "expected a size of at least {:.0f} B for {} over {} ranks (one {} a rank), found at most {:.0f} B",
+            unit, to_string(op), ranks, to_string(type), to));
+      notes->push_back(fmt::format("sizes below {:.0f} B hold no {} a rank for {} over {} ranks (nccl-tests runs "
                                   "them as 0 elements): left out",
-                                  unit, to_string(op), ranks));
+                                  unit, to_string(type), to_string(op), ranks));
     }
   } catch (const std::invalid_argument& e) {
     throw InputError(cli, "--sizes", std::string(e.what()) + " (in '" + range + "')");

@@ -3,6 +3,7 @@
 // nccl-tests runs them.
 #pragma once
 
+#include "calibrate/nccl_tests.hpp"
 #include "models/device_catalog.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/topology.hpp"
@@ -12,10 +13,22 @@
 
 namespace overlapsim::cli {
 
-/// The bytes one unit of nccl-tests' count column stands for, its elements being floats: 4, or
-/// 4 · ranks for AllGather, ReduceScatter and AllToAll, whose count is a rank's share of the size
-/// (nccl_tests_count_ranks), bytes.
-double counted_bytes(BenchOp op, int ranks);
+/// The bytes one unit of nccl-tests' count column stands for, its elements being of `type`: the
+/// element's size (datatype_bytes: 4 for float), times `ranks` for AllGather, ReduceScatter and
+/// AllToAll, whose count is a rank's share of the size (nccl_tests_count_ranks), bytes.
+double counted_bytes(BenchOp op, int ranks, DataType type);
+
+/// The element type `op` moves (nccl-tests -d): `flag`'s (--datatype; "" where not given), else
+/// the type column of `log` (--compare; null without one) where it has one, else float. Names
+/// as parse_datatype reads them. `*notes` gets where the type came from the log, and for an fp8
+/// reduction over more than 8 `ranks` that NCCL's tuner weighs the ring ×1024. Throws
+/// InputError: "--datatype" for a name that is no type, or one other than the log's; at the
+/// log's line ("type") for a name that is no type, or a second type (a run of nccl-tests -d
+/// all: one type per comparison); "--datatype" (or the log's line) for an fp8 reduction
+/// (allreduce, reducescatter, reduce) on GPUs `dev` below compute capability 9.0, which NCCL
+/// builds no kernel for (nccl_has_kernel).
+DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, BenchOp op, int ranks,
+                             const DeviceSpec& dev, std::vector<std::string>* notes);
 
 /// The topology of file `path` with the overrides `*ov`. Where node.count passes the machine
 /// limit at the nodes' full size and the collective takes `k` GPUs a node (k > 0: --ranks-per-node,
@@ -35,13 +48,13 @@ double all_ranks_memory_bytes(const DeviceSpec& dev, int ranks);
 std::string all_ranks_memory_text(const DeviceSpec& dev, int ranks);
 
 /// The sizes of `range` ("FROM:TO", e.g. 8B:8GiB), FROM, FROM · factor, ... up to TO, each as
-/// nccl-tests runs and prints it for `op` over `ranks`: whole floats, a rank's share for
-/// AllGather, ReduceScatter and AllToAll (counted_bytes: 100 B of AllGather over 8 ranks is
-/// 96 B), bytes, ascending, without repeats. A size that holds no float a rank is left out with
-/// a note in `*notes`. Throws InputError on "--sizes": not FROM:TO, not whole bytes of at least
-/// 4 B, FROM above TO, TO above the memory of all the ranks together (`dev`'s HBM · ranks), or
-/// no size left.
+/// nccl-tests runs and prints it for `op` over `ranks` of `type`'s elements: whole elements, a
+/// rank's share for AllGather, ReduceScatter and AllToAll (counted_bytes: 100 B of float
+/// AllGather over 8 ranks is 96 B), bytes, ascending, without repeats. A size that holds no
+/// element a rank is left out with a note in `*notes`. Throws InputError on "--sizes": not
+/// FROM:TO, not whole bytes of at least one element, FROM above TO, TO above the memory of all
+/// the ranks together (`dev`'s HBM · ranks), or no size left.
 std::vector<double> collective_sizes(const std::string& range, double factor, BenchOp op, int ranks,
-                                     const DeviceSpec& dev, std::vector<std::string>* notes);
+                                     DataType type, const DeviceSpec& dev, std::vector<std::string>* notes);
 
 }  // namespace overlapsim::cli

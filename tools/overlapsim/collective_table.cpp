@@ -49,9 +49,9 @@ void CollectiveTablePrinter::head() {
   }
   const std::string extra_head = t.log ? fmt::format(" {:>9} {:>8}", "measured", "error") : "";
   const std::string extra_unit = t.log ? fmt::format(" {:>9} {:>8}", "(GB/s)", "(%)") : "";
-  std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}{}  {}\n", "size", "count", "type",
+  std::cout << fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}{}  {}\n", "size", "count", "type",
                            "redop", "root", "time", "algbw", "busbw", extra_head, "algorithm");
-  std::cout << fmt::format("# {:>12} {:>12} {:>6} {:>6} {:>6} {:>10} {:>8} {:>8}{}  {}\n", "(B)", "(elements)", "", "", "",
+  std::cout << fmt::format("# {:>12} {:>12} {:>8} {:>6} {:>6} {:>10} {:>8} {:>8}{}  {}\n", "(B)", "(elements)", "", "", "",
                            "(us)", "(GB/s)", "(GB/s)", extra_unit, "(/protocol/channels)");
   std::cout.flush();
 }
@@ -84,11 +84,11 @@ void CollectiveTablePrinter::row(size_t i, const BenchRow& r) {
   const NcclTestsRow* lr = t.log ? &t.log->rows[i] : nullptr;
   // nccl-tests' count (counted_bytes); the log's as written, whatever it says (the reader warns
   // where it disagrees).
-  const std::string count = lr ? lr->count_text : fmt::format("{:.0f}", std::floor(r.size_bytes / counted_bytes(op, t.ranks)));
-  const std::string type = lr && !lr->type.empty() ? lr->type : "float";
+  const std::string count = lr ? lr->count_text : fmt::format("{:.0f}", std::floor(r.size_bytes / counted_bytes(op, t.ranks, t.opt.replay.collectives.datatype)));
+  const std::string type = lr && !lr->type.empty() ? lr->type : to_string(t.opt.replay.collectives.datatype);
   const std::string row_redop =
       lr && !lr->redop.empty() ? lr->redop : t.reduces ? to_string(t.opt.replay.collectives.reduce_op) : "none";
-  std::cout << fmt::format("  {:>12.0f} {:>12} {:>6} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}  {}\n", r.size_bytes,
+  std::cout << fmt::format("  {:>12.0f} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}  {}\n", r.size_bytes,
                            count, type, row_redop, rooted ? "0" : "-1", r.time_s * 1e6, r.algbw_Bps / 1e9,
                            r.busbw_Bps / 1e9, extra, r.plan);
   std::cout.flush();

@@ -58,6 +58,7 @@ struct CollectiveArgs {
   std::string protocol;   ///< "" (flag not given): auto, or the log's NCCL_PROTO with --compare
   std::string algo;       ///< "" (flag not given): auto, or the log's NCCL_ALGO with --compare
   std::string redop;      ///< "" (flag not given): sum, or the log's redop with --compare
+  std::string datatype;   ///< "" (flag not given): float, or the log's type with --compare
   int channels = 0;
   std::string calibration;
   bool unfold = false;
