@@ -65,7 +65,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   const bool pat = gather && simple_ok && pat_supported(topo, ranks, opt) &&
                    !(kind == CollectiveKind::ReduceScatter && scales(opt.reduce_op));
   if (alg == CollectiveAlgorithm::Pat) {
-    if (pat) return plan_pat(topo, eff, ranks, kind, bytes, forced, tuner_inputs(topo, eff, ranks, nodes, opt));
+    if (pat) return plan_pat(topo, eff, ranks, kind, bytes, forced, tuner_inputs(topo, eff, ranks, nodes, kind, opt));
     // Forced where PAT cannot run (a node holding two members): the ring; a rule's: the automatic choice.
     alg = from_rule ? CollectiveAlgorithm::Auto : CollectiveAlgorithm::Ring;
     fell_back |= !from_rule;
@@ -75,7 +75,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   // NCCL's tuner relegates an fp8 ring over more than 8 ranks behind any other algorithm that can
   // run (schedule.hpp, DataType): the tuner's rankings take it from tuner_inputs; where closed
   // forms decide (forced channels), the ring's counts 1024 times.
-  const bool relegated = fp8_ring_relegated(opt, static_cast<int>(ranks.size()));
+  const bool relegated = fp8_ring_relegated(opt, kind, static_cast<int>(ranks.size()));
   const double ring_weight = relegated ? nccl::kFp8RingRelegation : 1.0;
   const auto in_switch = [&]() { return plan_nvls(topo, eff, ranks, bytes, opt.nvls_loop_s, kind); };
   if (alg == CollectiveAlgorithm::Nvls && nvls) return in_switch();
@@ -94,7 +94,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   // protocol alone.
   std::optional<NcclTunerInputs> tuner, ranked;
   const auto group_inputs = [&]() -> const NcclTunerInputs& {
-    if (!tuner) tuner = tuner_inputs(topo, eff, ranks, nodes, opt);
+    if (!tuner) tuner = tuner_inputs(topo, eff, ranks, nodes, kind, opt);
     return *tuner;
   };
   const auto ranked_inputs = [&]() -> const NcclTunerInputs& {

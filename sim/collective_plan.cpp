@@ -356,7 +356,7 @@ int local_ranks(const Topology& topo, const std::vector<int>& ranks) {
 namespace plan_detail {
 
 NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, int nodes,
-                             const CollectiveOptions& opt) {
+                             CollectiveKind kind, const CollectiveOptions& opt) {
   NcclTunerInputs in;
   in.ranks = static_cast<int>(ranks.size());
   in.nodes = nodes;
@@ -377,7 +377,7 @@ NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, co
     if (!ch.hops.empty()) in.graph_busbw_Bps += least;
   }
   in.ll128 = !in.intra_pcie;
-  in.fp8_ring_relegated = fp8_ring_relegated(opt, in.ranks);
+  in.fp8_ring_relegated = fp8_ring_relegated(opt, kind, in.ranks);
   return in;
 }
 

@@ -93,17 +93,22 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
 void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                             NcclTunerInputs* in);
 
-/// Whether NCCL's tuner relegates the ring of a collective of `ranks` members with these options:
-/// fp8 elements over more than 8 ranks (nccl::kFp8RingRelegation; never for the textbook ring).
-inline bool fp8_ring_relegated(const CollectiveOptions& opt, int ranks) {
-  return !opt.textbook && is_fp8(opt.datatype) && ranks > nccl::kFp8RingMaxRanks;
+/// Whether NCCL's tuner relegates the ring of a `kind` of `ranks` members with these options: an
+/// fp8 reduction (AllReduce, ReduceScatter, Reduce) over more than 8 ranks
+/// (nccl::kFp8RingRelegation; never for the textbook ring). An AllGather or Broadcast reaches the
+/// tuner as bytes (src/enqueue.cc collTaskAppend makes its elements int8), so never.
+inline bool fp8_ring_relegated(const CollectiveOptions& opt, CollectiveKind kind, int ranks) {
+  const bool reduces =
+      kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter || kind == CollectiveKind::Reduce;
+  return !opt.textbook && reduces && is_fp8(opt.datatype) && ranks > nccl::kFp8RingMaxRanks;
 }
 
 /// What NCCL's tuner knows of this group (nccl_tuning.hpp): its graph is the communicator's
 /// rings at the options' channel count (one per NIC rail on DGX-class nodes, as NCCL's search
-/// finds them: Topology::nccl_channels), each at its bottleneck's share of the links, Simple.
+/// finds them: Topology::nccl_channels), each at its bottleneck's share of the links, Simple;
+/// for a `kind` (the fp8 ring rule reads it: fp8_ring_relegated).
 NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, int nodes,
-                             const CollectiveOptions& opt);
+                             CollectiveKind kind, const CollectiveOptions& opt);
 
 /// Whether NCCL can run PAT over these ranks (collective_plan.hpp, PAT): two or more, each on a
 /// node of its own, a GPU of compute capability 6.0 or later, Simple allowed; never textbook.

@@ -75,6 +75,10 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
       if (coll) {
         const std::vector<int>& ranks = s.groups[op.group].ranks;
         r.kind = to_string(op.collective);
+        const bool reduces = op.collective == CollectiveKind::AllReduce ||
+                             op.collective == CollectiveKind::ReduceScatter || op.collective == CollectiveKind::Reduce;
+        r.type = reduces ? fmt::format("{} {}", to_string(op.datatype), to_string(op.reduce_op))
+                         : std::string(to_string(op.datatype));
         r.purpose = to_string(s.groups[op.group].purpose);
         r.group_size = static_cast<int>(ranks.size());
         r.nodes = std::get<2>(shape);

@@ -19,6 +19,9 @@ namespace overlapsim {
 struct CommOpSummary {
   std::string op;         ///< the op's name, e.g. "ar.proj", "dp.rs"
   std::string kind;       ///< "AllReduce", ..., "AllToAll", "Send"
+  /// A collective's elements in nccl-tests' names, with the reduction where it reduces:
+  /// "bfloat16 sum", "float max", "bfloat16" (an AllGather); "" for a send.
+  std::string type;
   std::string purpose;    ///< "tp", "dp", "pp", "embedding"; "pair" for a send on the pair's own communicator
   int group_size = 0;     ///< ranks of the op's communicator (2 for a pair's send)
   int nodes = 0;          ///< nodes it spans

@@ -110,20 +110,21 @@ void print_communication(std::ostream& out, const StrategyResult& s, const RunRe
   const auto us = [](double s) { return fmt::format("{:.1f}", 1e6 * s); };
   const auto alone_of = [&](const CommOpSummary& c) { return c.alone_s < 0 ? std::string("-") : us(c.alone_s); };
   // Columns as wide as their widest entry (a 10 GiB gather's 205493.8 us, a 100 s one's more).
-  size_t wop = 2, wgroup = 5, wplan = 9, wtime = 10;
+  size_t wop = 2, wtype = 4, wgroup = 5, wplan = 9, wtime = 10;
   for (const CommOpSummary& c : s.communication) {
     wop = std::max(wop, c.op.size());
+    wtype = std::max(wtype, c.type.size());
     wgroup = std::max(wgroup, group_of(c).size());
     wplan = std::max(wplan, c.plan.size());
     wtime = std::max({wtime, alone_of(c).size(), us(c.mean_s).size(), us(c.max_s).size()});
   }
-  out << fmt::format("  {:<{}} {:<13} {:<{}} {:>10} {:>9}  {:<{}} {:>4} {:>{}} {:>{}} {:>{}}\n", "op", wop, "kind",
-                     "group", wgroup, "size", "instances", "NCCL plan", wplan, "SMs", "alone", wtime, "mean", wtime,
-                     "max", wtime);
+  out << fmt::format("  {:<{}} {:<13} {:<{}} {:<{}} {:>10} {:>9}  {:<{}} {:>4} {:>{}} {:>{}} {:>{}}\n", "op", wop,
+                     "kind", "type", wtype, "group", wgroup, "size", "instances", "NCCL plan", wplan, "SMs", "alone",
+                     wtime, "mean", wtime, "max", wtime);
   for (const CommOpSummary& c : s.communication)
-    out << fmt::format("  {:<{}} {:<13} {:<{}} {:>10} {:>9}  {:<{}} {:>4} {:>{}} {:>{}} {:>{}}\n", c.op, wop, c.kind,
-                       group_of(c), wgroup, size_label(c.bytes), c.instances, c.plan, wplan, c.sms, alone_of(c),
-                       wtime, us(c.mean_s), wtime, us(c.max_s), wtime);
+    out << fmt::format("  {:<{}} {:<13} {:<{}} {:<{}} {:>10} {:>9}  {:<{}} {:>4} {:>{}} {:>{}} {:>{}}\n", c.op, wop,
+                       c.kind, c.type.empty() ? "-" : c.type, wtype, group_of(c), wgroup, size_label(c.bytes),
+                       c.instances, c.plan, wplan, c.sms, alone_of(c), wtime, us(c.mean_s), wtime, us(c.max_s), wtime);
 }
 
 void print_plans(std::ostream& out, const RunResult& r) {
@@ -219,7 +220,7 @@ nlohmann::json to_json(const RunResult& r) {
     if (!s.communication.empty()) {
       e["communication"] = {{"micro_batches_replayed", s.communication_micro_batches}, {"ops", nlohmann::json::array()}};
       for (const CommOpSummary& c : s.communication) {
-        nlohmann::json x{{"op", c.op},         {"kind", c.kind},           {"purpose", c.purpose},
+        nlohmann::json x{{"op", c.op},         {"kind", c.kind},           {"type", c.type},  {"purpose", c.purpose},
                          {"group_size", c.group_size}, {"nodes", c.nodes}, {"local_ranks", c.local_ranks},
                          {"bytes", c.bytes},   {"instances", c.instances}, {"plan", c.plan},
                          {"sms", c.sms},       {"mean_s", c.mean_s},       {"max_s", c.max_s}};

@@ -55,6 +55,13 @@ TEST_CASE("the communication report counts every collective and send, and analyt
       CHECK(c.mean_s == doctest::Approx(c.alone_s).epsilon(1e-9));
       CHECK(c.max_s == doctest::Approx(c.alone_s).epsilon(1e-9));
     }
+    // Elements and reduction as nccl-tests names them: the model's fp16 tensors, the cross
+    // entropy's max and sums of floats.
+    if (c.kind == "Send") CHECK(c.type.empty());
+    else if (c.op == "ar.ce.max") CHECK(c.type == "float max");
+    else if (c.op.rfind("ar.ce.", 0) == 0) CHECK(c.type == "float sum");
+    else if (c.kind == "AllGather") CHECK(c.type == "half");
+    else CHECK(c.type == "half sum");
   }
   CHECK(rings >= 10);
   CHECK(sends == 2);  // the activations forward, the gradients back

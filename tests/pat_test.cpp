@@ -98,7 +98,7 @@ TEST_CASE("PAT closed form: NCCL's latency plus the slower of its kernel's ceili
   CollectiveOptions o;
   o.algorithm = CollectiveAlgorithm::Pat;
   const std::vector<int> ranks = first(16);
-  const NcclTunerInputs in = plan_detail::tuner_inputs(topo, eff, ranks, 16, o);
+  const NcclTunerInputs in = plan_detail::tuner_inputs(topo, eff, ranks, 16, CollectiveKind::AllGather, o);
   REQUIRE(in.graph_busbw_Bps > 0);
   const double lat = 8e-6 + 4 * 14e-6 / 3.5 + 16 * 2.8e-6;
   for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter})

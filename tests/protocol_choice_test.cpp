@@ -56,7 +56,7 @@ CollectivePlan forced(const Machine& m, int ranks, CollectiveKind kind, double b
 /// The protocol NCCL's tuner ranks first for `alg` over the first `ranks` GPUs.
 Protocol ranked(const Machine& m, int ranks, CollectiveKind kind, double bytes, CollectiveAlgorithm alg) {
   const NcclTunerInputs in =
-      plan_detail::tuner_inputs(m.topo, m.eff, first(ranks), m.topo.node_of(ranks - 1) + 1, m.opt);
+      plan_detail::tuner_inputs(m.topo, m.eff, first(ranks), m.topo.node_of(ranks - 1) + 1, kind, m.opt);
   const auto p = nccl_model_protocol(kind, alg, bytes, in);
   REQUIRE(p.has_value());
   return *p;
@@ -136,7 +136,7 @@ TEST_CASE("with the protocol forced, listed or the channels forced, the choice i
     parse_nccl_proto_list("^LL128", o.allowed);
     const CollectivePlan p = plan(m, 16, CollectiveKind::AllReduce, 64 * kMiB, o);
     CHECK(p.protocol != Protocol::LL128);
-    NcclTunerInputs in = plan_detail::tuner_inputs(m.topo, m.eff, first(16), 2, o);
+    NcclTunerInputs in = plan_detail::tuner_inputs(m.topo, m.eff, first(16), 2, CollectiveKind::AllReduce, o);
     in.protocols = o.allowed.of(CollectiveKind::AllReduce).protocols;
     const auto want = nccl_model_protocol(CollectiveKind::AllReduce, p.algorithm, 64 * kMiB, in);
     REQUIRE(want.has_value());

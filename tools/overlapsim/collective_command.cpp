@@ -115,7 +115,9 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->check(non_empty);
   c->add_option("--datatype,-d", a.datatype,
                 "int8 | uint8 | int32 | uint32 | int64 | uint64 | half | float | double | bfloat16 | f8e4m3 | f8e5m2: "
-                "the elements (nccl-tests -d; default float, or the log's with --compare): the sizes are whole "
+                "the elements (nccl-tests -d; also fp16, float16, bf16, fp32, float32, fp64, float64, fp8e4m3, "
+                "float8e4m3, fp8e5m2, float8e5m2, char, int; any case; default float, or the log's with --compare): "
+                "the sizes are whole "
                 "elements; NVLS reduces only some types (no max or min of float or double, no 8-bit type), and fp8 "
                 "reductions need compute capability 9.0 and run off NCCL's ring beyond 8 ranks")
       ->check(non_empty);

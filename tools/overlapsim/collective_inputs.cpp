@@ -1,6 +1,7 @@
 // What `overlapsim collective` takes from its flags before it simulates (collective_inputs.hpp).
 #include "tools/overlapsim/collective_inputs.hpp"
 
+#include "calibrate/nccl_tests_rows.hpp"
 #include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
 #include "sim/nccl_constants.hpp"
@@ -37,10 +38,14 @@ DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, B
   if (log)
     for (const NcclTestsRow& r : log->rows) {
       if (r.type.empty()) continue;
+      // The names nccl-tests prints (the reader's rule, type_bytes), as printed: "half", not "HALF".
       DataType logged = DataType::Float32;
-      if (!parse_datatype(r.type, &logged))
+      if (type_bytes(r.type) == 0 || !parse_datatype(r.type, &logged))
         throw InputError(SourceLocation{log->path, r.line, 0}, "type",
-                         fmt::format("expected {}, found '{}'", names, r.type));
+                         fmt::format("expected a type nccl-tests prints (int8, uint8, int32, uint32, int64, uint64, "
+                                     "half, float, double, bfloat16, f8e4m3, f8e5m2; before NCCL 2 char, int), "
+                                     "found '{}'",
+                                     r.type));
       // As for --redop: a flag that contradicts the log is refused, not silently applied.
       if (!flag.empty() && logged != type)
         throw InputError(kCommandLine, "--datatype",
@@ -67,7 +72,8 @@ DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, B
                                  dev.model, dev.compute_capability / 10, dev.compute_capability % 10, to_string(type)));
   if (is_fp8(type) && kind != CollectiveKind::AllGather && ranks > nccl::kFp8RingMaxRanks)
     notes->push_back(fmt::format("{} reductions over more than {} ranks: NCCL's tuner weighs the ring's time x{} "
-                                 "(src/enqueue.cc), so another algorithm runs where one can",
+                                 "(src/enqueue.cc), so an automatic choice takes another algorithm wherever one "
+                                 "can run (the algorithm column says which ran)",
                                  to_string(type), nccl::kFp8RingMaxRanks, nccl::kFp8RingRelegation));
   return type;
 }
