@@ -46,6 +46,20 @@ int nccl_tests_count_ranks(BenchOp op, int ranks) {
   return op == BenchOp::AllGather || op == BenchOp::ReduceScatter || op == BenchOp::AllToAll ? ranks : 1;
 }
 
+CollectiveKind bench_collective_kind(BenchOp op) {
+  switch (op) {
+    case BenchOp::AllReduce: return CollectiveKind::AllReduce;
+    case BenchOp::AllGather: return CollectiveKind::AllGather;
+    case BenchOp::ReduceScatter: return CollectiveKind::ReduceScatter;
+    case BenchOp::AllToAll: return CollectiveKind::AllToAll;
+    case BenchOp::Broadcast: return CollectiveKind::Broadcast;
+    case BenchOp::Reduce: return CollectiveKind::Reduce;
+    case BenchOp::SendRecv: break;
+  }
+  OVERLAPSIM_CHECK(false, "bench_collective_kind: a SendRecv is point to point, no collective");
+  return CollectiveKind::AllReduce;
+}
+
 double busbw_factor(BenchOp op, int n) {
   if (n <= 1) return op == BenchOp::AllReduce || op == BenchOp::AllGather || op == BenchOp::ReduceScatter ||
                              op == BenchOp::AllToAll
@@ -125,16 +139,7 @@ BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& al
   // ranks (the root first): time it on every rank, so that the slowest is seen whether or not
   // --unfold is given (a tree simulates every member's flows anyway).
   const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
-  CollectiveKind kind = CollectiveKind::AllReduce;
-  switch (op) {
-    case BenchOp::AllReduce: kind = CollectiveKind::AllReduce; break;
-    case BenchOp::AllGather: kind = CollectiveKind::AllGather; break;
-    case BenchOp::ReduceScatter: kind = CollectiveKind::ReduceScatter; break;
-    case BenchOp::AllToAll: kind = CollectiveKind::AllToAll; break;
-    case BenchOp::Broadcast: kind = CollectiveKind::Broadcast; break;
-    case BenchOp::Reduce: kind = CollectiveKind::Reduce; break;
-    case BenchOp::SendRecv: break;
-  }
+  const CollectiveKind kind = op == BenchOp::SendRecv ? CollectiveKind::AllReduce : bench_collective_kind(op);
   // How the replay will run it (rings, chains, trees, NVLS; not AllToAll and SendRecv, which are
   // point-to-point): it decides the folding below and names the row.
   // The collective every simulated rank runs (not for SendRecv).

@@ -22,6 +22,8 @@ enum class BenchOp { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, R
 /// "allreduce", "all_reduce", "all_reduce_perf" ... → BenchOp; throws std::invalid_argument.
 BenchOp parse_bench_op(const std::string& text);
 const char* to_string(BenchOp op);
+/// The collective `op` runs. REQUIRES: op != SendRecv (point to point, no collective).
+CollectiveKind bench_collective_kind(BenchOp op);
 /// nccl-tests' bus-bandwidth factor for n ranks.
 double busbw_factor(BenchOp op, int n);
 /// Over how many of `ranks` nccl-tests spreads a size in its count column: `ranks` for

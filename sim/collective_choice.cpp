@@ -18,9 +18,7 @@ namespace overlapsim {
 using namespace plan_detail;
 
 bool nccl_has_kernel(CollectiveKind kind, DataType t, int compute_capability) {
-  const bool reduces =
-      kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter || kind == CollectiveKind::Reduce;
-  return !(reduces && is_fp8(t) && compute_capability < 90);
+  return !(reduces(kind) && is_fp8(t) && compute_capability < 90);
 }
 
 CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,

@@ -662,6 +662,13 @@ struct CollectiveOptions {
   }
 };
 
+/// What CollectiveOptions::take_op reads of `op` (its algorithm, reduction and element type) as
+/// one integer, for the caches of plans and predictions to key on beside the op's group, kind,
+/// bytes and channels.
+inline int take_op_key(const Op& op) {
+  return static_cast<int>(op.algorithm) | static_cast<int>(op.reduce_op) << 8 | static_cast<int>(op.datatype) << 16;
+}
+
 /// NCCL's Simple slices per step of a ring AllReduce, AllGather or ReduceScatter of `bytes`
 /// (NCCL's nBytes) over `ranks` ranks on a communicator of `nccl_channels` channels, summed over
 /// a channel's loops (header): 2 per loop of nccl_channels · ranks · 2 MiB, the last loop's 1 when

@@ -98,9 +98,7 @@ void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, con
 /// (nccl::kFp8RingRelegation; never for the textbook ring). An AllGather or Broadcast reaches the
 /// tuner as bytes (src/enqueue.cc collTaskAppend makes its elements int8), so never.
 inline bool fp8_ring_relegated(const CollectiveOptions& opt, CollectiveKind kind, int ranks) {
-  const bool reduces =
-      kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter || kind == CollectiveKind::Reduce;
-  return !opt.textbook && reduces && is_fp8(opt.datatype) && ranks > nccl::kFp8RingMaxRanks;
+  return !opt.textbook && reduces(kind) && is_fp8(opt.datatype) && ranks > nccl::kFp8RingMaxRanks;
 }
 
 /// What NCCL's tuner knows of this group (nccl_tuning.hpp): its graph is the communicator's

@@ -19,7 +19,7 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
   // (name, type, group shape, collective, bytes, channels, algorithm, reduction, num_sm, peer
   // node distance) → row, a group's shape being its purpose, ranks, nodes and ranks on each (the
   // TP groups of every stage alike); a row's durations summed until the end.
-  using Key = std::tuple<std::string, int, std::tuple<int, int, int, int>, int, double, int, int, int, int, int>;
+  using Key = std::tuple<std::string, int, std::tuple<int, int, int, int>, int, double, int, int, int, int>;
   std::map<Key, size_t> index;
   std::vector<double> total;
   std::vector<std::tuple<int, int, int, int>> shapes(s.groups.size(), {-2, 0, 0, 0});
@@ -55,7 +55,7 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
       std::tuple<int, int, int, int> shape{-1, 2, 0, 0};
       if (op.group >= 0) shape = shape_of(op.group);
       const Key key{op.name.str(), static_cast<int>(op.type), shape, static_cast<int>(op.collective), op.bytes,
-                    op.channels, static_cast<int>(op.algorithm), static_cast<int>(op.reduce_op) | static_cast<int>(op.datatype) << 8, op.num_sm, hop};
+                    op.channels, take_op_key(op), op.num_sm, hop};
       auto [it, fresh] = index.try_emplace(key, rows.size());
       const double begin = coll ? joined.at({op.group, op.match}) : t.start_s[pi][i];
       const double d = std::max(0.0, t.end_s[pi][i] - begin);
@@ -75,9 +75,7 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
       if (coll) {
         const std::vector<int>& ranks = s.groups[op.group].ranks;
         r.kind = to_string(op.collective);
-        const bool reduces = op.collective == CollectiveKind::AllReduce ||
-                             op.collective == CollectiveKind::ReduceScatter || op.collective == CollectiveKind::Reduce;
-        r.type = reduces ? fmt::format("{} {}", to_string(op.datatype), to_string(op.reduce_op))
+        r.type = reduces(op.collective) ? fmt::format("{} {}", to_string(op.datatype), to_string(op.reduce_op))
                          : std::string(to_string(op.datatype));
         r.purpose = to_string(s.groups[op.group].purpose);
         r.group_size = static_cast<int>(ranks.size());

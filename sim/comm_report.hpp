@@ -40,7 +40,7 @@ struct CommOpSummary {
 };
 
 /// The summary of `times` (a replay of `schedule` on `topo` with `options`), one row per distinct
-/// (name, kind, group, size, channels, algorithm, reduction) in order of first appearance; rows
+/// (name, kind, group, size, channels, algorithm, reduction, element type) in order of first appearance; rows
 /// for collectives and sends (a send's receive is its other end, not counted again).
 /// REQUIRES: times from replay(schedule, topo, options).
 std::vector<CommOpSummary> summarize_communication(const Schedule& schedule, const ReplayTimes& times,

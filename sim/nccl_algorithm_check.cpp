@@ -32,8 +32,7 @@ void NcclAlgorithmCheck::check(const Schedule& schedule, const Topology& topo, c
       if (op.type != OpType::Collective || op.collective == CollectiveKind::AllToAll) continue;
       if (op.algorithm != CollectiveAlgorithm::Auto) continue;  // the strategy's own choice
       const Group& group = schedule.groups[op.group];
-      const int what = static_cast<int>(op.reduce_op) | static_cast<int>(op.datatype) << 8;
-      if (!planned_.emplace(group.ranks, static_cast<int>(op.collective), op.bytes, op.channels, what).second)
+      if (!planned_.emplace(group.ranks, static_cast<int>(op.collective), op.bytes, op.channels, take_op_key(op)).second)
         continue;
       CollectiveOptions co = options.collectives;
       co.take_op(op);
@@ -55,9 +54,9 @@ void NcclAlgorithmCheck::check(const Schedule& schedule, const Topology& topo, c
                         "op {}, {}{}) ({})",
                         env_.lists.algo_text, proto, nccl_function_name(op.collective), ranks, nodes,
                         to_string(group.purpose), op.name.str(), size_text(op.bytes),
-                        op.collective == CollectiveKind::AllGather || op.collective == CollectiveKind::Broadcast
-                            ? fmt::format(", {}", to_string(op.datatype))
-                            : fmt::format(", {} of {}", to_string(op.reduce_op), to_string(op.datatype)),
+                        reduces(op.collective)
+                            ? fmt::format(", {} of {}", to_string(op.reduce_op), to_string(op.datatype))
+                            : fmt::format(", {}", to_string(op.datatype)),
                         forced_algorithm_reason(env_.lists.algo_text)));
       }
       fell_back_[{static_cast<int>(op.collective), static_cast<int>(group.purpose), ranks, nodes}].insert(op.name.str());

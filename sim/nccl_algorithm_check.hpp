@@ -43,7 +43,7 @@ class NcclAlgorithmCheck {
   const NcclEnvironment env_;
   const std::string path_;
   const bool active_;
-  /// Distinct collectives planned: group ranks, kind, bytes, channels, whether it scales.
+  /// Distinct collectives planned: group ranks, kind, bytes, channels, take_op_key.
   std::set<std::tuple<std::vector<int>, int, double, int, int>> planned_;
   /// Collectives that fell back, by (kind, purpose, ranks, nodes): their op names.
   std::map<std::tuple<int, int, int, int>, std::set<std::string>> fell_back_;

@@ -27,16 +27,8 @@ const CollectivePlan& cached_plan(const ReplayOptions& opt, const Topology& topo
 
 namespace detail {
 
-namespace {
-/// A collective's algorithm as plan keys hold it, with what else of the op its plan reads: the
-/// reduction and the element type (which bar PAT, NVLS or fp8's ring: CollectiveOptions::take_op).
-int algorithm_key(const Op& op) {
-  return static_cast<int>(op.algorithm) | static_cast<int>(op.reduce_op) << 8 | static_cast<int>(op.datatype) << 16;
-}
-}  // namespace
-
 const PlannedCollective& Replayer::plan_of(const Op& op) {
-  const int alg_key = algorithm_key(op);
+  const int alg_key = take_op_key(op);
   const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes, static_cast<int>(op.channels),
                                    alg_key);
   auto it = plans_.find(key);
@@ -51,7 +43,7 @@ const PlannedCollective& planned(PlanCache& cache, const ReplayOptions& opt, con
                                  const std::vector<int>& ranks, const Op& op) {
   if (cache.topology == nullptr) cache.topology = &topo;
   if (cache.topology != &topo) throw std::logic_error("replay: a plan cache shared by two topologies");
-  const int alg_key = algorithm_key(op);
+  const int alg_key = take_op_key(op);
   auto [at, fresh] = cache.plans.try_emplace(
       std::make_tuple(ranks, static_cast<int>(op.collective), op.bytes, static_cast<int>(op.channels), alg_key));
   PlannedCollective& pc = at->second;

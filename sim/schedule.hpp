@@ -66,6 +66,11 @@ enum class DataType : uint8_t {
 int datatype_bytes(DataType t);
 /// Whether `t` is one of NCCL's two fp8 types.
 inline bool is_fp8(DataType t) { return t == DataType::Float8e4m3 || t == DataType::Float8e5m2; }
+/// Whether `k` reduces its elements (AllReduce, ReduceScatter, Reduce): where Op::reduce_op and
+/// the reduction rules of its element type apply.
+inline bool reduces(CollectiveKind k) {
+  return k == CollectiveKind::AllReduce || k == CollectiveKind::ReduceScatter || k == CollectiveKind::Reduce;
+}
 /// Whether NCCL's NVLS kernels can reduce `t` by `r` (src/include/device.h ncclNvlsSupported on
 /// the device operator src/enqueue.cc hostToDevRedOp makes of it: Sum stays Sum, Max and Min
 /// become MinMax, Prod stays Prod, Avg becomes PreMulSum for floating types and SumPostDiv for

@@ -29,6 +29,7 @@
 // one layer's pass, so no activation is held beyond its layer.
 #include "sim/passes/passes.hpp"
 
+#include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
 
 #include <fmt/format.h>
@@ -90,8 +91,7 @@ class LayerSchedule final : public Pass {
           return std::max(op.duration_s, lo);
         case OpType::Collective: {
           const auto key = std::make_tuple(op.group, static_cast<int>(op.collective), op.bytes, op.channels,
-                                           static_cast<int>(op.algorithm) | static_cast<int>(op.reduce_op) << 8 |
-                                               static_cast<int>(op.datatype) << 16);
+                                           take_op_key(op));
           auto it = coll_.find(key);
           if (it == coll_.end()) it = coll_.emplace(key, predict_collective_s(s_, op, ctx_)).first;
           return it->second;

@@ -448,7 +448,7 @@ int collective_command(const CollectiveArgs& a) {
                       " alone: point-to-point messages take LL up to 16 KiB and Simple above (NCCL_P2P_LL_THRESHOLD)");
   }
   // The reduction: given, or the log's (every row prints the one it ran), else sum.
-  const bool reduces = op == BenchOp::AllReduce || op == BenchOp::ReduceScatter || op == BenchOp::Reduce;
+  const bool reduces = op != BenchOp::SendRecv && overlapsim::reduces(bench_collective_kind(op));
   const char* const redop_names = "sum, prod, max, min, avg or mulsum";
   if (!a.redop.empty() && !parse_reduce_op(a.redop, &opt.replay.collectives.reduce_op))
     throw InputError(cli, "--redop", std::string("expected ") + redop_names + ", found '" + a.redop + "'");

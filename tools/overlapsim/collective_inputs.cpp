@@ -60,17 +60,15 @@ DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, B
     }
   if (logged_line > 0 && flag.empty() && type != DataType::Float32)
     notes->push_back(fmt::format("{} elements, as the log ran them", to_string(type)));
-  CollectiveKind kind = CollectiveKind::AllGather;  // (reduces nothing)
-  if (op == BenchOp::AllReduce) kind = CollectiveKind::AllReduce;
-  if (op == BenchOp::ReduceScatter) kind = CollectiveKind::ReduceScatter;
-  if (op == BenchOp::Reduce) kind = CollectiveKind::Reduce;
+  // (A SendRecv reduces nothing, as an AllGather.)
+  const CollectiveKind kind = op == BenchOp::SendRecv ? CollectiveKind::AllGather : bench_collective_kind(op);
   if (!nccl_has_kernel(kind, type, dev.compute_capability))
     throw InputError(logged_line > 0 && flag.empty() ? SourceLocation{log->path, logged_line, 0} : kCommandLine,
                      logged_line > 0 && flag.empty() ? "type" : "--datatype",
                      fmt::format("expected a type NCCL reduces on {} (compute capability {}.{}), found {}: NCCL builds "
                                  "its fp8 reductions for compute capability 9.0 and later only (src/device/generate.py)",
                                  dev.model, dev.compute_capability / 10, dev.compute_capability % 10, to_string(type)));
-  if (is_fp8(type) && kind != CollectiveKind::AllGather && ranks > nccl::kFp8RingMaxRanks)
+  if (is_fp8(type) && reduces(kind) && ranks > nccl::kFp8RingMaxRanks)
     notes->push_back(fmt::format("{} reductions over more than {} ranks: NCCL's tuner weighs the ring's time x{} "
                                  "(src/enqueue.cc), so an automatic choice takes another algorithm wherever one "
                                  "can run (the algorithm column says which ran)",
