@@ -256,17 +256,18 @@ void load_tuning(const Reader& r, const json& root, Profile& p) {
     else
       r.fail(sec + ".algorithm",
              std::string("expected \"ring\"") +
-                 (t.kind == CollectiveKind::AllReduce ? ", \"tree\", \"nvls\" or \"nvlstree\" (pat is for all_gather and reduce_scatter)"
-                  : gather ? ", \"nvls\" or \"pat\" (tree and nvlstree are for all_reduce only)"
+                 (t.kind == CollectiveKind::AllReduce ? ", \"tree\", \"nvls\", \"nvlstree\", \"collnet_direct\" or \"collnet_chain\" (pat is for all_gather and reduce_scatter)"
+                  : gather ? ", \"nvls\" or \"pat\" (tree, nvlstree and collnet are for all_reduce only)"
                            : " (tree and nvlstree are for all_reduce only, nvls for all_reduce, all_gather and "
                              "reduce_scatter, pat for all_gather and reduce_scatter)") +
                  ", found \"" + r.string(o, sec, "algorithm") + "\"");
     if (!parse_protocol(r.string(o, sec, "protocol"), &t.protocol))
       r.fail(sec + ".protocol", "expected \"LL\", \"LL128\" or \"Simple\", found \"" + r.string(o, sec, "protocol") + "\"");
     if ((t.algorithm == CollectiveAlgorithm::Nvls || t.algorithm == CollectiveAlgorithm::NvlsTree ||
-         t.algorithm == CollectiveAlgorithm::Pat) &&
+         t.algorithm == CollectiveAlgorithm::Pat || t.algorithm == CollectiveAlgorithm::CollnetDirect ||
+         t.algorithm == CollectiveAlgorithm::CollnetChain) &&
         t.protocol != Protocol::Simple)
-      r.fail(sec + ".protocol", "expected \"Simple\" for nvls, nvlstree and pat (NCCL runs them with Simple only), found \"" +
+      r.fail(sec + ".protocol", "expected \"Simple\" for nvls, nvlstree, pat and collnet (NCCL runs them with Simple only), found \"" +
                                     r.string(o, sec, "protocol") + "\"");
     p.tuning.push_back(t);
   }

@@ -25,8 +25,10 @@
 //   allgather, reducescatter also read); ranks, nodes (optional, default: any): an integer or
 //   an inclusive range [lo, hi] of group sizes / node counts, lo >= 1; max_bytes: the largest
 //   size (bytes, NCCL's nBytes: the larger buffer) the rule covers, > 0; algorithm: "ring",
-//   "tree", "nvls", "nvlstree" or "pat" (tree and nvlstree only for all_reduce, nvls for all_reduce,
-//   all_gather and reduce_scatter, pat for the last two; nvls, nvlstree and pat with Simple only);
+//   "tree", "nvls", "nvlstree", "collnet_direct", "collnet_chain" or "pat" (tree, nvlstree and
+//   collnet only for all_reduce, nvls for all_reduce, all_gather and reduce_scatter, pat for the
+//   last two; all but ring and tree with Simple only; a rule's choice that cannot run here, e.g.
+//   CollNet without NCCL_COLLNET_ENABLE, leaves the choice to the model);
 //   protocol: "LL", "LL128" or "Simple" (any case). Of the
 //   rules covering a collective, the one of least max_bytes applies; none: the model chooses.
 // Both versions load; unknown keys inside a known section are errors, unknown top-level

@@ -86,6 +86,22 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     fell_back |= !from_rule;
     proto = nullptr;
   }
+  // CollNet (the network's in-switch reduction): forced where it can run; elsewhere the ring (a
+  // rule's choice: the automatic one), as NCCL.
+  const bool collnet_direct =
+      kind == CollectiveKind::AllReduce && collnet_supported(topo, ranks, opt, CollectiveAlgorithm::CollnetDirect);
+  const bool collnet_chain =
+      kind == CollectiveKind::AllReduce && collnet_supported(topo, ranks, opt, CollectiveAlgorithm::CollnetChain);
+  const auto collnet = [&](CollectiveAlgorithm a) {
+    return plan_collnet(topo, eff, ranks, bytes, a, tuner_inputs(topo, eff, ranks, nodes, kind, opt));
+  };
+  if (alg == CollectiveAlgorithm::CollnetDirect && collnet_direct) return collnet(alg);
+  if (alg == CollectiveAlgorithm::CollnetChain && collnet_chain) return collnet(alg);
+  if (alg == CollectiveAlgorithm::CollnetDirect || alg == CollectiveAlgorithm::CollnetChain) {
+    alg = from_rule ? CollectiveAlgorithm::Auto : CollectiveAlgorithm::Ring;
+    fell_back |= !from_rule;
+    proto = nullptr;
+  }
   if (ranks.size() <= 1) alg = CollectiveAlgorithm::Ring;
   // The group's tuner inputs (computed once, where asked for), and as NCCL's ranking takes them:
   // the protocols NCCL_PROTO's list enables (LL128 among them where it names it), the forced
@@ -123,6 +139,8 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   const bool nvls_ok = nvls && may(CollectiveAlgorithm::Nvls);
   const bool nvls_tree_ok = nvls_tree && may(CollectiveAlgorithm::NvlsTree);
   const bool tree_ok = kind == CollectiveKind::AllReduce && ranks.size() > 1 && may(CollectiveAlgorithm::Tree);
+  const bool direct_ok = collnet_direct && may(CollectiveAlgorithm::CollnetDirect);
+  const bool chain_ok = collnet_chain && may(CollectiveAlgorithm::CollnetChain);
   const bool pat_ok = pat && may(CollectiveAlgorithm::Pat);
   const auto none_left = [&]() {
     ring.fallback = true;
@@ -171,17 +189,21 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     return q.closed_form_s() < ring_weight * ring.closed_form_s() ? q : ring;
   }
   if (kind != CollectiveKind::AllReduce) return ring_ok ? ring : none_left();
-  if (!ring_ok && !tree_ok && !nvls_tree_ok) return none_left();
+  if (!ring_ok && !tree_ok && !nvls_tree_ok && !direct_ok && !chain_ok) return none_left();
   // Across nodes, the algorithm NCCL's tuner ranks first (header) of those the lists leave;
   // forced channels or the textbook model: the least closed form.
   if (alg == CollectiveAlgorithm::Auto && forced == 0 && !opt.textbook) {
     NcclTunerInputs in = ranked_inputs();
     if (nvls_tree_ok) nvls_tree_tuner_inputs(topo, eff, ranks, &in);
+    if (direct_ok || chain_ok) collnet_tuner_inputs(topo, eff, ranks, &in);
     in.algorithms = (ring_ok ? algorithm_bit(CollectiveAlgorithm::Ring) : 0u) |
                     (tree_ok ? algorithm_bit(CollectiveAlgorithm::Tree) : 0u) |
-                    (nvls_tree_ok ? algorithm_bit(CollectiveAlgorithm::NvlsTree) : 0u);
+                    (nvls_tree_ok ? algorithm_bit(CollectiveAlgorithm::NvlsTree) : 0u) |
+                    (direct_ok ? algorithm_bit(CollectiveAlgorithm::CollnetDirect) : 0u) |
+                    (chain_ok ? algorithm_bit(CollectiveAlgorithm::CollnetChain) : 0u);
     const CollectiveAlgorithm pick = nccl_model_allreduce_algorithm(bytes, in);
     if (pick == CollectiveAlgorithm::NvlsTree) return plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
+    if (pick == CollectiveAlgorithm::CollnetDirect || pick == CollectiveAlgorithm::CollnetChain) return collnet(pick);
     return pick == CollectiveAlgorithm::Tree ? plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto) : ring;
   }
   std::optional<CollectivePlan> best;
@@ -191,6 +213,11 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     CollectivePlan q = plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
     if (!best || q.closed_form_s() < best->closed_form_s()) best = std::move(q);
   }
+  for (CollectiveAlgorithm a : {CollectiveAlgorithm::CollnetDirect, CollectiveAlgorithm::CollnetChain})
+    if ((a == CollectiveAlgorithm::CollnetDirect ? direct_ok : chain_ok) && alg == CollectiveAlgorithm::Auto) {
+      CollectivePlan q = collnet(a);
+      if (!best || q.closed_form_s() < best->closed_form_s()) best = std::move(q);
+    }
   return best ? std::move(*best) : none_left();
 }
 

@@ -321,6 +321,11 @@ double tree_received_bytes(const CollectivePlan& p, int pos) {
 double received_bytes_per_rank(const CollectivePlan& p) {
   if (p.members <= 1) return 0;
   if (p.algorithm == CollectiveAlgorithm::NvlsTree) return p.step_bytes;  // the result, through its NVSwitch port
+  if (p.algorithm == CollectiveAlgorithm::CollnetDirect || p.algorithm == CollectiveAlgorithm::CollnetChain) {
+    double b = 0;  // the mean over members of what its flows deliver (a head's include the switch's result)
+    for (const CollectivePlan::BulkFlow& f : p.bulk) b += f.bytes;
+    return b / p.members;
+  }
   if (p.algorithm == CollectiveAlgorithm::Pat) {  // what its flows deliver to each member: n − 1 parts
     double b = 0;
     for (const CollectivePlan::BulkFlow& f : p.bulk)

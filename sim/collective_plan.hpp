@@ -68,7 +68,7 @@
 // its step latency at the uncontended share.
 // AllGather and ReduceScatter run on NVLS too inside one node (NCCL ≥ 2.19, src/device/
 // all_gather.h and reduce_scatter.h, NVLS without registered buffers; at most 32 local ranks;
-// across nodes NCCL needs CollNet, which is not modelled): an AllGather's kernel broadcasts each
+// across nodes NCCL runs NVLS with CollNet, which is not modelled): an AllGather's kernel broadcasts each
 // member's shard through the switch (multimem.st: S / n leaves each GPU, S arrives, its own shard
 // included) and gathers it from the switch's copies; a ReduceScatter's scatters its buffer and
 // reads each reduced shard through the switch (multimem.ld_reduce: S leaves each GPU, S / n
@@ -141,6 +141,39 @@
 // on H100 nodes of one GPU and one 400 Gb/s NIC each, AllGather up to 16 MiB over 16 nodes and up
 // to 128 MiB over 128 (`overlapsim collective --op allgather -t topologies/dgx-h100-superpod.yaml
 // --override node.gpus.count=1 --override node.count=N`), the ring's LL128 or Simple above.
+//
+// CollNet (AllReduce across nodes, NCCL's CollNetChain and CollNetDirect: the network's switches
+// reduce, InfiniBand SHARP through NCCL's CollNet plugin). It runs where NCCL_COLLNET_ENABLE=1
+// (CollectiveOptions::collnet_enable; NCCL's default is off), the fabric's switches reduce
+// (Topology::sharp_version, a topology's fabric.sharp: 2 for Quantum HDR, 3 for Quantum-2 NDR),
+// over 2 or more nodes of the same number of GPUs, at most 8 (NCCL_MAX_DIRECT_ARITY + 1), with
+// Simple, for what SHARP reduces (sharp_reduces: sum, max, min, an average as a sum, of half,
+// float, double and 32/64-bit integers; v3 also bfloat16 and 8-bit integers; never fp8);
+// CollNetDirect on NVSwitch nodes only (src/enqueue.cc updateCollCostTable, src/graph/tuning.cc).
+//   Chain (src/device/all_reduce.h runCollNetChain): on each of the ring graph's C channels a
+//     chain through a node's m GPUs starts at the channel's head, the GPU of NIC rail c mod h
+//     (h = min(m, NICs)); the reduction goes up the chain, the head's NIC sends the channel's part
+//     S / C to the switch and receives the reduced part, and the result goes down the chain. A
+//     GPU is the head of some channels, the tail of others, in the middle of the rest, so its
+//     NVSwitch port moves 2 (m − 1)/m · S each way; each NIC S / h each way.
+//   Direct (runCollNetDirect): every GPU scatters shard i of S / h to head i, which reduces it,
+//     sends it through its NIC to the switch, and broadcasts the result to the node's other GPUs:
+//     2 (m − 1)/m · S through each port too, S / h through each NIC.
+// The switch's reduction is lowered as a flow from each head to the same rail's head of the next
+// node (S / C, resp. S / h): each NIC carries what it carries on hardware; the spine links carry
+// a ring's traffic, not SHARP's aggregation tree's (not measured). Both run in bulk, as NVLS_TREE:
+//   T = NCCL's latency + T_links · (1 + hops · c / P)
+// with T_links the busiest directed link's bytes over its bandwidth while every flow moves at
+// once; NCCL's latency (its tuning model, no base latency): chain 2 (ppn − 1) · 2.8 µs + 30 µs,
+// direct 2 (min(1, ppn − 1) · 3.7 µs + (ppn − 1) · 0.4 µs) + 31 µs, 14 µs on the network for
+// one GPU a node; the fill of one chunk c of NCCL's (src/enqueue.cc: the chain's 256 KiB, the
+// direct's 512 KiB, halved for small parts) through the pipeline's hops (the chain's 2m, the
+// direct's 4) at the pace of a part P (S / C, resp. S / C / h) on that link. Checked against
+// coreweave's 8-node H100 CollNetChain curve (tests/nccl_validation_test.cpp: +6.6 to +8.6% from
+// 1 GiB, +10.2% at 512 MiB). Auto takes CollNet where NCCL's tuner ranks it first
+// (nccl_model_allreduce_algorithm). Not built: CollNet for AllGather and ReduceScatter (NCCL
+// needs the plugin's iallgather/ireducescatter and one GPU a NIC), NVLS with CollNet across nodes
+// (NCCL's multi-node NVLS), and SHARP's own aggregation limits.
 //
 // Protocols (NCCL src/graph/tuning.cc and src/include/device.h): LL moves 8 bytes of data per
 // 16 on the wire, LL128 120 per 128, Simple all of them; each has a base latency per collective
@@ -288,7 +321,7 @@
 // CollectivePlan::fallback says so (NCCL 2.24 and later fail the call; sim/nccl_algorithm_check.hpp
 // refuses such a scenario).
 //
-// Algorithm (CollectiveAlgorithm::Auto): AllGather and ReduceScatter inside one node where NVLS
+// Algorithm (CollectiveAlgorithm::Auto; forced CollNet where it cannot run: the ring): AllGather and ReduceScatter inside one node where NVLS
 // can run take the one NCCL's tuner ranks first of the ring and NVLS (the ring on every DGX H100
 // size; forced channels: the lesser closed form). AllReduce over more than one node runs the algorithm
 // NCCL's own tuner ranks first (nccl_model_allreduce_algorithm, nccl_tuning.hpp: its latency and
@@ -452,7 +485,7 @@ ChainWaves chain_waves(const Topology& topo, const LinkEfficiency& eff, const st
 
 struct CollectivePlan {
   CollectiveKind kind = CollectiveKind::AllReduce;
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring, Tree, Nvls, NvlsTree or Pat (never Auto)
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< any but Auto
   Protocol protocol = Protocol::Simple;
   bool chain = false;           ///< Broadcast/Reduce: pipelined chain from / to the root
   /// What was asked cannot run here and the ring runs instead: a forced algorithm
@@ -508,7 +541,10 @@ struct CollectivePlan {
 
   /// Whether the plan is timed by its closed form with its flows started at once (NVLS_TREE, PAT):
   /// members end when the last of `bulk` has, or at the closed form, whichever is later.
-  bool runs_in_bulk() const { return algorithm == CollectiveAlgorithm::NvlsTree || algorithm == CollectiveAlgorithm::Pat; }
+  bool runs_in_bulk() const {
+    return algorithm == CollectiveAlgorithm::NvlsTree || algorithm == CollectiveAlgorithm::Pat ||
+           algorithm == CollectiveAlgorithm::CollnetDirect || algorithm == CollectiveAlgorithm::CollnetChain;
+  }
   /// Whether a Tree's flows run in bulk in flow fidelity (kMaxTreeSliceFlows): all its hops'
   /// flows at once when every member has reached it, its members ending when the last flow has,
   /// or at their contention-free ends (member_ends_s), whichever is later.
@@ -608,6 +644,9 @@ struct CollectiveOptions {
   bool nvls_enable = true;
   /// NCCL_PAT_ENABLE: false leaves PAT out (forced, it runs the ring).
   bool pat_enable = true;
+  /// NCCL_COLLNET_ENABLE: true lets CollNetDirect and CollNetChain run where the fabric reduces
+  /// (Topology::sharp_version); NCCL's default is off (header, CollNet).
+  bool collnet_enable = false;
   /// NCCL_ALGO and NCCL_PROTO as lists (sim/nccl_selection.hpp): per collective kind, the
   /// algorithms the automatic choice (algorithm Auto) may take and the protocols it may run
   /// (protocol_auto). Default: every one.
@@ -754,7 +793,9 @@ double p2p_rate_cap_Bps(const Topology& topo, int src, int dst, double bytes, bo
 /// Payload bytes a member receives in the collective, summed over channels (for conservation
 /// tests). Ring and chain: every member alike. Tree: the mean over members — a member receives
 /// each slice once from its parent and once from each child, so over the group 2(n−1) channel
-/// buffers arrive and the mean is 2(n−1)/n · S, the ring's figure.
+/// buffers arrive and the mean is 2(n−1)/n · S, the ring's figure. CollNet: the mean of what
+/// its flows deliver, (2m − 1)/m · S for m GPUs a node in both (header, CollNet; the switch's
+/// result to a head counted as a flow).
 double received_bytes_per_rank(const CollectivePlan& p);
 /// Payload bytes group member `pos` receives in a tree AllReduce: (children + 1, root: children)
 /// times the channel's bytes, summed over channels. REQUIRES: p.algorithm == Tree.

@@ -77,6 +77,23 @@ bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const C
 /// whatever channels an op forces. REQUIRES: nvls_supported for `kind`.
 CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
                          double loop_s = 0, CollectiveKind kind = CollectiveKind::AllReduce);
+/// Whether SHARP reduces `op` of `t` on switches of generation `sharp_version` (Topology::
+/// sharp_version; collective_plan.hpp, CollNet).
+bool sharp_reduces(ReduceOp op, DataType t, int sharp_version);
+/// Whether NCCL can run CollNet algorithm `alg` (CollnetDirect or CollnetChain) for an AllReduce
+/// over these ranks (collective_plan.hpp, CollNet).
+bool collnet_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                       CollectiveAlgorithm alg);
+/// NCCL's modelled latency of CollNet algorithm `alg` over `ranks` ranks on `nodes` nodes, seconds
+/// (collective_plan.hpp, CollNet).
+double collnet_latency_s(CollectiveAlgorithm alg, int ranks, int nodes);
+/// The CollNet plan of an AllReduce (collective_plan.hpp, CollNet), its channel counts from
+/// `tuner` (tuner_inputs). REQUIRES: collnet_supported for `alg`.
+CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                            double bytes, CollectiveAlgorithm alg, const NcclTunerInputs& tuner);
+/// What NCCL's tuner knows of CollNet (NcclTunerInputs::collnet...). REQUIRES: ranks on 2 or more nodes.
+void collnet_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                          NcclTunerInputs* in);
 /// What NCCL's tuner knows of NVLS inside one node for an AllGather or ReduceScatter
 /// (nccl_tuning.hpp): its graph's heads (the members) and its intra-node bandwidth (the GPU's
 /// NVSwitch port). REQUIRES: nvls_supported.

@@ -87,7 +87,10 @@ std::string NcclAlgorithmCheck::note() const {
   const std::string off =
       nvls && !env_.nvls_enable ? "; NCCL_NVLS_ENABLE=0 leaves NVLS and NVLSTree out everywhere"
       : env_.algorithm == CollectiveAlgorithm::Pat && !env_.pat_enable ? "; NCCL_PAT_ENABLE=0 leaves PAT out everywhere"
-                                                                       : "";
+      : (env_.algorithm == CollectiveAlgorithm::CollnetDirect || env_.algorithm == CollectiveAlgorithm::CollnetChain) &&
+              !env_.collnet_enable
+          ? "; CollNet needs NCCL_COLLNET_ENABLE=1 (nccl.collnet_enable: true)"
+          : "";
   return fmt::format("NCCL_ALGO={} did not run for {}: the ring ran instead{} ({})", name, which, off,
                      forced_algorithm_reason(name));
 }

@@ -76,6 +76,17 @@ inline constexpr double kPerChNvlsTree[4][3] = {
 /// NVLink plus 2 log2(nodes) network hwLats, no base latency (src/graph/tuning.cc).
 inline double nvls_tree_latency_s(int nodes) { return kHwLatNvlsNvlink + 2.0 * log2i(nodes) * kHwLatNvlsTreeNet; }
 
+/// CollNet (the network's in-switch reduction, SHARP), Simple only, no base latency (src/graph/
+/// tuning.cc): hwLat inside a node (NVLink and PCIe alike) and on the network, seconds, for
+/// CollNetDirect and CollNetChain; CollNetDirect's "0.4 us arity serialization latency" per local
+/// rank after the first; its busBw factor on Hopper and later.
+inline constexpr double kHwLatCollNetDirectIntra = 3.7e-6;
+inline constexpr double kHwLatCollNetChainIntra = 2.8e-6;
+inline constexpr double kHwLatCollNetDirectNet = 31e-6;
+inline constexpr double kHwLatCollNetChainNet = 30e-6;
+inline constexpr double kCollNetDirectArityLat = 0.4e-6;
+inline constexpr double kCollNetDirectHopperFactor = 0.85;
+
 /// PAT (AllGather and ReduceScatter over one GPU per node, Simple only): base latency, seconds;
 /// its latency per rank (the linear part: "still a linear part; hopefully we'll manage to remove
 /// it at some point"), seconds; the divisor of its per-level network latency; its busBw factor

@@ -18,7 +18,8 @@ struct Name {
 const std::vector<Name>& algorithm_names() {
   static const std::vector<Name> v = {
       {"Tree", algorithm_bit(CollectiveAlgorithm::Tree)},   {"Ring", algorithm_bit(CollectiveAlgorithm::Ring)},
-      {"CollNetDirect", kCollNetDirectBit},                  {"CollNetChain", kCollNetChainBit},
+      {"CollNetDirect", algorithm_bit(CollectiveAlgorithm::CollnetDirect)},
+      {"CollNetChain", algorithm_bit(CollectiveAlgorithm::CollnetChain)},
       {"NVLS", algorithm_bit(CollectiveAlgorithm::Nvls)},   {"NVLSTree", algorithm_bit(CollectiveAlgorithm::NvlsTree)},
       {"PAT", algorithm_bit(CollectiveAlgorithm::Pat)}};
   return v;
@@ -51,7 +52,7 @@ unsigned nccl_algorithms_of(CollectiveKind k) {
     case CollectiveKind::AllGather:
     case CollectiveKind::ReduceScatter:
       return algorithm_bit(CollectiveAlgorithm::Ring) | algorithm_bit(CollectiveAlgorithm::Pat) |
-             algorithm_bit(CollectiveAlgorithm::Nvls) | kCollNetDirectBit;
+             algorithm_bit(CollectiveAlgorithm::Nvls) | algorithm_bit(CollectiveAlgorithm::CollnetDirect);
     case CollectiveKind::AllReduce: return kEveryAlgorithm & ~algorithm_bit(CollectiveAlgorithm::Pat);
     case CollectiveKind::AllToAll: return 0;
   }
@@ -176,10 +177,6 @@ bool NcclSelection::is_default() const {
 
 bool is_single_nccl_name(const std::string& text) { return text.find_first_of(",;:^") == std::string::npos; }
 
-bool is_forced_algorithm_name(const std::string& text) {
-  return is_single_nccl_name(text) && !same_ignoring_case(text, "CollNetDirect") &&
-         !same_ignoring_case(text, "CollNetChain");
-}
 
 void parse_nccl_algo_list(const std::string& text, NcclSelection& sel) {
   std::array<unsigned, 6> rows{};
@@ -225,6 +222,8 @@ const char* nccl_algo_name(CollectiveAlgorithm a) {
     case CollectiveAlgorithm::Nvls: return "NVLS";
     case CollectiveAlgorithm::NvlsTree: return "NVLSTree";
     case CollectiveAlgorithm::Pat: return "PAT";
+    case CollectiveAlgorithm::CollnetDirect: return "CollNetDirect";
+    case CollectiveAlgorithm::CollnetChain: return "CollNetChain";
   }
   return "?";
 }
@@ -238,10 +237,14 @@ const char* nccl_function_name(CollectiveKind k) {
 std::string forced_algorithm_reason(const std::string& nccl_algo) {
   return "NCCL runs Tree and NVLSTree for AllReduce only, NVLS for AllReduce, AllGather and ReduceScatter; NVLS "
          "inside one node of 3 or more Hopper-or-later GPUs on NVSwitch (AllGather and ReduceScatter: at most 32; across "
-         "nodes they need CollNet, which is not simulated), NVLSTree across 2 or more such nodes with NICs and the same "
+         "nodes NVLS with CollNet is not simulated), NVLSTree across 2 or more such nodes with NICs and the same "
          "number of GPUs each, both with Simple, 2 or more channels and (but for AllGather) a reduction NVLS has (a sum "
          "of 32/64-bit integers, half, bfloat16, float or double, a max or min of those but float and double); PAT for "
-         "AllGather and ReduceScatter over 2 or more ranks each on a node of its own, with Simple, not for a ReduceScatter that averages (avg, mulsum); NCCL 2.24 and later, given "
+         "AllGather and ReduceScatter over 2 or more ranks each on a node of its own, with Simple, not for a ReduceScatter that averages (avg, mulsum); "
+         "CollNetDirect and CollNetChain for AllReduce over 2 or more nodes of at most 8 GPUs each (the same number), "
+         "with NCCL_COLLNET_ENABLE=1, a fabric whose switches reduce (the topology's fabric.sharp), Simple, and a "
+         "reduction SHARP has (sum, avg, max or min of half, float, double, 32/64-bit integers; SHARP 3 also "
+         "bfloat16 and 8-bit integers), CollNetDirect on NVSwitch nodes only; NCCL 2.24 and later, given "
          "NCCL_ALGO=" +
          nccl_algo +
          " where it cannot run, fail the call: \"No algorithm/protocol available for function ...\" (src/enqueue.cc; "

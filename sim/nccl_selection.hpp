@@ -26,8 +26,8 @@
 // trusts (NVLink inside a node); a NCCL_PROTO row that enables it (LL128 listed, or not excluded
 // by a '^' list) enables it everywhere, as NCCL's protoEnable 1 does.
 //
-// CollNetDirect and CollNetChain need a network with in-switch reduction (SHARP) and NCCL's
-// CollNet plugin, which the simulated fabrics do not have: they are accepted as names and never run.
+// CollNetDirect and CollNetChain run where the fabric reduces in its switches (a topology's
+// fabric.sharp) and NCCL_COLLNET_ENABLE is set (collective_plan.hpp, CollNet).
 #pragma once
 
 #include "sim/nccl_tuning.hpp"
@@ -41,9 +41,6 @@ namespace overlapsim {
 
 /// The bit of algorithm `a` (not Auto) in NcclAllowed::algorithms.
 constexpr unsigned algorithm_bit(CollectiveAlgorithm a) { return 1u << static_cast<unsigned>(a); }
-/// NCCL's CollNet algorithms' bits (never runnable here, header).
-inline constexpr unsigned kCollNetDirectBit = 1u << 6;
-inline constexpr unsigned kCollNetChainBit = 1u << 7;
 /// Every algorithm NCCL has: Ring, Tree, NVLS, NVLSTree, PAT, CollNetDirect, CollNetChain.
 inline constexpr unsigned kEveryAlgorithm = 0xFEu;
 /// Every protocol: bit (1 << Protocol) for LL, LL128, Simple.
@@ -86,12 +83,6 @@ class NcclListError : public std::invalid_argument {
 /// Whether `text` is one name (no ',', ';', ':' nor '^'): NCCL_ALGO=Ring as this simulator
 /// always read it (a forced algorithm, the ring where it cannot run).
 bool is_single_nccl_name(const std::string& text);
-
-/// Whether an NCCL_ALGO value is one name of an algorithm this simulator forces: one name that is
-/// not CollNetDirect or CollNetChain (any case). CollNet is not modelled, so those are read as a
-/// list of one (parse_nccl_algo_list), as NCCL reads every value: what it leaves is refused or
-/// noted where it leaves nothing that runs, as for any list.
-bool is_forced_algorithm_name(const std::string& text);
 
 /// Parses an NCCL_ALGO value (header) into sel's algorithms and algo_text, leaving its protocols.
 /// Throws NcclListError for an unknown function or algorithm, an empty name or entry, a '^' with

@@ -66,6 +66,8 @@ bool parse_algorithm(const std::string& text, CollectiveAlgorithm* out) {
   else if (t == "nvls") *out = CollectiveAlgorithm::Nvls;
   else if (t == "nvlstree" || t == "nvls_tree") *out = CollectiveAlgorithm::NvlsTree;
   else if (t == "pat") *out = CollectiveAlgorithm::Pat;
+  else if (t == "collnetdirect" || t == "collnet_direct") *out = CollectiveAlgorithm::CollnetDirect;
+  else if (t == "collnetchain" || t == "collnet_chain") *out = CollectiveAlgorithm::CollnetChain;
   else return false;
   return true;
 }
@@ -204,7 +206,8 @@ double ring_latency_s(Protocol proto, int steps, int inter_steps, const NcclTune
 
 double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in) {
   OVERLAPSIM_CHECK((alg == CollectiveAlgorithm::Ring || alg == CollectiveAlgorithm::Tree ||
-                    alg == CollectiveAlgorithm::NvlsTree) &&
+                    alg == CollectiveAlgorithm::NvlsTree || alg == CollectiveAlgorithm::CollnetDirect ||
+                    alg == CollectiveAlgorithm::CollnetChain) &&
                        in.ranks >= 2 &&
                        bytes >= 0 && in.graph_busbw_Bps > 0 && in.graph_channels >= 1 && in.comm_channels >= 1 &&
                        in.nodes >= 1 && in.cc_index >= 0 && in.cc_index <= 3,
@@ -230,6 +233,22 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
     ratio = static_cast<double>(n) / (2 * (n - 1));
     lat = nccl::nvls_tree_latency_s(N);
     return lat + bytes / (bus * ratio);
+  }
+  if (alg == CollectiveAlgorithm::CollnetDirect || alg == CollectiveAlgorithm::CollnetChain) {
+    if (!in.collnet || proto != Protocol::Simple || in.collnet_heads < 1 || in.collnet_intra_Bps <= 0 || N < 2)
+      return std::numeric_limits<double>::infinity();
+    const bool direct = alg == CollectiveAlgorithm::CollnetDirect;
+    bus = in.collnet_intra_Bps;
+    if (direct) {
+      double f = ppn / in.collnet_heads;  // GPU/NIC ratio
+      f -= (f - 1) / 2;
+      bus /= f;
+      if (in.cc_index >= 2) bus *= nccl::kCollNetDirectHopperFactor;
+    }
+    const double inter = ppn == 1 ? nccl::kHwLatTree[2][2] : direct ? nccl::kHwLatCollNetDirectNet : nccl::kHwLatCollNetChainNet;
+    lat = direct ? 2 * (std::min(1.0, ppn - 1) * nccl::kHwLatCollNetDirectIntra + (ppn - 1) * nccl::kCollNetDirectArityLat) + inter
+                 : 2 * (ppn - 1) * nccl::kHwLatCollNetChainIntra + inter;
+    return lat + bytes / (bus * 0.5);
   }
   if (alg == CollectiveAlgorithm::Ring) {
     bus = ring_busbw(proto, in);
@@ -303,7 +322,8 @@ CollectiveAlgorithm least_time(std::initializer_list<CollectiveAlgorithm> algori
 }  // namespace
 
 CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in) {
-  return least_time({CollectiveAlgorithm::Tree, CollectiveAlgorithm::Ring, CollectiveAlgorithm::NvlsTree},
+  return least_time({CollectiveAlgorithm::Tree, CollectiveAlgorithm::Ring, CollectiveAlgorithm::CollnetDirect,
+                     CollectiveAlgorithm::CollnetChain, CollectiveAlgorithm::NvlsTree},
                     nccl_model_allreduce_s, bytes, in);
 }
 

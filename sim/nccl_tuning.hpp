@@ -144,6 +144,12 @@ struct NcclTunerInputs {
   int nvls_heads = 0;
   double nvls_intra_Bps = 0;
   double nvls_inter_Bps = 0;
+  /// CollNet (CollNetDirect, CollNetChain) can run (collective_plan.hpp, CollNet), and NCCL's
+  /// CollNet graphs: the heads (NICs of a node, one per GPU at most) and their channels' summed
+  /// intra-node bandwidth (nChannels · bwIntra), bytes/s.
+  bool collnet = false;
+  int collnet_heads = 0;
+  double collnet_intra_Bps = 0;
   /// The collective's elements are fp8 and its ranks more than 8: NCCL multiplies the ring's
   /// modelled time by nccl::kFp8RingRelegation (schedule.hpp, DataType), so that the ranking takes
   /// any other algorithm that can run. Protocols within the ring rank as before.
@@ -173,9 +179,10 @@ struct NcclTunerInputs {
 /// graph_busbw_Bps > 0; graph_channels, comm_channels >= 1.
 double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in);
 
-/// The algorithm (Ring, Tree or, where it can run, NvlsTree) of NCCL's least modelled time over
-/// its enabled protocols (in.only_protocol's alone where set) for an AllReduce of `bytes` (src/enqueue.cc getAlgoInfo, which tries
-/// the tree, then the ring, then NVLS_TREE: a tie goes to the earlier), among those in.algorithms
+/// The algorithm (Ring, Tree or, where they can run, CollnetDirect, CollnetChain, NvlsTree) of
+/// NCCL's least modelled time over its enabled protocols (in.only_protocol's alone where set) for
+/// an AllReduce of `bytes` (src/enqueue.cc getAlgoInfo, which tries them in NCCL's order: the
+/// tree, the ring, CollNetDirect, CollNetChain, NVLS_TREE; a tie goes to the earlier), among those in.algorithms
 /// and in.protocols enable (NCCL_ALGO, NCCL_PROTO lists).
 CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in);
 
@@ -217,7 +224,7 @@ struct TuningRule {
   int min_ranks = 1, max_ranks = INT_MAX;           ///< group sizes it applies to (inclusive)
   int min_nodes = 1, max_nodes = INT_MAX;           ///< node counts it applies to (inclusive)
   double max_bytes = 0;  ///< largest size (NCCL's nBytes, bytes) it applies to
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< Ring or Tree
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;  ///< any but Auto (calibrate/profile.hpp)
   Protocol protocol = Protocol::Simple;
 };
 

@@ -63,8 +63,9 @@ PipelineSchedule parse_pipeline(const std::string& v) {
   throw std::invalid_argument("expected 1f1b or gpipe, found '" + v + "'");
 }
 
-/// NCCL_NVLS_ENABLE and NCCL_PAT_ENABLE as a job sets them (1, 0) or as YAML writes them (true,
-/// false), for the scenario's nccl.nvls_enable and nccl.pat_enable and their --set.
+/// NCCL_NVLS_ENABLE, NCCL_PAT_ENABLE and NCCL_COLLNET_ENABLE as a job sets them (1, 0) or as YAML
+/// writes them (true, false), for the scenario's nccl.nvls_enable, nccl.pat_enable and
+/// nccl.collnet_enable and their --set.
 bool parse_nccl_switch(const std::string& v) {
   if (v == "1" || v == "true") return true;
   if (v == "0" || v == "false") return false;
@@ -181,14 +182,13 @@ std::vector<std::string> parse_strategies(const YamlFile& f, const YAML::Node& n
 CollectiveAlgorithm parse_nccl_algo(const std::string& text) {
   CollectiveAlgorithm a = CollectiveAlgorithm::Auto;
   if (!parse_algorithm(text, &a))
-    throw std::invalid_argument("expected auto, ring, tree, nvls, nvlstree or pat (NCCL_ALGO), found '" + text +
-                                "' (or a list as NCCL reads it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring; CollNetDirect or "
-                                "CollNetChain alone is a list of one)");
+    throw std::invalid_argument("expected auto, ring, tree, nvls, nvlstree, pat, collnetdirect or collnetchain (NCCL_ALGO), "
+                                "found '" + text + "' (or a list as NCCL reads it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring)");
   return a;
 }
 
 void parse_nccl_algo(const std::string& text, NcclEnvironment& env) {
-  if (is_forced_algorithm_name(text)) {
+  if (is_single_nccl_name(text)) {
     env.algorithm = parse_nccl_algo(text);
     clear_nccl_algo_list(env.lists);
     return;
@@ -227,6 +227,7 @@ std::string describe(const NcclEnvironment& env) {
   else if (!env.lists.proto_text.empty()) add("NCCL_PROTO=" + env.lists.proto_text);
   if (!env.nvls_enable) add("NCCL_NVLS_ENABLE=0");
   if (!env.pat_enable) add("NCCL_PAT_ENABLE=0");
+  if (env.collnet_enable) add("NCCL_COLLNET_ENABLE=1");
   return out;
 }
 
@@ -243,6 +244,7 @@ void NcclEnvironment::apply(CollectiveOptions& o) const {
   o.allowed = lists;
   o.nvls_enable = nvls_enable;
   o.pat_enable = pat_enable;
+  o.collnet_enable = collnet_enable;
 }
 
 Scenario load_scenario(const std::string& path) {
@@ -306,7 +308,7 @@ Scenario load_scenario(const std::string& path) {
   }
   if (const YAML::Node n = r["nccl"]) {
     if (!n.IsMap()) fail(f, n, "nccl", "expected a map such as {algo: ring, proto: simple, nvls_enable: false}");
-    check_keys(f, n, {"algo", "proto", "nvls_enable", "pat_enable"}, "nccl");
+    check_keys(f, n, {"algo", "proto", "nvls_enable", "pat_enable", "collnet_enable"}, "nccl");
     if (n["algo"]) {
       parse_nccl_value(f, n["algo"], "nccl.algo", [&](const std::string& t) { parse_nccl_algo(t, s.nccl); });
       s.nccl.algo_at = location_of(f, n["algo"]);
@@ -317,6 +319,8 @@ Scenario load_scenario(const std::string& path) {
     }
     if (n["nvls_enable"]) s.nccl.nvls_enable = parse_with(f, n["nvls_enable"], "nccl.nvls_enable", parse_nccl_switch);
     if (n["pat_enable"]) s.nccl.pat_enable = parse_with(f, n["pat_enable"], "nccl.pat_enable", parse_nccl_switch);
+    if (n["collnet_enable"])
+      s.nccl.collnet_enable = parse_with(f, n["collnet_enable"], "nccl.collnet_enable", parse_nccl_switch);
   }
   if (const YAML::Node n = r["flow"]) {
     if (!n.IsMap()) fail(f, n, "flow", "expected a map such as {tree_slice_flows: 0}");
@@ -399,6 +403,7 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
     else if (key == "flow.tree_slice_flows") s.flow.tree_slice_flows = to_int(0);
     else if (key == "nccl.nvls_enable") s.nccl.nvls_enable = parse_nccl_switch(value);
     else if (key == "nccl.pat_enable") s.nccl.pat_enable = parse_nccl_switch(value);
+    else if (key == "nccl.collnet_enable") s.nccl.collnet_enable = parse_nccl_switch(value);
     else if (key == "model.preset") {
       try {
         s.model = model_preset(value);
@@ -416,7 +421,7 @@ void apply_setting(Scenario& s, const std::string& key, const std::string& value
     else if (key.rfind("topology_overrides.", 0) == 0) s.topology_overrides[key.substr(19)] = value;
     else bad("unknown setting; expected parallelism.{tp,pp,dp,sp,micro_batch,global_batch,zero_stage,recompute,"
              "pipeline_schedule,overlap_grad_reduce,async_tp_reduce,flash_attention,average_in_collective}, fidelity, "
-             "nccl.{algo,proto,nvls_enable,pat_enable}, flow.tree_slice_flows, model.preset, calibration or "
+             "nccl.{algo,proto,nvls_enable,pat_enable,collnet_enable}, flow.tree_slice_flows, model.preset, calibration or "
              "topology_overrides.KEY");
   } catch (const std::invalid_argument& e) {
     bad(e.what());

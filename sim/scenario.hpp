@@ -14,8 +14,9 @@
 //   calibration: ../calibrate/profiles/a100-sxm4-80gb.json   # optional: default per GPU model
 //   strategies: [serial, megatron]    # or: all; entries as --strategy takes them (megatron+workload-partition:4)
 //   fidelity: flow                    # flow | analytic
-//   nccl: {algo: auto, proto: auto, nvls_enable: true, pat_enable: true}   # optional: NCCL_ALGO,
-//                                     # NCCL_PROTO, NCCL_NVLS_ENABLE, NCCL_PAT_ENABLE of the job;
+//   nccl: {algo: auto, proto: auto, nvls_enable: true, pat_enable: true, collnet_enable: false}
+//                                     # optional: NCCL_ALGO, NCCL_PROTO, NCCL_NVLS_ENABLE,
+//                                     # NCCL_PAT_ENABLE, NCCL_COLLNET_ENABLE of the job;
 //                                     # algo and proto also as NCCL's lists: "ring,tree", "^nvls",
 //                                     # "allreduce:tree,ring;allgather:ring", "^LL128"
 //   flow: {tree_slice_flows: 1024}   # optional, flow fidelity only: a tree AllReduce of more
@@ -62,6 +63,7 @@ struct NcclEnvironment {
   NcclSelection lists;                   ///< NCCL_ALGO and NCCL_PROTO given as lists
   bool nvls_enable = true;
   bool pat_enable = true;
+  bool collnet_enable = false;  ///< NCCL_COLLNET_ENABLE (NCCL's default 0)
   /// Where NCCL_ALGO and NCCL_PROTO were set (the scenario's nccl.algo and nccl.proto values, or
   /// "<command line>" for --set), for the errors that come later than parsing.
   SourceLocation algo_at, proto_at;
@@ -73,12 +75,12 @@ struct NcclEnvironment {
 /// ("NCCL_ALGO=Ring NCCL_NVLS_ENABLE=0", "NCCL_ALGO=^NVLS NCCL_PROTO=LL,Simple"); "" for NCCL's defaults.
 std::string describe(const NcclEnvironment& env);
 
-/// Parses one NCCL_ALGO name (auto, ring, tree, nvls, nvlstree, pat; any case). Throws
+/// Parses one NCCL_ALGO name (auto, ring, tree, nvls, nvlstree, pat, collnetdirect, collnetchain;
+/// any case). Throws
 /// std::invalid_argument naming what was expected.
 CollectiveAlgorithm parse_nccl_algo(const std::string& text);
 /// Sets env's NCCL_ALGO from `text` for the scenario's `nccl.algo` and `--set nccl.algo`: "auto",
-/// one name (parse_nccl_algo), or a list (parse_nccl_algo_list; CollNetDirect or CollNetChain alone is
-/// a list of one, is_forced_algorithm_name). Throws std::invalid_argument for a
+/// one name (parse_nccl_algo), or a list (parse_nccl_algo_list). Throws std::invalid_argument for a
 /// bad name, NcclListError (sim/nccl_selection.hpp, with the offset in `text`) for a bad list.
 void parse_nccl_algo(const std::string& text, NcclEnvironment& env);
 /// Sets env's NCCL_PROTO from `text` for `nccl.proto`: "auto", one name (ll, ll128, simple; any

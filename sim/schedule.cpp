@@ -65,6 +65,8 @@ const char* to_string(CollectiveAlgorithm a) {
     case CollectiveAlgorithm::Nvls: return "nvls";
     case CollectiveAlgorithm::NvlsTree: return "nvlstree";
     case CollectiveAlgorithm::Pat: return "pat";
+    case CollectiveAlgorithm::CollnetDirect: return "collnetdirect";
+    case CollectiveAlgorithm::CollnetChain: return "collnetchain";
   }
   return "?";
 }

@@ -39,8 +39,11 @@ enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllTo
 /// Nvls: NVLink SHARP, the reduction (or an AllGather's broadcast) done in a Hopper-or-later
 /// NVSwitch (AllReduce, AllGather, ReduceScatter inside one node); NvlsTree: NVLink SHARP inside each node and a tree between the nodes (AllReduce across
 /// nodes); Pat: NCCL's Parallel Aggregated Trees (AllGather and ReduceScatter over one GPU per
-/// node, NCCL >= 2.23; collective_plan.hpp).
-enum class CollectiveAlgorithm : uint8_t { Auto, Ring, Tree, Nvls, NvlsTree, Pat };
+/// node, NCCL >= 2.23); CollnetDirect and CollnetChain: NCCL's CollNet, the reduction across
+/// nodes done in the network's switches (InfiniBand SHARP), AllReduce across nodes where the
+/// fabric has it and NCCL_COLLNET_ENABLE is set (collective_plan.hpp). The values 1 ... 7 are the
+/// bits of NCCL_ALGO's lists (nccl_selection.hpp algorithm_bit).
+enum class CollectiveAlgorithm : uint8_t { Auto, Ring, Tree, Nvls, NvlsTree, Pat, CollnetDirect, CollnetChain };
 /// A reduction's operator (ncclRedOp_t; nccl-tests' `-o`): what a collective's time depends
 /// on is only whether NCCL scales it (Avg, as ncclDevPreMulSum or ncclDevSumPostDiv), which
 /// NCCL's PAT ReduceScatter does not support (src/enqueue.cc: "Tree reduceScatter doesn't

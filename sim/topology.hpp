@@ -87,6 +87,10 @@ class Topology {
   int nccl_channels_one_node = 0;
   /// NICs per node (template form; 0: none, or the explicit form).
   int nics_per_node = 0;
+  /// The SHARP generation of the fabric's switches (template form's fabric.sharp): 2 (NVIDIA
+  /// Quantum HDR) or 3 (Quantum-2 NDR), which reduce in the network for NCCL's CollNet
+  /// algorithms (collective_plan.hpp, CollNet); 0: none (explicit topologies too).
+  int sharp_version = 0;
 
   /// Channels NCCL's communicator opens over a group on `nodes` nodes holding `local_ranks` GPUs
   /// of each (NCCL's localRanks; 0: every GPU of the node), or 0 where not known.

@@ -423,10 +423,28 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   if (!nics.IsDefined()) fail(f, fabric, "node.nics", "a fabric needs NICs: add node.nics");
   const YAML::Node kind_node = require(f, fabric, "kind");
   const std::string kind = as_string(f, kind_node, "fabric.kind");
+  // In-network reduction (NCCL's CollNet over InfiniBand SHARP): the SHARP generation of the
+  // fabric's switches, 2 (Quantum HDR, QM8700) or 3 (Quantum-2 NDR, QM9700; adds bfloat16, int8
+  // and uint8 to what it reduces: sim/collective_collnet.cpp).
+  const char* sharp_expected = "expected the switches' SHARP generation, 2 (Quantum HDR) or 3 (Quantum-2 NDR), or none";
+  if (const auto o = overrides.find("fabric.sharp"); o != overrides.end()) {
+    if (o->second == "2" || o->second == "3") t.sharp_version = o->second[0] - '0';
+    else if (o->second != "none")
+      throw InputError(SourceLocation{f.path, 0, 0}, "fabric.sharp",
+                       std::string(sharp_expected) + ", found '" + o->second + "' (the topology override fabric.sharp)");
+  } else if (fabric["sharp"].IsDefined()) {
+    const YAML::Node v = fabric["sharp"];
+    const std::string text = v.IsScalar() ? v.Scalar() : std::string();
+    if (text == "2" || text == "3") t.sharp_version = text[0] - '0';
+    else if (text != "none")
+      fail(f, v, "fabric.sharp",
+           std::string(sharp_expected) + ", found '" +
+               (v.IsScalar() ? text : std::string("a ") + (v.IsMap() ? "map" : "list")) + "'");
+  }
   // One switch traversal costs fabric.latency: a NIC-leaf link carries half of it (plus the
   // NIC's own latency), a leaf-spine link all of it, so a path pays each switch exactly once.
   if (kind == "single-switch") {
-    check_keys(f, fabric, {"kind", "latency"}, "fabric");
+    check_keys(f, fabric, {"kind", "latency", "sharp"}, "fabric");
     const double sw_lat =
         optional_quantity(f, fabric, "latency", "fabric.latency", kDefaultSwitchLatency, as_time_s, parse_time_s);
     const VertexId sw = bld.add_device(Device{"switch", DeviceKind::Switch, "", -1, 0}, fabric, "fabric");
@@ -437,7 +455,7 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
     fail(f, kind_node, "fabric.kind", "expected single-switch or fat-tree, found '" + kind + "'");
 
   check_keys(f, fabric,
-             {"kind", "levels", "radix", "oversubscription", "rail_optimized", "bandwidth", "latency", "routing"},
+             {"kind", "levels", "radix", "oversubscription", "rail_optimized", "bandwidth", "latency", "routing", "sharp"},
              "fabric");
   if (fabric["levels"].IsDefined() && as_int(f, fabric["levels"], "fabric.levels") != 2)
     fail(f, fabric["levels"], "fabric.levels", "expected 2 (only two-level fat trees are supported), found '" +
@@ -526,10 +544,10 @@ Topology load_topology(const std::string& path, const TopologyOverrides& overrid
     fail(f, f.root, "devices", "expected 'devices' and 'links' (explicit form) or 'node' (template form)");
 
   for (const auto& [key, value] : overrides) {
-    if (key != "node.count" && key != "node.gpus.count" && key != "node.gpus.model")
+    if (key != "node.count" && key != "node.gpus.count" && key != "node.gpus.model" && key != "fabric.sharp")
       throw InputError(SourceLocation{path, 0, 0}, key,
                        "unknown topology override '" + key + "' (= '" + value +
-                           "'); known overrides: node.count, node.gpus.count, node.gpus.model");
+                           "'); known overrides: node.count, node.gpus.count, node.gpus.model, fabric.sharp");
     if (is_explicit)
       throw InputError(SourceLocation{path, 0, 0}, key,
                        "topology override '" + key + "' applies only to the template form (node, fabric)");

@@ -1014,7 +1014,7 @@ TEST_CASE("collective: a forced algorithm that cannot run says what ran, sizes b
   CHECK(bad_redop.output.find("expected sum, prod, max, min, avg or mulsum, found 'mean'") != std::string::npos);
   const Run bad = run_cli("collective --op allgather --algo bruck" + one_gpu);
   CHECK(bad.status == 2);
-  CHECK(bad.output.find("expected auto, ring, tree, nvls, nvlstree or pat") != std::string::npos);
+  CHECK(bad.output.find("expected auto, ring, tree, nvls, nvlstree, pat, collnetdirect or collnetchain") != std::string::npos);
 }
 
 TEST_CASE("the flow fidelity's SimGrid module is loaded only by a flow replay, and a missing one is named") {

@@ -51,8 +51,11 @@ TEST_CASE("a scenario's nccl section: NCCL_ALGO, NCCL_PROTO, NVLS and PAT switch
   CHECK(s.nccl.protocol == Protocol::LL128);
   CHECK_FALSE(s.nccl.nvls_enable);
   CHECK_FALSE(s.nccl.pat_enable);
-  CHECK(input_error("nccl: {algo: rings}\n").find(":8:14: nccl.algo: expected auto, ring, tree, nvls, nvlstree or pat "
-                                                 "(NCCL_ALGO), found 'rings'") != std::string::npos);
+  CHECK_FALSE(s.nccl.collnet_enable);  // NCCL's default
+  CHECK(input_error("nccl: {collnet_enable: maybe}\n").find("nccl.collnet_enable: expected true, false, 1 or 0") !=
+        std::string::npos);
+  CHECK(input_error("nccl: {algo: rings}\n").find(":8:14: nccl.algo: expected auto, ring, tree, nvls, nvlstree, pat, "
+                                                 "collnetdirect or collnetchain (NCCL_ALGO), found 'rings'") != std::string::npos);
   CHECK(input_error("nccl: {proto: ll256}\n").find("nccl.proto: expected auto, ll, ll128 or simple (NCCL_PROTO), found "
                                                   "'ll256'") != std::string::npos);
   CHECK(input_error("nccl: {nvls: false}\n").find("nccl.nvls: unknown key") != std::string::npos);

@@ -78,20 +78,18 @@ TEST_CASE("NCCL_ALGO and NCCL_PROTO lists parse as NCCL's parseList reads them")
     CHECK(t.of(CollectiveKind::AllReduce).algorithms == (kEveryAlgorithm & ~algorithm_bit(A::Tree)));
     CHECK(t.algo_text == "Ring,NVLSTree;AllReduce:^Tree");
   }
-  SUBCASE("NCCL's CollNet names are names (never runnable here)") {
+  SUBCASE("NCCL's CollNet names: in a list, and alone a forced algorithm") {
     const NcclSelection s = algos("collnetdirect,Ring,CollNetChain");
-    CHECK(s.of(CollectiveKind::AllReduce).algorithms == (bits({A::Ring}) | kCollNetDirectBit | kCollNetChainBit));
+    CHECK(s.of(CollectiveKind::AllReduce).algorithms == (bits({A::Ring}) | algorithm_bit(A::CollnetDirect) | algorithm_bit(A::CollnetChain)));
     CHECK(s.algo_text == "CollNetDirect,Ring,CollNetChain");
-    // Alone, a CollNet name is a list of one (nothing modelled forces CollNet), not a forced name.
-    CHECK_FALSE(is_forced_algorithm_name("CollNetDirect"));
-    CHECK_FALSE(is_forced_algorithm_name("collnetchain"));
-    CHECK(is_forced_algorithm_name("tree"));
-    CHECK(is_forced_algorithm_name("NVLS"));
     NcclEnvironment env;
     parse_nccl_algo("CollNetDirect", env);
-    CHECK(env.algorithm == CollectiveAlgorithm::Auto);
-    CHECK(env.lists.of(CollectiveKind::AllReduce).algorithms == kCollNetDirectBit);
-    CHECK(env.lists.algo_text == "CollNetDirect");
+    CHECK(env.algorithm == CollectiveAlgorithm::CollnetDirect);
+    CHECK(env.lists.is_default());
+    parse_nccl_algo("collnet_chain", env);
+    CHECK(env.algorithm == CollectiveAlgorithm::CollnetChain);
+    CHECK(std::string(nccl_algo_name(CollectiveAlgorithm::CollnetChain)) == "CollNetChain");
+    CHECK(std::string(to_string(CollectiveAlgorithm::CollnetDirect)) == "collnetdirect");
   }
   SUBCASE("NCCL_PROTO: a list sets its rows, LL128 then enabled everywhere; NCCL's own example") {
     NcclSelection s;

@@ -248,7 +248,8 @@ TEST_CASE("malformed tuning rules are errors naming the file and the key") {
       {"collective", "alltoall", "tuning.rules[0].collective"},
       {"protocol", "LL256", "tuning.rules[0].protocol"},
       {"protocol", nullptr, "tuning.rules[0].protocol"},
-      {"algorithm", "collnet_direct", "tuning.rules[0].algorithm"},
+      {"algorithm", "collnet", "tuning.rules[0].algorithm"},
+      {"algorithm", "collnet_direct", "tuning.rules[0].protocol"},  // CollNet runs Simple only
       {"max_bytes", -1, "tuning.rules[0].max_bytes"},
       {"ranks", json::array({8, 4}), "tuning.rules[0].ranks"},
       {"nodes", 0, "tuning.rules[0].nodes"},

@@ -94,6 +94,8 @@ struct Dataset {
   /// GPUs of each node the run took (srun --ntasks-per-node): the first K of each node, K x nodes
   /// ranks (`overlapsim collective --ranks-per-node`); 0: every GPU of the topology.
   int ranks_per_node = 0;
+  /// NCCL_COLLNET_ENABLE=1 (the run's CollNet: the topology's fabric.sharp reduces).
+  bool collnet = false;
 };
 
 struct Compared {
@@ -110,6 +112,7 @@ std::vector<Compared> simulate(const Dataset& d, const std::vector<Row>& rows) {
   BenchOptions opt;  // as `overlapsim collective` with no flags but the source's --algo
   opt.algorithm = d.algorithm;
   opt.ranks_per_node = d.ranks_per_node;
+  opt.replay.collectives.collnet_enable = d.collnet;
   opt.replay.link_efficiency = LinkEfficiency::of_profile(profile);
   opt.replay.collectives.read_profile(profile);
   std::vector<double> sizes;
@@ -362,10 +365,17 @@ TEST_CASE("nccl-tests published: 8x H200 1 node reduce_scatter 16 GiB (stas00/ml
 // ---- (c) across nodes ----------------------------------------------------------------------------
 
 TEST_CASE("nccl-tests published: H100 8 nodes (64 GPUs) all_reduce CollNet/SHARP (coreweave/nccl-tests)") {
-  // Measured with NCCL_ALGO=COLLNETCHAIN (IB SHARP), which the simulator does not model; the
-  // simulated Auto (NVLS_TREE at 512 MiB - 2 GiB, the ring from 4 GiB, as NCCL's tuner ranks them
-  // without SHARP) lands 2-6% below (both end near the NICs' and NVLink's ring bound).
-  validate({"coreweave-h100-8node-allreduce-collnet.csv", "dgx-h100-superpod.yaml", 8, BenchOp::AllReduce, CollectiveAlgorithm::Auto, {}});
+  // Measured with NCCL_ALGO=COLLNETCHAIN NCCL_COLLNET_ENABLE=1 (IB SHARP), simulated so: each
+  // channel's chain through a node's 8 GPUs carries its part up and the result down, so every
+  // GPU's NVSwitch port moves 2 (m − 1)/m · S = 7/4 S each way and bounds it (412.8 GB/s busbw
+  // at 8 GiB, the log 386.6: +6.8%); the NICs carry S / 8 each way to and from the switch. The
+  // model's fill (a chunk through the pipeline's 16 hops) leaves 512 MiB 10.2% fast: the log
+  // takes 13.6% longer than the port's bytes there, 6.8% at 8 GiB.
+  validate({"coreweave-h100-8node-allreduce-collnet.csv", "dgx-h100-superpod.yaml", 8, BenchOp::AllReduce,
+            CollectiveAlgorithm::CollnetChain,
+            {{{512.0 * kMiB}, "512 MiB: the log's CollNetChain takes 13.6% longer than its NVSwitch ports' bytes (6.8% at "
+                               "8 GiB); the model's fill (one chunk through the chain's 16 hops) adds 3%"}},
+            0, true});
 }
 
 TEST_CASE("nccl-tests published: ND A100 v4 2 nodes (16 GPUs) all_reduce and all_gather (microsoft/mscclpp)") {

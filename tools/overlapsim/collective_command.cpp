@@ -106,7 +106,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                 "auto | ll | ll128 | simple (NCCL_PROTO), or a list as NCCL_PROTO takes it: LL,Simple; ^LL128; "
                 "allreduce:LL128;allgather:Simple (the automatic choice among those)")
       ->check(non_empty);
-  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat (NCCL_ALGO; tree and nvlstree apply to allreduce only, nvls to allreduce, allgather and reducescatter; nvls inside one Hopper NVSwitch node, nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
+  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat | collnetdirect | collnetchain (NCCL_ALGO; tree, nvlstree and collnet* apply to allreduce only, nvls to allreduce, allgather and reducescatter; nvls inside one Hopper NVSwitch node, nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; collnet* across nodes with --collnet on a fabric with SHARP; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
       ->check(non_empty);
   c->add_option("--redop,-o", a.redop,
                 "sum | prod | max | min | avg | mulsum: the reduction of allreduce, reducescatter and reduce (nccl-tests -o; "
@@ -131,6 +131,9 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->type_name("FILE")
       ->check(non_empty);
   c->add_flag("--unfold", a.unfold, "simulate every rank instead of rank 0 with mirrors");
+  c->add_flag("--collnet", a.collnet,
+              "NCCL_COLLNET_ENABLE=1: NCCL's CollNet (CollNetDirect, CollNetChain) may run an allreduce across nodes "
+              "where the topology's fabric reduces in its switches (fabric.sharp: InfiniBand SHARP)");
   c->add_option("--tree-slice-flows", a.tree_slice_flows,
                 fmt::format("flow fidelity: a tree allreduce of more per-slice flows than this runs in bulk, one flow "
                             "per hop and tree (a scenario's flow.tree_slice_flows; default {}; 0: every tree in bulk, "
@@ -363,6 +366,10 @@ int collective_command(const CollectiveArgs& a) {
   const std::vector<int> members = bench_members(topo, ranks, rpn);
   opt.channels = a.channels;
   opt.replay.collectives.datatype = datatype;
+  opt.replay.collectives.collnet_enable = a.collnet;
+  if (a.collnet && topo.sharp_version == 0)
+    notes.push_back("--collnet: the topology's fabric does not reduce in its switches (no fabric.sharp), so CollNet "
+                    "cannot run here");
   if (!a.fidelity.empty()) {
     try {
       opt.replay.fidelity = parse_fidelity(a.fidelity);
@@ -395,7 +402,7 @@ int collective_command(const CollectiveArgs& a) {
       notes.push_back("the log ran NCCL_PROTO=" + log.protocol + ", which NCCL_PROTO does not read: chosen automatically here");
     }
   }
-  const bool log_algo_list = comparing && a.algo.empty() && !is_forced_algorithm_name(log.algorithm);
+  const bool log_algo_list = comparing && a.algo.empty() && !is_single_nccl_name(log.algorithm);
   if (comparing && a.algo.empty() && log.algorithm != "auto") {
     CollectiveAlgorithm probe;
     const bool gather = op == BenchOp::AllGather || op == BenchOp::ReduceScatter;
@@ -405,6 +412,12 @@ int collective_command(const CollectiveArgs& a) {
                              (probe == CollectiveAlgorithm::Pat ? gather : op == BenchOp::AllReduce))) {
       algo = log.algorithm;
       notes.push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
+      // NCCL ran CollNet only with NCCL_COLLNET_ENABLE=1.
+      if (!log_algo_list && (probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::CollnetChain) &&
+          !a.collnet) {
+        opt.replay.collectives.collnet_enable = true;
+        notes.push_back("NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=" + log.algorithm + " needed");
+      }
     } else {
       notes.push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which is not " +
                       (log_algo_list ? "a list NCCL_ALGO reads" : "one algorithm modelled for " + log.collective) +
@@ -420,7 +433,7 @@ int collective_command(const CollectiveArgs& a) {
   const auto list_error = [&](const char* flag, const std::string& value, const NcclListError& e) {
     return InputError(cli, flag, fmt::format("{} (in '{}', at character {})", e.what(), value, e.offset() + 1));
   };
-  const bool algo_is_list = !is_forced_algorithm_name(algo);
+  const bool algo_is_list = !is_single_nccl_name(algo);
   if (algo_is_list) {
     try {
       parse_nccl_algo_list(algo, opt.replay.collectives.allowed);
@@ -476,9 +489,8 @@ int collective_command(const CollectiveArgs& a) {
   if (!a.redop.empty() && !reduces)
     notes.push_back("--redop " + a.redop + " leaves " + to_string(op) + " alone: it reduces nothing");
   if (!algo_is_list && !parse_algorithm(algo, &opt.algorithm))
-    throw InputError(cli, "--algo", "expected auto, ring, tree, nvls, nvlstree or pat, found '" + algo +
-                                        "' (or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree;allgather:ring; "
-                                        "CollNetDirect or CollNetChain alone is a list of one)");
+    throw InputError(cli, "--algo", "expected auto, ring, tree, nvls, nvlstree, pat, collnetdirect or collnetchain, found '" +
+                                        algo + "' (or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree;allgather:ring)");
   // Every rank's ring flows: refused where they would take minutes a size (kMaxUnfoldedRingFlows).
   // A forced tree AllReduce runs no ring (its flows are bounded: collective_plan.hpp; regression:
   // --algo tree over 64 H100 nodes was refused for the ring's 4.2 M flows).

@@ -62,6 +62,7 @@ struct CollectiveArgs {
   int channels = 0;
   std::string calibration;
   bool unfold = false;
+  bool collnet = false;   ///< --collnet: NCCL_COLLNET_ENABLE=1
   long long tree_slice_flows = -1;  ///< -1 (flag not given): kMaxTreeSliceFlows (FlowSettings)
   std::string compare;      ///< an nccl-tests log to compare with ("" none)
   double tolerance_pct = -1;  ///< with --compare: exit 1 when a size >= compare_from is off by more (< 0: never)
