@@ -21,6 +21,35 @@ bool nccl_has_kernel(CollectiveKind kind, DataType t, int compute_capability) {
   return !(reduces(kind) && is_fp8(t) && compute_capability < 90);
 }
 
+std::string algorithm_unavailable_reason(const Topology& topo, const std::vector<int>& ranks, CollectiveKind kind,
+                                         int channels_forced, const CollectiveOptions& opt, CollectiveAlgorithm alg) {
+  const bool gather = kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter;
+  const std::string name = nccl_algo_name(alg);
+  switch (alg) {
+    case CollectiveAlgorithm::Auto:
+    case CollectiveAlgorithm::Ring: return "";
+    case CollectiveAlgorithm::Tree:
+      if (kind != CollectiveKind::AllReduce) return "NCCL runs Tree for AllReduce only";
+      return ranks.size() < 2 ? "Tree needs 2 or more ranks" : "";
+    case CollectiveAlgorithm::Nvls: return nvls_unsupported(topo, ranks, opt, std::max(0, channels_forced), kind);
+    case CollectiveAlgorithm::NvlsTree:
+      if (kind != CollectiveKind::AllReduce) return "NCCL runs NVLSTree for AllReduce only";
+      return nvls_tree_unsupported(topo, ranks, opt, std::max(0, channels_forced));
+    case CollectiveAlgorithm::Pat:
+      if (!gather) return "NCCL runs PAT for AllGather and ReduceScatter only";
+      if (kind == CollectiveKind::ReduceScatter && scales(opt.reduce_op))
+        return std::string("NCCL's PAT cannot scale a ReduceScatter (") + to_string(opt.reduce_op) + ")";
+      if (opt.protocol_auto && !opt.textbook && !opt.allowed.of(kind).has(Protocol::Simple))
+        return "PAT runs Simple only, which NCCL_PROTO's list leaves out";
+      return pat_unsupported(topo, ranks, opt);
+    case CollectiveAlgorithm::CollnetDirect:
+    case CollectiveAlgorithm::CollnetChain:
+      if (kind != CollectiveKind::AllReduce) return "NCCL runs " + name + " for AllReduce only here";
+      return collnet_unsupported(topo, ranks, opt, alg);
+  }
+  return "";
+}
+
 CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                                CollectiveKind kind, double bytes, int channels_wanted, const CollectiveOptions& opt) {
   OVERLAPSIM_CHECK(kind != CollectiveKind::AllToAll, "AllToAll is point-to-point, not planned as a ring");
@@ -93,7 +122,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   const bool collnet_chain =
       kind == CollectiveKind::AllReduce && collnet_supported(topo, ranks, opt, CollectiveAlgorithm::CollnetChain);
   const auto collnet = [&](CollectiveAlgorithm a) {
-    return plan_collnet(topo, eff, ranks, bytes, a, tuner_inputs(topo, eff, ranks, nodes, kind, opt));
+    return plan_collnet(topo, eff, ranks, bytes, a, forced, tuner_inputs(topo, eff, ranks, nodes, kind, opt));
   };
   if (alg == CollectiveAlgorithm::CollnetDirect && collnet_direct) return collnet(alg);
   if (alg == CollectiveAlgorithm::CollnetChain && collnet_chain) return collnet(alg);

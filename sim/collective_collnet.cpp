@@ -5,6 +5,8 @@
 #include "sim/link_efficiency.hpp"
 #include "sim/nccl_constants.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -55,26 +57,41 @@ bool sharp_reduces(ReduceOp op, DataType t, int sharp_version) {
   return false;
 }
 
-bool collnet_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                       CollectiveAlgorithm alg) {
+std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                                CollectiveAlgorithm alg) {
   // NCCL runs CollNet where NCCL_COLLNET_ENABLE=1 and the network plugin reduces (SHARP), over 2
   // or more nodes (NCCL_COLLNET_NODE_THRESHOLD), up to 8 local ranks, Simple only, for the
   // reductions SHARP has (src/init.cc, src/enqueue.cc, src/graph/tuning.cc); CollNetDirect only
   // on an NVSwitch system (tuning.cc: "Disable CollNet+Direct if not on an NVSwitch system").
-  if (opt.textbook || !opt.collnet_enable || topo.sharp_version < 2 || topo.nics_per_node <= 0) return false;
-  if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
-  if (opt.protocol_auto && !opt.allowed.of(CollectiveKind::AllReduce).has(Protocol::Simple)) return false;
-  if (!sharp_reduces(opt.reduce_op, opt.datatype, topo.sharp_version)) return false;
+  if (opt.textbook) return "the textbook model has no CollNet";
+  if (!opt.collnet_enable) return "CollNet needs NCCL_COLLNET_ENABLE=1 (collective --collnet, nccl.collnet_enable)";
+  if (topo.sharp_version < 2)
+    return "CollNet needs a fabric whose switches reduce (SHARP), and the topology has none (fabric.sharp)";
+  if (topo.nics_per_node <= 0) return "CollNet needs NICs between the nodes";
+  if (!opt.protocol_auto && opt.protocol != Protocol::Simple)
+    return std::string("CollNet runs Simple only, and ") + to_string(opt.protocol) + " is forced";
+  if (opt.protocol_auto && !opt.allowed.of(CollectiveKind::AllReduce).has(Protocol::Simple))
+    return "CollNet runs Simple only, which NCCL_PROTO's list leaves out";
+  if (!sharp_reduces(opt.reduce_op, opt.datatype, topo.sharp_version)) {
+    if (opt.reduce_op == ReduceOp::Prod) return "SHARP reduces sum, avg, max and min, not prod";
+    const bool v3 = sharp_reduces(opt.reduce_op, opt.datatype, 3);
+    return fmt::format("SHARP {} (the topology's fabric.sharp) does not reduce {}{}", topo.sharp_version,
+                       to_string(opt.datatype), v3 ? " (SHARP 3 does)" : "");
+  }
   const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
-  if (nodes.size() < 2) return false;
-  for (const auto& members : nodes)
-    if (members.size() != nodes[0].size() || static_cast<int>(members.size()) > kCollNetMaxLocalRanks) return false;
+  if (nodes.size() < 2) return "CollNet runs across 2 or more nodes";
+  for (const auto& members : nodes) {
+    if (members.size() != nodes[0].size()) return "CollNet needs the same number of GPUs on every node";
+    if (static_cast<int>(members.size()) > kCollNetMaxLocalRanks)
+      return fmt::format("CollNet runs with at most {} GPUs a node, found {}", kCollNetMaxLocalRanks, members.size());
+  }
   if (alg == CollectiveAlgorithm::CollnetDirect)
     for (const auto& members : nodes)
       for (size_t i = 1; i < members.size(); ++i)
         for (const Hop& hop : topo.route(ranks[members[0]], ranks[members[i]]))
-          if (topo.link(hop.link_id).kind != LinkKind::NvSwitch) return false;
-  return true;
+          if (topo.link(hop.link_id).kind != LinkKind::NvSwitch)
+            return "CollNetDirect needs each node's GPUs to meet at an NVSwitch";
+  return "";
 }
 
 double collnet_latency_s(CollectiveAlgorithm alg, int ranks, int nodes) {
@@ -91,7 +108,7 @@ double collnet_latency_s(CollectiveAlgorithm alg, int ranks, int nodes) {
 }
 
 CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                            double bytes, CollectiveAlgorithm alg, const NcclTunerInputs& tuner) {
+                            double bytes, CollectiveAlgorithm alg, int channels_forced, const NcclTunerInputs& tuner) {
   const bool chain = alg == CollectiveAlgorithm::CollnetChain;
   const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
   const int N = static_cast<int>(nodes.size());
@@ -107,7 +124,8 @@ CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, con
   // the direct algorithm on one channel per head. The kernel's blocks: NCCL's launch loop over
   // the communicator's channels, 640 threads and a threshold of 512 bytes each (src/enqueue.cc,
   // tuning.cc threadThresholds), times the heads for the direct algorithm.
-  p.channels = chain ? std::max(1, tuner.graph_channels) : heads;
+  // Forced channels (NCCL_MIN/MAX_NCHANNELS) are the channels it runs on, heads taken in turn.
+  p.channels = channels_forced > 0 ? channels_forced : chain ? std::max(1, tuner.graph_channels) : heads;
   int blocks = std::max(1, tuner.comm_channels);
   while (blocks > 1 && bytes < static_cast<double>(blocks) * 640 * 512 * (chain ? 1 : heads)) --blocks;
   p.sm_blocks = blocks;
@@ -140,9 +158,11 @@ CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, con
   } else {
     // Every GPU sends head h its shard of S / heads (the scatter), head h's NIC carries the
     // shard to the switch and back, and head h sends the result to every other GPU of its node.
-    const double shard = bytes / heads;
+    // With forced channels, channel c runs head c mod heads: the heads it reaches share S.
+    const int used = std::min(heads, p.channels);
+    const double shard = bytes / used;
     for (int k = 0; k < N; ++k)
-      for (int h = 0; h < heads; ++h) {
+      for (int h = 0; h < used; ++h) {
         const int head = nodes[k][h];
         for (int j = 0; j < m; ++j) {
           if (nodes[k][j] == head) continue;
@@ -170,8 +190,8 @@ CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, con
   // direct's 2 stages inside a node).
   const int depth = chain ? m : 2;
   const int hops = chain ? 2 * m : 4;
-  const double chunk = collnet_chunk_bytes(chain, bytes, p.channels, heads, depth);
-  const double per_channel = bytes / p.channels / (chain ? 1 : heads);
+  const double chunk = collnet_chunk_bytes(chain, bytes, p.channels, std::min(heads, p.channels), depth);
+  const double per_channel = bytes / p.channels / (chain ? 1 : std::min(heads, p.channels));
   p.bulk_s = links_s * (1.0 + hops * std::min(chunk, per_channel) / per_channel);
   return p;
 }

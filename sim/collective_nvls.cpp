@@ -5,6 +5,8 @@
 #include "sim/error.hpp"
 #include "sim/nccl_constants.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -30,31 +32,45 @@ double nvls_chunk_bytes(double bytes, double concurrent_ops) {
 
 }  // namespace
 
-/// Whether NCCL can run NVLS over these ranks: two or more GPUs of one node whose routes to
-/// each other cross only NVSwitch links, of compute capability 9.0 or later (NVLink SHARP needs
-/// third-generation NVSwitch: Hopper's).
-bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                    int channels_forced, CollectiveKind kind) {
+std::string nvls_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                             int channels_forced, CollectiveKind kind) {
   // NCCL leaves NVLS out for 2 GPUs or fewer (src/transport/nvls.cc ncclNvlsInit), below 2
   // channels (src/graph/tuning.cc) and for any protocol but Simple; AllGather and ReduceScatter
-  // also for more than NCCL_MAX_NVLS_ARITY (32) local ranks (src/enqueue.cc).
-  if (opt.textbook || !opt.nvls_enable || ranks.size() <= 2 || node_count(topo, ranks) != 1 || channels_forced == 1)
-    return false;
+  // also for more than NCCL_MAX_NVLS_ARITY (32) local ranks (src/enqueue.cc). NVLink SHARP needs
+  // third-generation NVSwitch: Hopper's.
+  if (opt.textbook) return "the textbook model has no NVLS";
+  if (!opt.nvls_enable) return "NCCL_NVLS_ENABLE=0 leaves it out";
   if (kind != CollectiveKind::AllReduce && kind != CollectiveKind::AllGather && kind != CollectiveKind::ReduceScatter)
-    return false;
-  if (kind != CollectiveKind::AllReduce && ranks.size() > kNvlsMaxArity) return false;
+    return "NCCL runs NVLS for AllReduce, AllGather and ReduceScatter only";
+  const int nodes = node_count(topo, ranks);
+  if (nodes != 1)
+    return fmt::format("NVLS runs inside one node, and these {} ranks are on {} nodes{}", ranks.size(), nodes,
+                       kind == CollectiveKind::AllReduce ? " (NVLSTree runs across nodes)" : "");
+  if (ranks.size() <= 2) return fmt::format("NVLS needs 3 or more GPUs, found {}", ranks.size());
+  if (channels_forced == 1) return "NVLS needs 2 or more channels, and 1 is forced";
+  if (kind != CollectiveKind::AllReduce && ranks.size() > kNvlsMaxArity)
+    return fmt::format("NVLS runs an AllGather or ReduceScatter over at most {} GPUs, found {}", kNvlsMaxArity,
+                       ranks.size());
   // NCCL's NVLS kernels reduce some types by some operators only (nvls_reduces, after
   // src/include/device.h ncclNvlsSupported: a sum of 32/64-bit integers, half, bfloat16, float
   // or double; a max or min of those but float and double; never an average, a product, 8-bit
   // integers or fp8). An AllGather reduces nothing.
-  if (kind != CollectiveKind::AllGather && !nvls_reduces(opt.reduce_op, opt.datatype)) return false;
-  if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
-  if (opt.protocol_auto && !opt.textbook && !opt.allowed.of(kind).has(Protocol::Simple)) return false;
-  if (device_spec(topo.gpu_model()).compute_capability < 90) return false;
+  if (kind != CollectiveKind::AllGather && !nvls_reduces(opt.reduce_op, opt.datatype))
+    return fmt::format("NVLS has no {} of {} (it reduces a sum of 32/64-bit integers, half, bfloat16, float or double, "
+                       "a max or min of those but float and double)",
+                       to_string(opt.reduce_op), to_string(opt.datatype));
+  if (!opt.protocol_auto && opt.protocol != Protocol::Simple)
+    return std::string("NVLS runs Simple only, and ") + to_string(opt.protocol) + " is forced";
+  if (opt.protocol_auto && !opt.allowed.of(kind).has(Protocol::Simple))
+    return "NVLS runs Simple only, which NCCL_PROTO's list leaves out";
+  const int cc = device_spec(topo.gpu_model()).compute_capability;
+  if (cc < 90)
+    return fmt::format("NVLS needs Hopper-or-later GPUs on NVSwitch, and {} is compute capability {}.{}",
+                       topo.gpu_model(), cc / 10, cc % 10);
   for (size_t i = 1; i < ranks.size(); ++i)
     for (const Hop& hop : topo.route(ranks[0], ranks[i]))
-      if (topo.link(hop.link_id).kind != LinkKind::NvSwitch) return false;
-  return true;
+      if (topo.link(hop.link_id).kind != LinkKind::NvSwitch) return "NVLS needs the GPUs to meet at an NVSwitch";
+  return "";
 }
 
 CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
@@ -103,20 +119,24 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
 }
 
 
-bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                         int channels_forced) {
+std::string nvls_tree_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                                  int channels_forced) {
   // NCCL enables NVLS_TREE across nodes where every node runs NVLS (more than 2 local GPUs on a
   // Hopper-or-later NVSwitch) and reaches the others through its NICs (src/graph/tuning.cc).
-  if (opt.textbook || !opt.nvls_enable || channels_forced == 1 || topo.nics_per_node <= 0) return false;
+  if (opt.textbook) return "the textbook model has no NVLSTree";
+  if (!opt.nvls_enable) return "NCCL_NVLS_ENABLE=0 leaves it out";
+  if (channels_forced == 1) return "NVLSTree needs 2 or more channels, and 1 is forced";
+  if (topo.nics_per_node <= 0) return "NVLSTree needs NICs between the nodes";
   const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
-  if (nodes.size() < 2) return false;
+  if (nodes.size() < 2) return "NVLSTree runs across 2 or more nodes (NVLS runs inside one)";
   for (const auto& members : nodes) {
-    if (members.size() != nodes[0].size()) return false;
+    if (members.size() != nodes[0].size()) return "NVLSTree needs the same number of GPUs on every node";
     std::vector<int> node_ranks;
     for (int pos : members) node_ranks.push_back(ranks[pos]);
-    if (!nvls_supported(topo, node_ranks, opt, channels_forced)) return false;
+    const std::string why = nvls_unsupported(topo, node_ranks, opt, channels_forced);
+    if (!why.empty()) return "NVLSTree runs NVLS inside each node, and there " + why;
   }
-  return true;
+  return "";
 }
 
 CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,

@@ -5,18 +5,27 @@
 #include "sim/link_efficiency.hpp"
 #include "sim/nccl_constants.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 
 namespace overlapsim::plan_detail {
 
-bool pat_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt) {
+std::string pat_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt) {
   // NCCL 2.30.7 src/graph/tuning.cc ncclPatEnable: SM 6.0 or later (CUDA atomics), one GPU per
   // node, no network device offload; Simple only.
-  if (opt.textbook || !opt.pat_enable || ranks.size() < 2) return false;
-  if (!opt.protocol_auto && opt.protocol != Protocol::Simple) return false;
-  if (device_spec(topo.gpu_model()).compute_capability < 60) return false;
-  return node_count(topo, ranks) == static_cast<int>(ranks.size());
+  if (opt.textbook) return "the textbook model has no PAT";
+  if (!opt.pat_enable) return "NCCL_PAT_ENABLE=0 leaves it out";
+  if (ranks.size() < 2) return "PAT needs 2 or more ranks";
+  if (!opt.protocol_auto && opt.protocol != Protocol::Simple)
+    return std::string("PAT runs Simple only, and ") + to_string(opt.protocol) + " is forced";
+  if (device_spec(topo.gpu_model()).compute_capability < 60) return "PAT needs compute capability 6.0 or later";
+  const int nodes = node_count(topo, ranks);
+  if (nodes != static_cast<int>(ranks.size()))
+    return fmt::format("PAT needs every rank on a node of its own, and these {} ranks are on {} node(s)", ranks.size(),
+                       nodes);
+  return "";
 }
 
 CollectivePlan plan_pat(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,

@@ -729,6 +729,15 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
                                CollectiveKind kind, double bytes, int channels_wanted,
                                const CollectiveOptions& opt);
 
+/// Why NCCL cannot run algorithm `alg` for a `kind` over `ranks` with `opt` (its reduction, element
+/// type, switches such as nvls_enable and collnet_enable, forced protocol, NCCL_PROTO's list) and
+/// `channels_forced` channels (0: NCCL's count), in words: the first of the header's conditions
+/// that fails ("NVLS needs 3 or more GPUs, found 2", "SHARP 2 (the topology's fabric.sharp) does
+/// not reduce bfloat16 (SHARP 3 does)"); "" where it can run (the ring always can). The notes of
+/// a forced algorithm that fell back (`overlapsim collective --algo`, `run` with nccl.algo) say this.
+std::string algorithm_unavailable_reason(const Topology& topo, const std::vector<int>& ranks, CollectiveKind kind,
+                                         int channels_forced, const CollectiveOptions& opt, CollectiveAlgorithm alg);
+
 /// Whether NCCL has a kernel for `kind` of `t` elements on GPUs of compute capability
 /// `compute_capability` (e.g. 80, 90): every one but an fp8 reduction (AllReduce,
 /// ReduceScatter, Reduce) below 9.0 (src/device/generate.py required_cuda, NCCL 2.24 and later).

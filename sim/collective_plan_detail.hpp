@@ -7,6 +7,7 @@
 #include "sim/nccl_constants.hpp"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace overlapsim::plan_detail {
@@ -68,10 +69,16 @@ CollectivePlan plan_ring(const Topology& topo, const LinkEfficiency& eff, const 
 CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
                          int channels_forced, const CollectiveOptions& opt, const Protocol* forced_protocol);
 
-/// Whether NCCL can run NVLS for `kind` over these ranks (collective_plan.hpp, NVLS): AllReduce,
-/// AllGather or ReduceScatter inside one node.
-bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                    int channels_forced, CollectiveKind kind = CollectiveKind::AllReduce);
+/// Why NCCL cannot run NVLS for `kind` over these ranks (collective_plan.hpp, NVLS: AllReduce,
+/// AllGather or ReduceScatter inside one node), in words: the first condition that fails; ""
+/// where it can. Each *_unsupported below likewise (algorithm_unavailable_reason), and each
+/// *_supported is whether it returns "".
+std::string nvls_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                             int channels_forced, CollectiveKind kind = CollectiveKind::AllReduce);
+inline bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                           int channels_forced, CollectiveKind kind = CollectiveKind::AllReduce) {
+  return nvls_unsupported(topo, ranks, opt, channels_forced, kind).empty();
+}
 /// The NVLS plan of an AllReduce, AllGather or ReduceScatter (collective_plan.hpp, NVLS), `loop_s`
 /// seconds per loop after the first (CollectiveOptions::nvls_loop_s), on NCCL's NVLS channels
 /// whatever channels an op forces. REQUIRES: nvls_supported for `kind`.
@@ -82,15 +89,19 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
 bool sharp_reduces(ReduceOp op, DataType t, int sharp_version);
 /// Whether NCCL can run CollNet algorithm `alg` (CollnetDirect or CollnetChain) for an AllReduce
 /// over these ranks (collective_plan.hpp, CollNet).
-bool collnet_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                       CollectiveAlgorithm alg);
+std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                                CollectiveAlgorithm alg);
+inline bool collnet_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                              CollectiveAlgorithm alg) {
+  return collnet_unsupported(topo, ranks, opt, alg).empty();
+}
 /// NCCL's modelled latency of CollNet algorithm `alg` over `ranks` ranks on `nodes` nodes, seconds
 /// (collective_plan.hpp, CollNet).
 double collnet_latency_s(CollectiveAlgorithm alg, int ranks, int nodes);
-/// The CollNet plan of an AllReduce (collective_plan.hpp, CollNet), its channel counts from
-/// `tuner` (tuner_inputs). REQUIRES: collnet_supported for `alg`.
+/// The CollNet plan of an AllReduce (collective_plan.hpp, CollNet) on `channels_forced` channels
+/// (0: NCCL's, from `tuner`, tuner_inputs). REQUIRES: collnet_supported for `alg`.
 CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                            double bytes, CollectiveAlgorithm alg, const NcclTunerInputs& tuner);
+                            double bytes, CollectiveAlgorithm alg, int channels_forced, const NcclTunerInputs& tuner);
 /// What NCCL's tuner knows of CollNet (NcclTunerInputs::collnet...). REQUIRES: ranks on 2 or more nodes.
 void collnet_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                           NcclTunerInputs* in);
@@ -100,8 +111,12 @@ void collnet_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const
 void nvls_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                        NcclTunerInputs* in);
 /// Whether NCCL can run NVLS_TREE over these ranks (collective_plan.hpp, NVLS_TREE).
-bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                         int channels_forced);
+std::string nvls_tree_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                                  int channels_forced);
+inline bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
+                                int channels_forced) {
+  return nvls_tree_unsupported(topo, ranks, opt, channels_forced).empty();
+}
 /// The NVLS_TREE AllReduce plan (collective_plan.hpp, NVLS_TREE). REQUIRES: nvls_tree_supported.
 CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                               double bytes, double nvls_loop_s = 0);
@@ -127,7 +142,10 @@ NcclTunerInputs tuner_inputs(const Topology& topo, const LinkEfficiency& eff, co
 
 /// Whether NCCL can run PAT over these ranks (collective_plan.hpp, PAT): two or more, each on a
 /// node of its own, a GPU of compute capability 6.0 or later, Simple allowed; never textbook.
-bool pat_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt);
+std::string pat_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt);
+inline bool pat_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt) {
+  return pat_unsupported(topo, ranks, opt).empty();
+}
 /// The PAT AllGather or ReduceScatter plan (collective_plan.hpp, PAT): its flows and its closed
 /// form, with `tuner` (tuner_inputs of the group) for NCCL's kernel ceiling and channels.
 /// REQUIRES: kind AllGather or ReduceScatter; pat_supported.

@@ -435,6 +435,7 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   } else if (fabric["sharp"].IsDefined()) {
     const YAML::Node v = fabric["sharp"];
     const std::string text = v.IsScalar() ? v.Scalar() : std::string();
+    if (v.IsNull() || (v.IsScalar() && text.empty())) fail(f, v, "fabric.sharp", std::string(sharp_expected) + ", found an empty value");
     if (text == "2" || text == "3") t.sharp_version = text[0] - '0';
     else if (text != "none")
       fail(f, v, "fabric.sharp",

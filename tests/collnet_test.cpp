@@ -240,6 +240,45 @@ TEST_CASE("CollNet beside other traffic: a pipeline send on a head's NIC slows i
   CHECK(run(Fidelity::Flow, true) > run(Fidelity::Analytic, true));
 }
 
+TEST_CASE("CollNet on forced channels: one channel puts S through one head's NIC") {
+  const Topology two = h100_nodes(2);
+  const double S = 1024 * kMiB;
+  for (A alg : {A::CollnetChain, A::CollnetDirect}) {
+    CAPTURE(static_cast<int>(alg));
+    const CollectivePlan p =
+        plan_collective(two, LinkEfficiency{}, first(16), CollectiveKind::AllReduce, S, 1, collnet_on(alg));
+    REQUIRE(p.algorithm == alg);
+    CHECK(p.channels == 1);
+    // One NIC of 400 Gb/s carries S each way.
+    CHECK(p.bulk_s >= S / 50e9);
+  }
+}
+
+TEST_CASE("a forced algorithm that cannot run: the condition that failed, in words") {
+  const Topology two = h100_nodes(2);
+  const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  const auto why = [](const Topology& t, int n, CollectiveKind k, const CollectiveOptions& o, A a) {
+    return algorithm_unavailable_reason(t, first(n), k, 0, o, a);
+  };
+  CHECK(why(two, 16, CollectiveKind::AllReduce, collnet_on(), A::CollnetChain) == "");
+  CHECK(why(two, 16, CollectiveKind::AllReduce, CollectiveOptions{}, A::CollnetChain).find("NCCL_COLLNET_ENABLE=1") !=
+        std::string::npos);
+  CollectiveOptions bf = collnet_on();
+  bf.datatype = DataType::Bfloat16;
+  CHECK(why(a100, 16, CollectiveKind::AllReduce, bf, A::CollnetChain) ==
+        "SHARP 2 (the topology's fabric.sharp) does not reduce bfloat16 (SHARP 3 does)");
+  CHECK(why(two, 9, CollectiveKind::AllReduce, collnet_on(), A::CollnetDirect).find("same number of GPUs") !=
+        std::string::npos);
+  CHECK(why(two, 16, CollectiveKind::AllGather, collnet_on(), A::CollnetChain).find("AllReduce only") !=
+        std::string::npos);
+  CHECK(why(two, 2, CollectiveKind::AllReduce, CollectiveOptions{}, A::Nvls) == "NVLS needs 3 or more GPUs, found 2");
+  CHECK(why(a100, 8, CollectiveKind::AllReduce, CollectiveOptions{}, A::Nvls).find("compute capability 8.0") !=
+        std::string::npos);
+  CHECK(why(two, 16, CollectiveKind::AllGather, CollectiveOptions{}, A::Pat).find("on a node of its own") !=
+        std::string::npos);
+  CHECK(why(two, 16, CollectiveKind::AllReduce, CollectiveOptions{}, A::Ring) == "");
+}
+
 TEST_CASE("CollNet in Auto: NCCL's tuner ranks it with the rest only where NCCL_COLLNET_ENABLE is set") {
   const Topology eight = h100_nodes(8);
   const LinkEfficiency eff = shipped_link_efficiency("h100-sxm5-80gb");

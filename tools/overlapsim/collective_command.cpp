@@ -632,10 +632,20 @@ int collective_command(const CollectiveArgs& a) {
                                    "'{}' (NCCL_ALGO={}), which leaves none at {} of {} size(s), from {:.0f} B ({})",
                                    to_string(op), ranks, algo, algo_shown, other, rows.size(), first->size_bytes,
                                    forced_algorithm_reason(algo_shown)));
+    // One forced algorithm: the condition that failed (the same for every size), else every condition.
+    std::string why;
+    if (!algo_is_list)
+      why = algorithm_unavailable_reason(topo, members, bench_collective_kind(op), opt.channels, opt.replay.collectives,
+                                         opt.algorithm);
     if (other > 0)
-      notes.push_back(fmt::format("{} did not run at {} of {} size(s), {} ran instead ({})",
-                                  (log_algo_list ? "NCCL_ALGO=" : "--algo ") + algo_shown, other, rows.size(), ran,
-                                  forced_algorithm_reason(algo_shown)));
+      notes.push_back(
+          why.empty()
+              ? fmt::format("{} did not run at {} of {} size(s), {} ran instead ({})",
+                            (log_algo_list ? "NCCL_ALGO=" : "--algo ") + algo_shown, other, rows.size(), ran,
+                            forced_algorithm_reason(algo_shown))
+              : fmt::format("{} did not run at {} of {} size(s), {} ran instead: {} (NCCL 2.24 and later, given "
+                            "NCCL_ALGO={} where it cannot run, fail the call)",
+                            "--algo " + algo_shown, other, rows.size(), ran, why, algo_shown));
   }
 
   if (!stream) {
