@@ -59,14 +59,18 @@ void NcclAlgorithmCheck::check(const Schedule& schedule, const Topology& topo, c
                             : fmt::format(", {}", to_string(op.datatype)),
                         forced_algorithm_reason(env_.lists.algo_text)));
       }
-      fell_back_[{static_cast<int>(op.collective), static_cast<int>(group.purpose), ranks, nodes}].insert(op.name.str());
+      auto& entry = fell_back_[{static_cast<int>(op.collective), static_cast<int>(group.purpose), ranks, nodes}];
+      entry.first.insert(op.name.str());
+      if (entry.second.empty())
+        entry.second = algorithm_unavailable_reason(topo, group.ranks, op.collective, op.channels, co, env_.algorithm);
     }
 }
 
 std::string NcclAlgorithmCheck::note() const {
   if (fell_back_.empty()) return "";
   std::string which;
-  for (const auto& [key, ops] : fell_back_) {
+  for (const auto& [key, entry] : fell_back_) {
+    const auto& [ops, why] = entry;
     const auto [kind, purpose, ranks, nodes] = key;
     std::string names;
     size_t shown = 0;
@@ -77,9 +81,10 @@ std::string NcclAlgorithmCheck::note() const {
       }
       names += (shown++ == 0 ? "" : ", ") + n;
     }
-    which += fmt::format("{}{} of {} groups ({} ranks on {} node(s): {})", which.empty() ? "" : ", ",
+    which += fmt::format("{}{} of {} groups ({} ranks on {} node(s): {}{})", which.empty() ? "" : ", ",
                          nccl_function_name(static_cast<CollectiveKind>(kind)),
-                         to_string(static_cast<CommPurpose>(purpose)), ranks, nodes, names);
+                         to_string(static_cast<CommPurpose>(purpose)), ranks, nodes, names,
+                         why.empty() ? "" : "; " + why);
   }
   const std::string name = nccl_algo_name(env_.algorithm);
   // A switch of the same job that leaves the forced algorithm out everywhere says so first.
@@ -91,8 +96,9 @@ std::string NcclAlgorithmCheck::note() const {
               !env_.collnet_enable
           ? "; CollNet needs NCCL_COLLNET_ENABLE=1 (nccl.collnet_enable: true)"
           : "";
-  return fmt::format("NCCL_ALGO={} did not run for {}: the ring ran instead{} ({})", name, which, off,
-                     forced_algorithm_reason(name));
+  return fmt::format("NCCL_ALGO={} did not run for {}: the ring ran instead{} (NCCL 2.24 and later, given NCCL_ALGO={} "
+                     "where it cannot run, fail the call: \"No algorithm/protocol available for function ...\")",
+                     name, which, off, name);
 }
 
 }  // namespace overlapsim

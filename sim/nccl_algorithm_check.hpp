@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace overlapsim {
@@ -35,8 +36,8 @@ class NcclAlgorithmCheck {
   void check(const Schedule& schedule, const Topology& topo, const ReplayOptions& options);
 
   /// The note for the run's result: the collectives (kind, group, ops) for which the forced
-  /// algorithm did not run, what ran instead, and why (forced_algorithm_reason, shared with
-  /// `overlapsim collective`); "" where none fell back.
+  /// algorithm did not run, what ran instead, and why (for each, the condition that failed:
+  /// algorithm_unavailable_reason, as `overlapsim collective` says it); "" where none fell back.
   std::string note() const;
 
  private:
@@ -45,8 +46,9 @@ class NcclAlgorithmCheck {
   const bool active_;
   /// Distinct collectives planned: group ranks, kind, bytes, channels, take_op_key.
   std::set<std::tuple<std::vector<int>, int, double, int, int>> planned_;
-  /// Collectives that fell back, by (kind, purpose, ranks, nodes): their op names.
-  std::map<std::tuple<int, int, int, int>, std::set<std::string>> fell_back_;
+  /// Collectives that fell back, by (kind, purpose, ranks, nodes): their op names
+  /// and the condition that failed for the first of them (algorithm_unavailable_reason).
+  std::map<std::tuple<int, int, int, int>, std::pair<std::set<std::string>, std::string>> fell_back_;
 };
 
 }  // namespace overlapsim

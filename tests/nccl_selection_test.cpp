@@ -252,11 +252,11 @@ TEST_CASE("overlapsim run: a list that leaves a collective nothing is refused, o
     CHECK(r.notes.find("NCCL_ALGO=NVLS did not run for ") == 0);
     CHECK(r.notes.find("AllGather of dp groups (4 ranks on 4 node(s): ") != std::string::npos);
     CHECK(r.notes.find("ReduceScatter of dp groups (4 ranks on 4 node(s): ") != std::string::npos);
-    CHECK(r.notes.find(": the ring ran instead (NCCL runs Tree and NVLSTree for AllReduce only, NVLS for AllReduce, "
-                       "AllGather and ReduceScatter;") !=
-          std::string::npos);
+    CHECK(r.notes.find("ReduceScatter of dp groups (4 ranks on 4 node(s): dp.grad_sync; NVLS runs inside one node, and "
+                       "these 4 ranks are on 4 nodes): the ring ran instead (NCCL 2.24 and later") != std::string::npos);
     // NVLS runs the TP AllReduces of bfloat16 sums, not the cross entropy's float max.
-    CHECK(r.notes.find("AllReduce of tp groups (8 ranks on 1 node(s): ar.ce.max)") != std::string::npos);
+    CHECK(r.notes.find("AllReduce of tp groups (8 ranks on 1 node(s): ar.ce.max; NVLS has no max of float") !=
+          std::string::npos);
     CHECK(r.notes.find("a max or min of those but float and double") != std::string::npos);
     CHECK(to_json(r)["notes"].get<std::string>() == r.notes);
     // The forced name and a list of it plus a name that never runs here give the same iteration.
