@@ -414,6 +414,9 @@ void load_template(const YamlFile& f, Builder& bld, const TopologyOverrides& ove
   // --- fabric ---
   const YAML::Node fabric = root["fabric"];
   if (!fabric.IsDefined()) {
+    if (overrides.count("fabric.sharp"))
+      throw InputError(SourceLocation{f.path, 0, 0}, "fabric.sharp",
+                       "the topology override fabric.sharp needs a fabric, and this topology has none (one node)");
     if (num_nodes > 1)
       fail(f, node, "fabric",
            "a machine of " + std::to_string(num_nodes) + " nodes" + from_override(overrides, "node.count") +

@@ -302,6 +302,8 @@ TEST_CASE("CollNet in Auto: NCCL's tuner ranks it with the rest only where NCCL_
 TEST_CASE("fabric.sharp: 2, 3 or none, anything else refused with the file, line and key") {
   CHECK(h100_nodes(2, {{"fabric.sharp", "2"}}).sharp_version == 2);
   CHECK(h100_nodes(2, {{"fabric.sharp", "none"}}).sharp_version == 0);
+  CHECK_THROWS_WITH_AS(load_topology(kSrc + "/topologies/dgx-a100.yaml", {{"fabric.sharp", "3"}}),
+                       doctest::Contains("needs a fabric"), InputError);
   const std::string path = temp_path(".yaml");
   {
     std::ofstream out(path);
