@@ -108,38 +108,34 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   if (alg == CollectiveAlgorithm::Nvls && nvls) return in_switch();
   const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
   if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
-  if (alg == CollectiveAlgorithm::Nvls || alg == CollectiveAlgorithm::NvlsTree) {
-    // Forced where NVLS (NVLS_TREE) cannot run: the ring, as NCCL; a rule's choice that cannot
-    // run here: the automatic choice. Either way its protocol is chosen as usual (not the rule's).
-    alg = from_rule ? CollectiveAlgorithm::Auto : CollectiveAlgorithm::Ring;
-    fell_back |= !from_rule;
-    proto = nullptr;
-  }
-  // CollNet (the network's in-switch reduction): forced where it can run; elsewhere the ring (a
-  // rule's choice: the automatic one), as NCCL.
+  // The group's tuner inputs (computed once, where asked for).
+  std::optional<NcclTunerInputs> tuner;
+  const auto group_inputs = [&]() -> const NcclTunerInputs& {
+    if (!tuner) tuner = tuner_inputs(topo, eff, ranks, nodes, kind, opt);
+    return *tuner;
+  };
+  // CollNet (the network's in-switch reduction), forced where it can run.
   const bool collnet_direct =
       kind == CollectiveKind::AllReduce && collnet_supported(topo, ranks, opt, CollectiveAlgorithm::CollnetDirect);
   const bool collnet_chain =
       kind == CollectiveKind::AllReduce && collnet_supported(topo, ranks, opt, CollectiveAlgorithm::CollnetChain);
   const auto collnet = [&](CollectiveAlgorithm a) {
-    return plan_collnet(topo, eff, ranks, bytes, a, forced, tuner_inputs(topo, eff, ranks, nodes, kind, opt));
+    return plan_collnet(topo, eff, ranks, bytes, a, forced, group_inputs());
   };
   if (alg == CollectiveAlgorithm::CollnetDirect && collnet_direct) return collnet(alg);
   if (alg == CollectiveAlgorithm::CollnetChain && collnet_chain) return collnet(alg);
-  if (alg == CollectiveAlgorithm::CollnetDirect || alg == CollectiveAlgorithm::CollnetChain) {
+  if (alg == CollectiveAlgorithm::Nvls || alg == CollectiveAlgorithm::NvlsTree ||
+      alg == CollectiveAlgorithm::CollnetDirect || alg == CollectiveAlgorithm::CollnetChain) {
+    // Forced where NVLS (NVLS_TREE, CollNet) cannot run: the ring, as NCCL; a rule's choice that
+    // cannot run here: the automatic choice. Either way its protocol is chosen as usual (not the rule's).
     alg = from_rule ? CollectiveAlgorithm::Auto : CollectiveAlgorithm::Ring;
     fell_back |= !from_rule;
     proto = nullptr;
   }
   if (ranks.size() <= 1) alg = CollectiveAlgorithm::Ring;
-  // The group's tuner inputs (computed once, where asked for), and as NCCL's ranking takes them:
-  // the protocols NCCL_PROTO's list enables (LL128 among them where it names it), the forced
-  // protocol alone.
-  std::optional<NcclTunerInputs> tuner, ranked;
-  const auto group_inputs = [&]() -> const NcclTunerInputs& {
-    if (!tuner) tuner = tuner_inputs(topo, eff, ranks, nodes, kind, opt);
-    return *tuner;
-  };
+  // The group's tuner inputs as NCCL's ranking takes them: the protocols NCCL_PROTO's list enables
+  // (LL128 among them where it names it), the forced protocol alone.
+  std::optional<NcclTunerInputs> ranked;
   const auto ranked_inputs = [&]() -> const NcclTunerInputs& {
     if (!ranked) {
       ranked = group_inputs();

@@ -2,7 +2,6 @@
 // (InfiniBand SHARP), CollNetChain and CollNetDirect (collective_plan.hpp, CollNet).
 #include "sim/collective_plan_detail.hpp"
 
-#include "sim/link_efficiency.hpp"
 #include "sim/nccl_constants.hpp"
 
 #include <fmt/format.h>
@@ -94,19 +93,6 @@ std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ra
   return "";
 }
 
-double collnet_latency_s(CollectiveAlgorithm alg, int ranks, int nodes) {
-  // NCCL's tuning model (src/graph/tuning.cc): no base latency; with ppn local ranks,
-  // CollNetDirect 2 (min(1, ppn − 1) · 3.7 µs + (ppn − 1) · 0.4 µs) + 31 µs, CollNetChain
-  // 2 (ppn − 1) · 2.8 µs + 30 µs (hwLat NVLink and PCIe alike; network); with one rank a node
-  // the tree's network hwLat, 14 µs ("latencies are fully exposed").
-  const int ppn = ranks / nodes;
-  const bool direct = alg == CollectiveAlgorithm::CollnetDirect;
-  const double inter = ppn == 1 ? nccl::kHwLatTree[2][2] : direct ? nccl::kHwLatCollNetDirectNet : nccl::kHwLatCollNetChainNet;
-  if (direct)
-    return 2 * (std::min(1, ppn - 1) * nccl::kHwLatCollNetDirectIntra + (ppn - 1) * nccl::kCollNetDirectArityLat) + inter;
-  return 2 * (ppn - 1) * nccl::kHwLatCollNetChainIntra + inter;
-}
-
 CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                             double bytes, CollectiveAlgorithm alg, int channels_forced, const NcclTunerInputs& tuner) {
   const bool chain = alg == CollectiveAlgorithm::CollnetChain;
@@ -132,7 +118,7 @@ CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, con
   p.steps = 1;
   p.step_bytes = bytes;
   p.wire_bytes = bytes;
-  p.base_latency_s = collnet_latency_s(alg, n, N);
+  p.base_latency_s = nccl::collnet_latency_s(!chain, m);
   if (bytes <= 0) return p;
   // The flows (header): merged by (from, to), channels that take the same path adding up.
   std::map<std::pair<int, int>, double> flows;
@@ -174,16 +160,7 @@ CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, con
   }
   for (const auto& [key, b] : flows) p.bulk.push_back({key.first, key.second, b});
   // The links' time: every flow at once, the busiest directed link's bytes over its bandwidth.
-  std::map<int, double> load, capacity;
-  for (const CollectivePlan::BulkFlow& f : p.bulk)
-    for (const Hop& hop : topo.route(ranks[f.src_pos], ranks[f.dst_pos])) {
-      const Link& l = topo.link(hop.link_id);
-      const int key = directed_link(hop, l);
-      load[key] += f.bytes;
-      capacity[key] = l.bandwidth_Bps * eff.of(l.kind);
-    }
-  double links_s = 0;
-  for (const auto& [key, b] : load) links_s = std::max(links_s, b / capacity[key]);
+  const double links_s = bulk_links_s(topo, eff, ranks, p.bulk);
   // Its fill: a chunk of every channel through the pipeline's hops (the chain: up m − 1 GPUs, to
   // the switch and back, down m − 1 GPUs; the direct: scatter, switch, broadcast) at the busiest
   // link's pace, NCCL's chunk for the size (collnet_chunk_bytes; depth the chain's GPUs, the

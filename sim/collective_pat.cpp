@@ -54,16 +54,7 @@ CollectivePlan plan_pat(const Topology& topo, const LinkEfficiency& eff, const s
       p.bulk.push_back({i, to, std::min(d, n - d) * part});
     }
   // The links' time: every flow at once, the busiest directed link's bytes over its bandwidth.
-  std::map<int, double> load, capacity;
-  for (const CollectivePlan::BulkFlow& f : p.bulk)
-    for (const Hop& hop : topo.route(ranks[f.src_pos], ranks[f.dst_pos])) {
-      const Link& l = topo.link(hop.link_id);
-      const int key = directed_link(hop, l);
-      load[key] += f.bytes;
-      capacity[key] = l.bandwidth_Bps * eff.of(l.kind);
-    }
-  double links_s = 0;
-  for (const auto& [key, b] : load) links_s = std::max(links_s, b / capacity[key]);
+  const double links_s = bulk_links_s(topo, eff, ranks, p.bulk);
   // Past kMaxPatFlows the flow replay moves each member's n − 1 parts as one flow to its next
   // member (AllGather; ReduceScatter its previous): every NIC sends and receives what the
   // exchange's flows give it, and the closed form above, from those flows, stays the floor.
@@ -76,6 +67,21 @@ CollectivePlan plan_pat(const Topology& topo, const LinkEfficiency& eff, const s
   const double kernel_s = bytes / (nccl::kPatBusBwFactor * tuner.graph_busbw_Bps);
   p.bulk_s = std::max(links_s, kernel_s);
   return p;
+}
+
+double bulk_links_s(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                    const std::vector<CollectivePlan::BulkFlow>& flows) {
+  std::map<int, double> load, capacity;
+  for (const CollectivePlan::BulkFlow& f : flows)
+    for (const Hop& hop : topo.route(ranks[f.src_pos], ranks[f.dst_pos])) {
+      const Link& l = topo.link(hop.link_id);
+      const int key = directed_link(hop, l);
+      load[key] += f.bytes;
+      capacity[key] = l.bandwidth_Bps * eff.of(l.kind);
+    }
+  double links_s = 0;
+  for (const auto& [key, b] : load) links_s = std::max(links_s, b / capacity[key]);
+  return links_s;
 }
 
 }  // namespace overlapsim::plan_detail

@@ -12,6 +12,11 @@
 
 namespace overlapsim::plan_detail {
 
+/// The time `flows` (group positions, bytes) take when they all move at once, bound by the
+/// busiest directed link: its bytes over its bandwidth after link efficiency, seconds (PAT's and
+/// CollNet's closed forms; 0 for no flows).
+double bulk_links_s(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                    const std::vector<CollectivePlan::BulkFlow>& flows);
 /// The group's positions by node, nodes in order of first appearance.
 std::vector<std::vector<int>> members_by_node(const Topology& topo, const std::vector<int>& ranks);
 /// NCCL's compute capability index of the topology's GPU: Volta 0, Ampere 1, Hopper 2, Blackwell 3.
@@ -95,9 +100,6 @@ inline bool collnet_supported(const Topology& topo, const std::vector<int>& rank
                               CollectiveAlgorithm alg) {
   return collnet_unsupported(topo, ranks, opt, alg).empty();
 }
-/// NCCL's modelled latency of CollNet algorithm `alg` over `ranks` ranks on `nodes` nodes, seconds
-/// (collective_plan.hpp, CollNet).
-double collnet_latency_s(CollectiveAlgorithm alg, int ranks, int nodes);
 /// The CollNet plan of an AllReduce (collective_plan.hpp, CollNet) on `channels_forced` channels
 /// (0: NCCL's, from `tuner`, tuner_inputs). REQUIRES: collnet_supported for `alg`.
 CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,

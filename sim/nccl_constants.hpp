@@ -6,6 +6,7 @@
 // Ampere < 9.0 ≤ Hopper < 10.0 ≤ Blackwell].
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 
 namespace overlapsim::nccl {
@@ -86,6 +87,15 @@ inline constexpr double kHwLatCollNetDirectNet = 31e-6;
 inline constexpr double kHwLatCollNetChainNet = 30e-6;
 inline constexpr double kCollNetDirectArityLat = 0.4e-6;
 inline constexpr double kCollNetDirectHopperFactor = 0.85;
+/// NCCL's modelled latency of a CollNet AllReduce with `ppn` ranks a node, seconds (tuning.cc):
+/// CollNetDirect 2 (min(1, ppn − 1) · 3.7 µs + (ppn − 1) · 0.4 µs) + 31 µs, CollNetChain
+/// 2 (ppn − 1) · 2.8 µs + 30 µs; one rank a node the tree's Simple network hwLat, 14 µs, instead
+/// of the network's ("latencies are fully exposed").
+inline double collnet_latency_s(bool direct, double ppn) {
+  const double inter = ppn == 1 ? kHwLatTree[2][2] : direct ? kHwLatCollNetDirectNet : kHwLatCollNetChainNet;
+  return direct ? 2 * (std::min(1.0, ppn - 1) * kHwLatCollNetDirectIntra + (ppn - 1) * kCollNetDirectArityLat) + inter
+                : 2 * (ppn - 1) * kHwLatCollNetChainIntra + inter;
+}
 
 /// PAT (AllGather and ReduceScatter over one GPU per node, Simple only): base latency, seconds;
 /// its latency per rank (the linear part: "still a linear part; hopefully we'll manage to remove

@@ -245,10 +245,7 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
       bus /= f;
       if (in.cc_index >= 2) bus *= nccl::kCollNetDirectHopperFactor;
     }
-    const double inter = ppn == 1 ? nccl::kHwLatTree[2][2] : direct ? nccl::kHwLatCollNetDirectNet : nccl::kHwLatCollNetChainNet;
-    lat = direct ? 2 * (std::min(1.0, ppn - 1) * nccl::kHwLatCollNetDirectIntra + (ppn - 1) * nccl::kCollNetDirectArityLat) + inter
-                 : 2 * (ppn - 1) * nccl::kHwLatCollNetChainIntra + inter;
-    return lat + bytes / (bus * 0.5);
+    return nccl::collnet_latency_s(direct, ppn) + bytes / (bus * 0.5);
   }
   if (alg == CollectiveAlgorithm::Ring) {
     bus = ring_busbw(proto, in);
