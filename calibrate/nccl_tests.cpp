@@ -391,6 +391,7 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
         if (w.size() >= 6 && w[1] == "set" && w[2] == "by" && w[3] == "environment" && w[4] == "to") {
           if (w[0] == "NCCL_ALGO") log.algorithm = w[5];
           if (w[0] == "NCCL_PROTO") log.protocol = w[5];
+          if (w[0] == "NCCL_COLLNET_ENABLE") log.collnet_enable = w[5] == "1";
         }
         if (w.size() >= 3 && w[0] == "NCCL" && w[1] == "version" && log.nccl_version.empty())
           log.nccl_version = w[2].substr(0, w[2].find('+'));

@@ -100,6 +100,9 @@ struct NcclTestsLog {
   std::string gpu_name;          ///< of rank 0 ("" without rank lines)
   std::string nccl_version;      ///< "2.28.9", "" when the log does not say
   std::string algorithm = "auto", protocol = "auto";
+  /// NCCL_COLLNET_ENABLE as the log's NCCL INFO lines say it was set ("NCCL_COLLNET_ENABLE set by
+  /// environment to 1"): true for 1, false where unset or 0.
+  bool collnet_enable = false;
   std::vector<NcclTestsRow> rows;
   std::vector<NcclTuningLine> tuning;  ///< NCCL's TUNING lines for this collective, in log order
   double avg_busbw_GBps = -1;    ///< the footer's "Avg bus bandwidth" (-1: absent)

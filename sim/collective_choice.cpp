@@ -104,16 +104,20 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   // forms decide (forced channels), the ring's counts 1024 times.
   const bool relegated = fp8_ring_relegated(opt, kind, static_cast<int>(ranks.size()));
   const double ring_weight = relegated ? nccl::kFp8RingRelegation : 1.0;
-  const auto in_switch = [&]() { return plan_nvls(topo, eff, ranks, bytes, opt.nvls_loop_s, kind); };
-  if (alg == CollectiveAlgorithm::Nvls && nvls) return in_switch();
-  const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
-  if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
   // The group's tuner inputs (computed once, where asked for).
   std::optional<NcclTunerInputs> tuner;
   const auto group_inputs = [&]() -> const NcclTunerInputs& {
     if (!tuner) tuner = tuner_inputs(topo, eff, ranks, nodes, kind, opt);
     return *tuner;
   };
+  // NVLS: inside one node, or an AllReduce across nodes with CollNet.
+  const auto in_switch = [&]() {
+    return nodes > 1 ? plan_nvls_collnet(topo, eff, ranks, bytes, opt.nvls_loop_s, group_inputs())
+                     : plan_nvls(topo, eff, ranks, bytes, opt.nvls_loop_s, kind);
+  };
+  if (alg == CollectiveAlgorithm::Nvls && nvls) return in_switch();
+  const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
+  if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
   // CollNet (the network's in-switch reduction), forced where it can run.
   const bool collnet_direct =
       kind == CollectiveKind::AllReduce && collnet_supported(topo, ranks, opt, CollectiveAlgorithm::CollnetDirect);
@@ -214,20 +218,23 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     return q.closed_form_s() < ring_weight * ring.closed_form_s() ? q : ring;
   }
   if (kind != CollectiveKind::AllReduce) return ring_ok ? ring : none_left();
-  if (!ring_ok && !tree_ok && !nvls_tree_ok && !direct_ok && !chain_ok) return none_left();
+  if (!ring_ok && !tree_ok && !nvls_ok && !nvls_tree_ok && !direct_ok && !chain_ok) return none_left();
   // Across nodes, the algorithm NCCL's tuner ranks first (header) of those the lists leave;
   // forced channels or the textbook model: the least closed form.
   if (alg == CollectiveAlgorithm::Auto && forced == 0 && !opt.textbook) {
     NcclTunerInputs in = ranked_inputs();
-    if (nvls_tree_ok) nvls_tree_tuner_inputs(topo, eff, ranks, &in);
+    if (nvls_tree_ok || nvls_ok) nvls_tree_tuner_inputs(topo, eff, ranks, &in);
+    in.nvls = nvls_ok;
     if (direct_ok || chain_ok) collnet_tuner_inputs(topo, eff, ranks, &in);
     in.algorithms = (ring_ok ? algorithm_bit(CollectiveAlgorithm::Ring) : 0u) |
                     (tree_ok ? algorithm_bit(CollectiveAlgorithm::Tree) : 0u) |
+                    (nvls_ok ? algorithm_bit(CollectiveAlgorithm::Nvls) : 0u) |
                     (nvls_tree_ok ? algorithm_bit(CollectiveAlgorithm::NvlsTree) : 0u) |
                     (direct_ok ? algorithm_bit(CollectiveAlgorithm::CollnetDirect) : 0u) |
                     (chain_ok ? algorithm_bit(CollectiveAlgorithm::CollnetChain) : 0u);
     const CollectiveAlgorithm pick = nccl_model_allreduce_algorithm(bytes, in);
     if (pick == CollectiveAlgorithm::NvlsTree) return plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
+    if (pick == CollectiveAlgorithm::Nvls) return in_switch();
     if (pick == CollectiveAlgorithm::CollnetDirect || pick == CollectiveAlgorithm::CollnetChain) return collnet(pick);
     return pick == CollectiveAlgorithm::Tree ? plan_tree(topo, eff, ranks, bytes, forced, opt, tree_proto) : ring;
   }
@@ -236,6 +243,10 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   if (ring_ok && (!best || ring_weight * ring.closed_form_s() <= best->closed_form_s())) best = std::move(ring);
   if (nvls_tree_ok && alg == CollectiveAlgorithm::Auto) {
     CollectivePlan q = plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
+    if (!best || q.closed_form_s() < best->closed_form_s()) best = std::move(q);
+  }
+  if (nvls_ok && alg == CollectiveAlgorithm::Auto) {
+    CollectivePlan q = in_switch();
     if (!best || q.closed_form_s() < best->closed_form_s()) best = std::move(q);
   }
   for (CollectiveAlgorithm a : {CollectiveAlgorithm::CollnetDirect, CollectiveAlgorithm::CollnetChain})

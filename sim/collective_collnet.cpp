@@ -81,9 +81,10 @@ std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ra
   if (nodes.size() < 2) return "CollNet runs across 2 or more nodes";
   for (const auto& members : nodes) {
     if (members.size() != nodes[0].size()) return "CollNet needs the same number of GPUs on every node";
-    if (static_cast<int>(members.size()) > kCollNetMaxLocalRanks)
+    if (alg != CollectiveAlgorithm::Nvls && static_cast<int>(members.size()) > kCollNetMaxLocalRanks)
       return fmt::format("CollNet runs with at most {} GPUs a node, found {}", kCollNetMaxLocalRanks, members.size());
   }
+  if (alg == CollectiveAlgorithm::Nvls) return "";  // the communicator's CollNet, for NVLS across nodes
   if (alg == CollectiveAlgorithm::CollnetDirect)
     for (const auto& members : nodes)
       for (size_t i = 1; i < members.size(); ++i)

@@ -43,9 +43,24 @@ std::string nvls_unsupported(const Topology& topo, const std::vector<int>& ranks
   if (kind != CollectiveKind::AllReduce && kind != CollectiveKind::AllGather && kind != CollectiveKind::ReduceScatter)
     return "NCCL runs NVLS for AllReduce, AllGather and ReduceScatter only";
   const int nodes = node_count(topo, ranks);
-  if (nodes != 1)
-    return fmt::format("NVLS runs inside one node, and these {} ranks are on {} nodes{}", ranks.size(), nodes,
-                       kind == CollectiveKind::AllReduce ? " (NVLSTree runs across nodes)" : "");
+  if (nodes != 1) {
+    // Across nodes NCCL runs NVLS for an AllReduce where CollNet can run (the network's SHARP
+    // reduces between the nodes: src/graph/tuning.cc, src/enqueue.cc "NVLS && collNetSupport != 1
+    // && nNodes > 1: skip") and every node runs NVLS.
+    if (kind != CollectiveKind::AllReduce)
+      return fmt::format("NVLS runs an AllGather or ReduceScatter inside one node (across nodes NCCL would need "
+                         "CollNet's AllGather or ReduceScatter, not modelled), and these {} ranks are on {} nodes",
+                         ranks.size(), nodes);
+    const std::string why = collnet_unsupported(topo, ranks, opt, CollectiveAlgorithm::Nvls);
+    if (!why.empty()) return "NVLS runs across nodes only with CollNet (NVLSTree runs without): " + why;
+    for (const auto& members : members_by_node(topo, ranks)) {
+      std::vector<int> node_ranks;
+      for (int pos : members) node_ranks.push_back(ranks[pos]);
+      const std::string in_node = nvls_unsupported(topo, node_ranks, opt, channels_forced, kind);
+      if (!in_node.empty()) return "NVLS across nodes runs NVLS inside each node, and there " + in_node;
+    }
+    return "";
+  }
   if (ranks.size() <= 2) return fmt::format("NVLS needs 3 or more GPUs, found {}", ranks.size());
   if (channels_forced == 1) return "NVLS needs 2 or more channels, and 1 is forced";
   if (kind != CollectiveKind::AllReduce && ranks.size() > kNvlsMaxArity)
@@ -215,6 +230,64 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
       for (int i = 0; i < m; ++i) p.bulk.push_back({members[i], members[(i + 1) % m], bytes / efficiency});
     for (const Hop2& h : hops) p.bulk.push_back({h.src_pos, h.dst_pos, rail_bytes / 2});
   }
+  return p;
+}
+
+CollectivePlan plan_nvls_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                                 double bytes, double nvls_loop_s, const NcclTunerInputs& tuner) {
+  const int cc_index = compute_capability_index(topo);
+  const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
+  const int N = static_cast<int>(nodes.size());
+  const int m = static_cast<int>(nodes[0].size());
+  const int n = static_cast<int>(ranks.size());
+  const int heads = std::min(m, topo.nics_per_node);
+  CollectivePlan p;
+  p.kind = CollectiveKind::AllReduce;
+  p.algorithm = CollectiveAlgorithm::Nvls;
+  p.protocol = Protocol::Simple;
+  p.members = n;
+  // NCCL's channels across nodes: min(nvlsChannels, comm->nChannels) (src/enqueue.cc
+  // getChannnelThreadInfo), whatever an op forces (as plan_nvls).
+  p.channels = std::min(cc_index >= 3 ? 24 : 16, std::max(1, tuner.comm_channels));
+  p.sm_blocks = p.channels;
+  p.steps = 1;
+  p.step_bytes = bytes;
+  const double efficiency = nccl::kNvlsEfficiency[cc_index] * (p.channels - 1) / p.channels;
+  p.wire_bytes = bytes / efficiency;
+  p.base_latency_s = nccl::kNvlsCollNetLatency;
+  if (bytes <= 0) return p;
+  // Inside each node: its NVLS port time with the pipeline's fill, as NVLS alone (header).
+  double intra_s = 0;
+  for (const auto& members : nodes) {
+    std::vector<int> node_ranks;
+    for (int pos : members) node_ranks.push_back(ranks[pos]);
+    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks, bytes, nvls_loop_s);
+    for (const Hop2& h : in_node.rings[0].hops)
+      intra_s = std::max(intra_s, h.step_latency_s - std::max(h.route_latency_s, kNvlsLatency) +
+                                      in_node.wire_bytes / h.share_Bps);
+    for (int i = 0; i < m; ++i) p.bulk.push_back({members[i], members[(i + 1) % m], bytes / efficiency});
+  }
+  // Between the nodes: head r of each node (the GPU of NIC rail r) hands its shard S / h to the
+  // network's switches and takes the reduced shard back; a flow to the next node's head on the
+  // rail stands for the switch's reduction (as CollNet's), loading each NIC with S / h each way.
+  std::vector<CollectivePlan::BulkFlow> inter;
+  const double shard = bytes / heads;
+  for (int k = 0; k < N; ++k)
+    for (int r = 0; r < heads; ++r) inter.push_back({nodes[k][r], nodes[(k + 1) % N][r], shard});
+  // Its fill: a shard's first loop (one chunk of every channel, or the shard if less) to the
+  // switch and back, NCCL's NVLS chunk (src/enqueue.cc: 128 KiB, 32 KiB where the tuner's NVLS
+  // algbw is under 150 GB/s; halved below 64, 8 and 2 loops of channels · heads chunks).
+  NcclTunerInputs in = tuner;
+  nvls_tree_tuner_inputs(topo, eff, ranks, &in);
+  in.nvls = true;
+  const double model_algbw = bytes / (nccl_model_allreduce_s(CollectiveAlgorithm::Nvls, Protocol::Simple, bytes, in) -
+                                      nccl::kNvlsCollNetLatency);
+  const double chunk = std::min(model_algbw < 150e9 ? 32768.0 : 131072.0,
+                                nvls_chunk_bytes(bytes, static_cast<double>(p.channels) * heads));
+  const double inter_links_s = bulk_links_s(topo, eff, ranks, inter);
+  const double inter_s = inter_links_s * (1.0 + 2.0 * std::min(p.channels * chunk, shard) / shard);
+  p.bulk_s = std::max(intra_s, inter_s);
+  p.bulk.insert(p.bulk.end(), inter.begin(), inter.end());
   return p;
 }
 

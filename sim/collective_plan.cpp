@@ -320,7 +320,9 @@ double tree_received_bytes(const CollectivePlan& p, int pos) {
 
 double received_bytes_per_rank(const CollectivePlan& p) {
   if (p.members <= 1) return 0;
-  if (p.algorithm == CollectiveAlgorithm::NvlsTree) return p.step_bytes;  // the result, through its NVSwitch port
+  // NVLS_TREE and NVLS across nodes: the result, through its NVSwitch port.
+  if (p.algorithm == CollectiveAlgorithm::NvlsTree || (p.algorithm == CollectiveAlgorithm::Nvls && p.runs_in_bulk()))
+    return p.step_bytes;
   if (p.algorithm == CollectiveAlgorithm::CollnetDirect || p.algorithm == CollectiveAlgorithm::CollnetChain) {
     double b = 0;  // the mean over members of what its flows deliver (a head's include the switch's result)
     for (const CollectivePlan::BulkFlow& f : p.bulk) b += f.bytes;

@@ -68,7 +68,7 @@
 // its step latency at the uncontended share.
 // AllGather and ReduceScatter run on NVLS too inside one node (NCCL ≥ 2.19, src/device/
 // all_gather.h and reduce_scatter.h, NVLS without registered buffers; at most 32 local ranks;
-// across nodes NCCL runs NVLS with CollNet, which is not modelled): an AllGather's kernel broadcasts each
+// across nodes NCCL runs them on NVLS with CollNet's AllGather and ReduceScatter, not modelled): an AllGather's kernel broadcasts each
 // member's shard through the switch (multimem.st: S / n leaves each GPU, S arrives, its own shard
 // included) and gathers it from the switch's copies; a ReduceScatter's scatters its buffer and
 // reads each reduced shard through the switch (multimem.ld_reduce: S leaves each GPU, S / n
@@ -172,8 +172,30 @@
 // coreweave's 8-node H100 CollNetChain curve (tests/nccl_validation_test.cpp: +6.6 to +8.6% from
 // 1 GiB, +10.2% at 512 MiB). Auto takes CollNet where NCCL's tuner ranks it first
 // (nccl_model_allreduce_algorithm). Not built: CollNet for AllGather and ReduceScatter (NCCL
-// needs the plugin's iallgather/ireducescatter and one GPU a NIC), NVLS with CollNet across nodes
-// (NCCL's multi-node NVLS), and SHARP's own aggregation limits.
+// needs the plugin's iallgather/ireducescatter and one GPU a NIC; NVLS across nodes for them
+// too), and SHARP's own aggregation limits.
+//
+// NVLS across nodes (AllReduce, NCCL ≥ 2.18: the NVLS algorithm on a communicator with CollNet,
+// "NVLS + SHARP"; src/device/all_reduce.h runNvls with nNodes > 1, src/enqueue.cc skips NVLS
+// across nodes without collNetSupport): it runs where CollNet's communicator can (CollNet's
+// conditions above but the 8-GPU limit and the NVSwitch-direct one: collnet_unsupported with
+// Nvls) and every node can run NVLS. Inside each node the GPUs scatter into and gather from the
+// switch as NVLS does; each of the h heads (h = min(m, NICs)) sends its shard S / h through its
+// NIC to the network's switches, which reduce across nodes, and receives the reduced shard. On C
+// NVLS channels (16 Hopper, 24 Blackwell; fewer where the communicator has fewer) it takes
+//   T = 25 µs + 18 µs + max(T_nvls, T_net)
+// (NCCL's tuning model's latency for it: hwLat on NVLink plus the network's NVLS hwLat; no base
+// latency), with T_nvls the node's NVLS port time with its pipeline's fill, as NVLS alone above
+// (loop costs included, latency aside), and T_net the busiest link's bytes while every head's
+// shard moves at once, S / h over each NIC each way alone, times 1 + 2 min(C · c, S / h) / (S / h):
+// one chunk c of each channel to the switch and back (NCCL's NVLS chunk, nvls_chunk_bytes over C ·
+// h chunks a loop, capped at 32 KiB where NCCL's tuner's NVLS algbw is under 150 GB/s: src/
+// enqueue.cc). The switch's reduction is lowered as CollNet's, a flow from each head to the next
+// node's head on its rail; with each node's NVLS one-step ring of S / η it runs in bulk (as
+// NVLS_TREE): alone it takes the closed form, traffic on its NICs or ports delays it. NCCL's tuner
+// (nccl_model_allreduce_s, Nvls) ranks it with the other algorithms where CollNet is enabled; over
+// 8 DGX H100 nodes it comes first at every size (43 µs at 8 B, the tree 50). Not checked against a measurement (no
+// published multi-node NVLS + SHARP curve found).
 //
 // Protocols (NCCL src/graph/tuning.cc and src/include/device.h): LL moves 8 bytes of data per
 // 16 on the wire, LL128 120 per 128, Simple all of them; each has a base latency per collective
@@ -543,6 +565,7 @@ struct CollectivePlan {
   /// members end when the last of `bulk` has, or at the closed form, whichever is later.
   bool runs_in_bulk() const {
     return algorithm == CollectiveAlgorithm::NvlsTree || algorithm == CollectiveAlgorithm::Pat ||
+           (algorithm == CollectiveAlgorithm::Nvls && rings.empty()) ||
            algorithm == CollectiveAlgorithm::CollnetDirect || algorithm == CollectiveAlgorithm::CollnetChain;
   }
   /// Whether a Tree's flows run in bulk in flow fidelity (kMaxTreeSliceFlows): all its hops'

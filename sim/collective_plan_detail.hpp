@@ -75,7 +75,8 @@ CollectivePlan plan_tree(const Topology& topo, const LinkEfficiency& eff, const 
                          int channels_forced, const CollectiveOptions& opt, const Protocol* forced_protocol);
 
 /// Why NCCL cannot run NVLS for `kind` over these ranks (collective_plan.hpp, NVLS: AllReduce,
-/// AllGather or ReduceScatter inside one node), in words: the first condition that fails; ""
+/// AllGather or ReduceScatter inside one node; an AllReduce across nodes with CollNet, "NVLS
+/// across nodes"), in words: the first condition that fails; ""
 /// where it can. Each *_unsupported below likewise (algorithm_unavailable_reason), and each
 /// *_supported is whether it returns "".
 std::string nvls_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
@@ -93,7 +94,8 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
 /// sharp_version; collective_plan.hpp, CollNet).
 bool sharp_reduces(ReduceOp op, DataType t, int sharp_version);
 /// Whether NCCL can run CollNet algorithm `alg` (CollnetDirect or CollnetChain) for an AllReduce
-/// over these ranks (collective_plan.hpp, CollNet).
+/// over these ranks (collective_plan.hpp, CollNet); `alg` Nvls: whether the communicator has
+/// CollNet for NVLS across nodes (no limit of 8 GPUs a node, no NVSwitch condition).
 std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
                                 CollectiveAlgorithm alg);
 inline bool collnet_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
@@ -122,6 +124,11 @@ inline bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ra
 /// The NVLS_TREE AllReduce plan (collective_plan.hpp, NVLS_TREE). REQUIRES: nvls_tree_supported.
 CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                               double bytes, double nvls_loop_s = 0);
+/// The NVLS AllReduce plan across nodes, with CollNet (collective_plan.hpp, NVLS across nodes):
+/// bulk flows, on min(NCCL's NVLS channels, tuner.comm_channels) channels. REQUIRES:
+/// nvls_supported for an AllReduce over these ranks, on 2 or more nodes.
+CollectivePlan plan_nvls_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                                 double bytes, double nvls_loop_s, const NcclTunerInputs& tuner);
 /// What NCCL's tuner knows of an NVLS_TREE over these ranks (nccl_tuning.hpp): heads, the NVLS
 /// graph's intra- and inter-node bandwidth. REQUIRES: nvls_tree_supported.
 void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,

@@ -70,12 +70,19 @@ inline constexpr double kTreeCorrection[3][23] = {
 /// count [1, 2, more].
 inline constexpr double kHwLatNvlsNvlink = 25e-6;
 inline constexpr double kHwLatNvlsTreeNet = 20.9e-6;
+/// NVLS across nodes (NVLink SHARP in each node, the network's SHARP between them: NCCL's NVLS
+/// algorithm with CollNet): its network hwLat, seconds (tuning.cc hwLat NET NVLS Simple).
+inline constexpr double kHwLatNvlsNet = 18e-6;
 inline constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
 inline constexpr double kPerChNvlsTree[4][3] = {
     {26.5e9, 18.5e9, 10.0e9}, {24.0e9, 23.6e9, 17.8e9}, {0.0, 57.7e9, 45.5e9}, {0.0, 96.0e9, 80.0e9}};
 /// NCCL's modelled latency of an NVLS_TREE AllReduce over `nodes` nodes, seconds: hwLat on
 /// NVLink plus 2 log2(nodes) network hwLats, no base latency (src/graph/tuning.cc).
 inline double nvls_tree_latency_s(int nodes) { return kHwLatNvlsNvlink + 2.0 * log2i(nodes) * kHwLatNvlsTreeNet; }
+/// NCCL's modelled latency of an NVLS AllReduce across nodes (with CollNet), seconds: hwLat on
+/// NVLink, 25 µs, plus the network's NVLS hwLat, 18 µs; it replaces the (zero) base latency
+/// (src/graph/tuning.cc: "latencies = intraLat; if (nNodes > 1) += interLat").
+inline constexpr double kNvlsCollNetLatency = kHwLatNvlsNvlink + kHwLatNvlsNet;
 
 /// CollNet (the network's in-switch reduction, SHARP), Simple only, no base latency (src/graph/
 /// tuning.cc): hwLat inside a node (NVLink and PCIe alike) and on the network, seconds, for

@@ -206,7 +206,8 @@ double ring_latency_s(Protocol proto, int steps, int inter_steps, const NcclTune
 
 double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in) {
   OVERLAPSIM_CHECK((alg == CollectiveAlgorithm::Ring || alg == CollectiveAlgorithm::Tree ||
-                    alg == CollectiveAlgorithm::NvlsTree || alg == CollectiveAlgorithm::CollnetDirect ||
+                    alg == CollectiveAlgorithm::Nvls || alg == CollectiveAlgorithm::NvlsTree ||
+                    alg == CollectiveAlgorithm::CollnetDirect ||
                     alg == CollectiveAlgorithm::CollnetChain) &&
                        in.ranks >= 2 &&
                        bytes >= 0 && in.graph_busbw_Bps > 0 && in.graph_channels >= 1 && in.comm_channels >= 1 &&
@@ -233,6 +234,17 @@ double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double by
     ratio = static_cast<double>(n) / (2 * (n - 1));
     lat = nccl::nvls_tree_latency_s(N);
     return lat + bytes / (bus * ratio);
+  }
+  if (alg == CollectiveAlgorithm::Nvls) {
+    // Across nodes only: inside one node the closed forms decide (collective_choice.cpp).
+    if (!in.nvls || N < 2 || proto != Protocol::Simple || in.nvls_heads < 2 || in.nvls_intra_Bps <= 0 ||
+        in.nvls_inter_Bps <= 0 || nccl::kNvlsEfficiency[in.cc_index] <= 0)
+      return std::numeric_limits<double>::infinity();
+    const double h = in.nvls_heads;
+    const double intra = in.nvls_intra_Bps / h * nccl::kNvlsEfficiency[in.cc_index] * (h - 1) / h * 2;
+    bus = h * std::min(intra, in.nvls_inter_Bps / h);
+    ratio = static_cast<double>(n) / (2 * (n - 1));
+    return nccl::kNvlsCollNetLatency + bytes / (bus * ratio);
   }
   if (alg == CollectiveAlgorithm::CollnetDirect || alg == CollectiveAlgorithm::CollnetChain) {
     if (!in.collnet || proto != Protocol::Simple || in.collnet_heads < 1 || in.collnet_intra_Bps <= 0 || N < 2)
@@ -320,7 +332,7 @@ CollectiveAlgorithm least_time(std::initializer_list<CollectiveAlgorithm> algori
 
 CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in) {
   return least_time({CollectiveAlgorithm::Tree, CollectiveAlgorithm::Ring, CollectiveAlgorithm::CollnetDirect,
-                     CollectiveAlgorithm::CollnetChain, CollectiveAlgorithm::NvlsTree},
+                     CollectiveAlgorithm::CollnetChain, CollectiveAlgorithm::Nvls, CollectiveAlgorithm::NvlsTree},
                     nccl_model_allreduce_s, bytes, in);
 }
 

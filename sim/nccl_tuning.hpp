@@ -138,8 +138,10 @@ struct NcclTunerInputs {
   /// intra-node bandwidth (graphs[NVLS]->bwIntra · nChannels) and inter-node bandwidth
   /// (bwInter · nChannels), bytes/s.
   bool nvls_tree = false;
-  /// NVLS can run inside the communicator's one node for an AllGather or ReduceScatter
-  /// (collective_plan.hpp), with nvls_heads (the members) and nvls_intra_Bps as for NVLS_TREE.
+  /// NVLS can run: inside the communicator's one node for an AllGather or ReduceScatter, with
+  /// nvls_heads (the members) and nvls_intra_Bps as for NVLS_TREE; across nodes (nodes >= 2) for
+  /// an AllReduce with CollNet, with the NVLS graph's heads and bandwidths as for NVLS_TREE
+  /// (collective_plan.hpp, NVLS across nodes).
   bool nvls = false;
   int nvls_heads = 0;
   double nvls_intra_Bps = 0;
@@ -173,16 +175,23 @@ struct NcclTunerInputs {
 ///          perChMaxNVLSTreeBw) with h = nvls_heads, intra and inter per head (nvls_intra_Bps /
 ///          h, nvls_inter_Bps / h), η nvlsEfficiency; ratio n / (2(n − 1)); lat = hwLat NVLink
 ///          25 µs + 2 log2(N) · 20.9 µs;
+///   NVLS across nodes (Simple only, with CollNet: in.nvls and N >= 2) busBw = h · min(intra · η ·
+///          (h − 1)/h · 2, inter), as NVLS_TREE's without its two-node doubling or its ceiling;
+///          ratio n / (2(n − 1)); lat = hwLat NVLink 25 µs + network 18 µs (kNvlsCollNetLatency);
+///   CollNetDirect, CollNetChain (Simple only, in.collnet): nccl::collnet_latency_s + nBytes /
+///          (busBw / 2), busBw = collnet_intra_Bps (Direct: over the GPU/NIC factor, × 0.85 on
+///          Hopper and later);
 /// the constants are sim/nccl_constants.hpp's. Returns +inf where NCCL leaves the pair out
-/// (LL128 not enabled; NVLS_TREE not possible, or not Simple). REQUIRES: alg is Ring, Tree or
-/// NvlsTree; ranks >= 2; bytes >= 0;
+/// (LL128 not enabled; NVLS, NVLS_TREE or CollNet not possible, or not Simple). REQUIRES: alg is
+/// Ring, Tree, Nvls, NvlsTree, CollnetDirect or CollnetChain; ranks >= 2; bytes >= 0;
 /// graph_busbw_Bps > 0; graph_channels, comm_channels >= 1.
 double nccl_model_allreduce_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in);
 
-/// The algorithm (Ring, Tree or, where they can run, CollnetDirect, CollnetChain, NvlsTree) of
-/// NCCL's least modelled time over its enabled protocols (in.only_protocol's alone where set) for
-/// an AllReduce of `bytes` (src/enqueue.cc getAlgoInfo, which tries them in NCCL's order: the
-/// tree, the ring, CollNetDirect, CollNetChain, NVLS_TREE; a tie goes to the earlier), among those in.algorithms
+/// The algorithm (Ring, Tree or, where they can run, CollnetDirect, CollnetChain, Nvls across
+/// nodes, NvlsTree) of NCCL's least modelled time over its enabled protocols (in.only_protocol's
+/// alone where set) for an AllReduce of `bytes` (src/enqueue.cc getAlgoInfo, which tries them in
+/// NCCL's order: the tree, the ring, CollNetDirect, CollNetChain, NVLS, NVLS_TREE; a tie goes to
+/// the earlier), among those in.algorithms
 /// and in.protocols enable (NCCL_ALGO, NCCL_PROTO lists).
 CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTunerInputs& in);
 

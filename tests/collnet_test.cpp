@@ -283,17 +283,22 @@ TEST_CASE("CollNet in Auto: NCCL's tuner ranks it with the rest only where NCCL_
   const Topology eight = h100_nodes(8);
   const LinkEfficiency eff = shipped_link_efficiency("h100-sxm5-80gb");
   const std::vector<int> all = first(64);
-  // 1 GiB over 8 DGX H100 nodes: the chain's NVSwitch-bound 2 S beats the ring's NIC bound in
-  // NCCL's model; off by default, where NVLS_TREE or the ring runs.
+  // 1 GiB over 8 DGX H100 nodes: with CollNet NCCL's model ranks NVLS across nodes (NVLink SHARP
+  // and the network's) first, and, where NCCL_ALGO leaves NVLS out, the chain, whose
+  // NVSwitch-bound 2 S beats the ring's NIC bound; off by default, where NVLS_TREE or the ring runs.
   const CollectivePlan on = plan_collective(eight, eff, all, CollectiveKind::AllReduce, 1024 * kMiB, 0, collnet_on());
-  CHECK(on.algorithm == A::CollnetChain);
+  CHECK(on.algorithm == A::Nvls);
+  CollectiveOptions no_nvls = collnet_on();
+  parse_nccl_algo_list("^nvls", no_nvls.allowed);
+  CHECK(plan_collective(eight, eff, all, CollectiveKind::AllReduce, 1024 * kMiB, 0, no_nvls).algorithm ==
+        A::CollnetChain);
   const CollectivePlan off =
       plan_collective(eight, eff, all, CollectiveKind::AllReduce, 1024 * kMiB, 0, CollectiveOptions{});
   CHECK(off.algorithm != A::CollnetChain);
   CHECK(off.algorithm != A::CollnetDirect);
   // NCCL_ALGO's list leaves it out.
   CollectiveOptions o = collnet_on();
-  parse_nccl_algo_list("^collnetchain,collnetdirect", o.allowed);
+  parse_nccl_algo_list("^collnetchain,collnetdirect,nvls", o.allowed);
   const CollectivePlan listed = plan_collective(eight, eff, all, CollectiveKind::AllReduce, 1024 * kMiB, 0, o);
   CHECK(listed.algorithm != A::CollnetChain);
   CHECK(listed.algorithm != A::CollnetDirect);

@@ -106,7 +106,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                 "auto | ll | ll128 | simple (NCCL_PROTO), or a list as NCCL_PROTO takes it: LL,Simple; ^LL128; "
                 "allreduce:LL128;allgather:Simple (the automatic choice among those)")
       ->check(non_empty);
-  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat | collnetdirect | collnetchain (NCCL_ALGO; tree, nvlstree and collnet* apply to allreduce only, nvls to allreduce, allgather and reducescatter; nvls inside one Hopper NVSwitch node, nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; collnet* across nodes with --collnet on a fabric with SHARP; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
+  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat | collnetdirect | collnetchain (NCCL_ALGO; tree, nvlstree and collnet* apply to allreduce only, nvls to allreduce, allgather and reducescatter; nvls inside one Hopper NVSwitch node (an allreduce also across such nodes with --collnet on a fabric with SHARP), nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; collnet* across nodes with --collnet on a fabric with SHARP; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
       ->check(non_empty);
   c->add_option("--redop,-o", a.redop,
                 "sum | prod | max | min | avg | mulsum: the reduction of allreduce, reducescatter and reduce (nccl-tests -o; "
@@ -132,8 +132,9 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
       ->check(non_empty);
   c->add_flag("--unfold", a.unfold, "simulate every rank instead of rank 0 with mirrors");
   c->add_flag("--collnet", a.collnet,
-              "NCCL_COLLNET_ENABLE=1: NCCL's CollNet (CollNetDirect, CollNetChain) may run an allreduce across nodes "
-              "where the topology's fabric reduces in its switches (fabric.sharp: InfiniBand SHARP)");
+              "NCCL_COLLNET_ENABLE=1: NCCL's CollNet (CollNetDirect, CollNetChain, and NVLS across Hopper NVSwitch "
+              "nodes) may run an allreduce across nodes where the topology's fabric reduces in its switches "
+              "(fabric.sharp: InfiniBand SHARP)");
   c->add_option("--tree-slice-flows", a.tree_slice_flows,
                 fmt::format("flow fidelity: a tree allreduce of more per-slice flows than this runs in bulk, one flow "
                             "per hop and tree (a scenario's flow.tree_slice_flows; default {}; 0: every tree in bulk, "
@@ -402,6 +403,10 @@ int collective_command(const CollectiveArgs& a) {
       notes.push_back("the log ran NCCL_PROTO=" + log.protocol + ", which NCCL_PROTO does not read: chosen automatically here");
     }
   }
+  if (comparing && log.collnet_enable && !a.collnet) {
+    opt.replay.collectives.collnet_enable = true;
+    notes.push_back("NCCL_COLLNET_ENABLE=1 as the log ran it");
+  }
   const bool log_algo_list = comparing && a.algo.empty() && !is_single_nccl_name(log.algorithm);
   if (comparing && a.algo.empty() && log.algorithm != "auto") {
     CollectiveAlgorithm probe;
@@ -412,9 +417,10 @@ int collective_command(const CollectiveArgs& a) {
                              (probe == CollectiveAlgorithm::Pat ? gather : op == BenchOp::AllReduce))) {
       algo = log.algorithm;
       notes.push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
-      // NCCL ran CollNet only with NCCL_COLLNET_ENABLE=1.
-      if (!log_algo_list && (probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::CollnetChain) &&
-          !a.collnet) {
+      // NCCL ran CollNet, and NVLS across nodes, only with NCCL_COLLNET_ENABLE=1.
+      if (!log_algo_list && !opt.replay.collectives.collnet_enable &&
+          (probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::CollnetChain ||
+           (probe == CollectiveAlgorithm::Nvls && op == BenchOp::AllReduce && log.nodes > 1))) {
         opt.replay.collectives.collnet_enable = true;
         notes.push_back("NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=" + log.algorithm + " needed");
       }

@@ -1,0 +1,287 @@
+// NVLS across nodes (NCCL's NVLS algorithm with CollNet: NVLink SHARP inside each Hopper node, the
+// network's SHARP between them; collective_plan.hpp, NVLS across nodes): where it can run, NCCL's
+// tuner model of it, its closed form, the bytes its flows move, flow against analytic, contention
+// and where Auto takes it.
+#include "sim/collective_bench.hpp"
+#include "sim/collective_plan.hpp"
+#include "sim/nccl_constants.hpp"
+#include "sim/nccl_selection.hpp"
+#include "sim/nccl_tuning.hpp"
+#include "sim/replay.hpp"
+#include "sim/topology.hpp"
+
+#include "tests/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace overlapsim;
+using namespace overlapsim::testing;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+constexpr double kMiB = 1024.0 * 1024.0;
+using A = CollectiveAlgorithm;
+
+Topology h100_nodes(int nodes) {
+  return load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", std::to_string(nodes)}});
+}
+
+CollectiveOptions collnet_on(A alg = A::Auto) {
+  CollectiveOptions o;
+  o.collnet_enable = true;
+  o.algorithm = alg;
+  return o;
+}
+
+// NCCL's NVLS efficiency on Hopper over 16 channels (nvlsEfficiency · 15/16).
+constexpr double kEta = 0.85 * 15.0 / 16.0;
+
+}  // namespace
+
+TEST_CASE("NVLS across nodes runs only for an AllReduce, with CollNet, on nodes that run NVLS") {
+  const Topology two = h100_nodes(2);
+  const auto why = [&](int n, CollectiveKind k, const CollectiveOptions& o) {
+    return algorithm_unavailable_reason(two, first(n), k, 0, o, A::Nvls);
+  };
+  CHECK(why(16, CollectiveKind::AllReduce, collnet_on()) == "");
+  CHECK(why(16, CollectiveKind::AllReduce, CollectiveOptions{}) ==
+        "NVLS runs across nodes only with CollNet (NVLSTree runs without): CollNet needs NCCL_COLLNET_ENABLE=1 "
+        "(collective --collnet, nccl.collnet_enable)");
+  CHECK(why(16, CollectiveKind::AllGather, collnet_on()).find("NVLS runs an AllGather or ReduceScatter inside one "
+                                                               "node") == 0);
+  CHECK(why(16, CollectiveKind::ReduceScatter, collnet_on()).find("these 16 ranks are on 2 nodes") !=
+        std::string::npos);
+  // A max of floats: NVLS's kernels cannot, whatever the network.
+  CollectiveOptions mx = collnet_on();
+  mx.reduce_op = ReduceOp::Max;
+  CHECK(why(16, CollectiveKind::AllReduce, mx).find("NVLS has no max of float") != std::string::npos);
+  // A fabric without SHARP.
+  const Topology plain = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml",
+                                       {{"node.count", "2"}, {"fabric.sharp", "none"}});
+  CHECK(algorithm_unavailable_reason(plain, first(16), CollectiveKind::AllReduce, 0, collnet_on(), A::Nvls)
+            .find("NVLS runs across nodes only with CollNet") == 0);
+  // DGX A100 nodes cannot run NVLS inside.
+  const Topology a100 =
+      load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CollectiveOptions f16 = collnet_on();
+  f16.datatype = DataType::Float16;
+  CHECK(algorithm_unavailable_reason(a100, first(16), CollectiveKind::AllReduce, 0, f16, A::Nvls)
+            .find("compute capability 8.0") != std::string::npos);
+  // Forced where it cannot run: the ring, said.
+  const CollectivePlan p = plan_collective(two, LinkEfficiency{}, first(16), CollectiveKind::AllReduce, 64 * kMiB, 0,
+                                           [] { CollectiveOptions o; o.algorithm = A::Nvls; return o; }());
+  CHECK(p.fallback);
+  CHECK(p.algorithm == A::Ring);
+}
+
+TEST_CASE("NCCL's tuner model of NVLS across nodes: busBw = h · min(I/h · eta · (h−1)/h · 2, E/h), 25 + 18 us") {
+  NcclTunerInputs in;
+  in.ranks = 64;
+  in.nodes = 8;
+  in.cc_index = 2;
+  in.graph_channels = 8;
+  in.graph_busbw_Bps = 8 * 48e9;
+  in.comm_channels = 16;
+  in.nvls = true;
+  in.nvls_heads = 8;
+  in.nvls_intra_Bps = 450e9;
+  in.nvls_inter_Bps = 8 * 50e9;
+  const double S = 1024 * kMiB;
+  const double ratio = 64.0 / 126.0;
+  // The rails bind: intra per head 56.25 GB/s · 0.85 · 7/8 · 2 = 83.7 GB/s > 50 GB/s.
+  CHECK(nccl_model_allreduce_s(A::Nvls, Protocol::Simple, S, in) ==
+        approx(43e-6 + S / (8 * 50e9 * ratio)).epsilon(1e-12));
+  CHECK(nccl::kNvlsCollNetLatency == approx(43e-6).epsilon(1e-15));
+  // Faster rails: the NVSwitch binds.
+  in.nvls_inter_Bps = 8 * 200e9;
+  CHECK(nccl_model_allreduce_s(A::Nvls, Protocol::Simple, S, in) ==
+        approx(43e-6 + S / (8 * (450e9 / 8 * 0.85 * 7 / 8 * 2) * ratio)).epsilon(1e-12));
+  CHECK(std::isinf(nccl_model_allreduce_s(A::Nvls, Protocol::LL128, S, in)));
+  in.nvls = false;
+  CHECK(std::isinf(nccl_model_allreduce_s(A::Nvls, Protocol::Simple, S, in)));
+  // Inside one node this model does not rank NVLS (its closed forms do).
+  in.nvls = true;
+  in.nodes = 1;
+  CHECK(std::isinf(nccl_model_allreduce_s(A::Nvls, Protocol::Simple, S, in)));
+}
+
+TEST_CASE("NVLS across nodes, closed form: 43 us + the slower of each node's NVLS port time and the rails' S/h") {
+  const Topology two = h100_nodes(2);
+  const double S = 1024 * kMiB;
+  // Inside each node as NVLS alone: 1 GiB runs 64 loops of 16 MiB (128 KiB chunks), the pipeline
+  // 64 + 2 loops through each GPU's 450 GB/s port at eta.
+  const double intra = (64 + 2) * 16 * kMiB / kEta / 450e9;
+  SUBCASE("the NVSwitch binds at full link rates") {
+    const CollectivePlan p = plan_collective(two, LinkEfficiency{}, first(16), CollectiveKind::AllReduce, S, 0,
+                                             collnet_on(A::Nvls));
+    REQUIRE(p.algorithm == A::Nvls);
+    REQUIRE_FALSE(p.fallback);
+    CHECK(p.protocol == Protocol::Simple);
+    CHECK(p.channels == 16);
+    CHECK(p.base_latency_s == approx(43e-6).epsilon(1e-12));
+    // The rails: S / 8 over each 50 GB/s NIC, filled by two of a shard's first loops (16 channels
+    // of 128 KiB: NCCL's tuner algbw, 8 · 50 GB/s · 16/30, is over 150 GB/s).
+    const double inter = S / 8 / 50e9 * (1 + 2 * 16 * 131072 / (S / 8));
+    REQUIRE(intra > inter);
+    CHECK(p.closed_form_s() == approx(43e-6 + intra).epsilon(1e-9));
+  }
+  SUBCASE("half-rate NICs bind, on NCCL's 32 KiB chunk (its tuner algbw under 150 GB/s)") {
+    LinkEfficiency eff;
+    eff.network = 0.5;
+    const CollectivePlan p =
+        plan_collective(two, eff, first(16), CollectiveKind::AllReduce, S, 0, collnet_on(A::Nvls));
+    REQUIRE(p.algorithm == A::Nvls);
+    const double inter = S / 8 / 25e9 * (1 + 2 * 16 * 32768 / (S / 8));
+    REQUIRE(inter > intra);
+    CHECK(p.closed_form_s() == approx(43e-6 + inter).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("NVLS across nodes moves what it requires: S / eta through each GPU's switch port, S / 8 over each NIC") {
+  const Topology two = h100_nodes(2);
+  const double S = 256 * kMiB;
+  Schedule s;
+  s.world_size = 16;
+  const int g = s.intern_group(first(16), CommPurpose::DataParallel);
+  for (int r = 0; r < 16; ++r) s.programs.push_back({r, 1, {collective_op(g, 1, S, "ar", A::Nvls)}});
+  ReplayOptions ro;
+  ro.record_flows = true;
+  ro.collectives.collnet_enable = true;
+  const ReplayTimes t = replay(s, two, ro);
+  std::vector<double> intra(16, 0.0), inter_in(16, 0.0), inter_out(16, 0.0);
+  for (const FlowRecord& f : t.flows) {
+    if (two.node_of(f.src_rank) == two.node_of(f.dst_rank)) {
+      intra[f.dst_rank] += f.bytes;
+    } else {
+      inter_in[f.dst_rank] += f.bytes;
+      inter_out[f.src_rank] += f.bytes;
+    }
+  }
+  for (int r = 0; r < 16; ++r) {
+    CAPTURE(r);
+    CHECK(intra[r] == approx(S / kEta).epsilon(1e-12));
+    CHECK(inter_in[r] == approx(S / 8).epsilon(1e-12));
+    CHECK(inter_out[r] == approx(S / 8).epsilon(1e-12));
+  }
+  const CollectivePlan p =
+      plan_collective(two, LinkEfficiency{}, first(16), CollectiveKind::AllReduce, S, 0, collnet_on(A::Nvls));
+  CHECK(received_bytes_per_rank(p) == approx(S).epsilon(1e-12));
+}
+
+TEST_CASE("NVLS across nodes: flow == analytic, folded and unfolded") {
+  const Topology topo = h100_nodes(4);
+  for (bool unfold : {true, false})
+    for (double size : {8.0, 1 * kMiB, 256 * kMiB}) {
+      CAPTURE(unfold);
+      CAPTURE(size);
+      BenchOptions b;
+      b.unfold = unfold;
+      b.algorithm = A::Nvls;
+      b.replay.collectives.collnet_enable = true;
+      const FlowAnalytic t = flow_and_analytic(topo, BenchOp::AllReduce, 32, size, b);
+      CHECK(t.flow == approx(t.analytic).epsilon(1e-9));
+      CHECK(t.flow >= 43e-6);
+    }
+}
+
+TEST_CASE("NVLS across nodes beside a pipeline send on a head's NIC: slower in flow, not in analytic") {
+  const Topology two = h100_nodes(2);
+  const double S = 1024 * kMiB;
+  const auto run = [&](Fidelity f, bool with_send) {
+    Schedule s;
+    s.world_size = 16;
+    const int g = s.intern_group(first(16), CommPurpose::DataParallel);
+    for (int r = 0; r < 16; ++r) s.programs.push_back({r, 2, {collective_op(g, 1, S, "ar", A::Nvls)}});
+    if (with_send) {
+      auto [send, recv] = send_recv_ops(0, 8, 4 * S, 1);
+      send.stream = 1;
+      recv.stream = 1;
+      s.programs[0].ops.push_back(send);
+      s.programs[8].ops.push_back(recv);
+    }
+    ReplayOptions ro;
+    ro.fidelity = f;
+    ro.collectives.collnet_enable = true;
+    return replay(s, two, ro).makespan_s;
+  };
+  CHECK(run(Fidelity::Flow, false) == approx(run(Fidelity::Analytic, false)).epsilon(1e-9));
+  CHECK(run(Fidelity::Flow, true) > run(Fidelity::Analytic, true));
+}
+
+TEST_CASE("NVLS across nodes in Auto: NCCL's tuner ranks it first for large AllReduces with CollNet, never without") {
+  const Topology eight = h100_nodes(8);
+  const LinkEfficiency eff = shipped_link_efficiency("h100-sxm5-80gb");
+  const std::vector<int> all = first(64);
+  for (double size : {64 * kMiB, 1024 * kMiB}) {
+    CAPTURE(size);
+    CHECK(plan_collective(eight, eff, all, CollectiveKind::AllReduce, size, 0, collnet_on()).algorithm == A::Nvls);
+    const A off = plan_collective(eight, eff, all, CollectiveKind::AllReduce, size, 0, CollectiveOptions{}).algorithm;
+    CHECK(off != A::Nvls);
+  }
+  // NCCL_ALGO without NVLS: CollNet's chain, which the tuner ranks next.
+  CollectiveOptions o = collnet_on();
+  parse_nccl_algo_list("^nvls", o.allowed);
+  CHECK(plan_collective(eight, eff, all, CollectiveKind::AllReduce, 1024 * kMiB, 0, o).algorithm == A::CollnetChain);
+  // An AllGather never runs NVLS across nodes.
+  CHECK(plan_collective(eight, eff, all, CollectiveKind::AllGather, 1024 * kMiB, 0, collnet_on()).algorithm !=
+        A::Nvls);
+}
+
+TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_ALGO=NVLS across nodes, runs CollNet") {
+  // A 2-node all_reduce_perf log of 16 H100s with NCCL's INFO lines.
+  std::string log = "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 67108864 step: 64(factor) warmup iters: 5 "
+                    "iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n";
+  for (int r = 0; r < 16; ++r)
+    log += "#  Rank " + std::to_string(r) + " Group  0 Pid  " + std::to_string(70110 + r) + " on dgx-h100-0" +
+           std::to_string(1 + r / 8) + " device  " + std::to_string(r % 8) + " [0x18] NVIDIA H100 80GB HBM3\n";
+  const std::string info = "dgx-h100-01:70110:70145 [0] NCCL INFO ";
+  const std::string rows =
+      "#\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+      "busbw #wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+      "(GB/s)       \n"
+      "     1048576        262144     float     sum      -1   100.00   10.49   19.66      0   100.00   10.49   "
+      "19.66      0\n"
+      "    67108864      16777216     float     sum      -1   400.00  167.77  314.57      0   400.00  167.77  "
+      "314.57      0\n"
+      "# Out of bounds values : 0 OK\n"
+      "# Avg bus bandwidth    : 167.115\n";
+  const std::string topo = " -t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=2 --compare ";
+  SUBCASE("NCCL_ALGO=NVLS: NVLS with CollNet, which it needed") {
+    const std::string path = temp_path("all_reduce_perf.log");
+    std::ofstream(path) << log << info << "NCCL_ALGO set by environment to NVLS\n" << rows;
+    const Run r = run_cli("collective --fidelity analytic" + topo + path);
+    REQUIRE(r.status == 0);
+    CAPTURE(r.output);
+    CHECK(r.output.find("# note: NCCL_ALGO=NVLS as the log ran it") != std::string::npos);
+    CHECK(r.output.find("# note: NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=NVLS needed") != std::string::npos);
+    CHECK(r.output.find("nvls/Simple/16") != std::string::npos);
+    CHECK(r.output.find("ring/") == std::string::npos);
+    CHECK(r.output.find("warning") == std::string::npos);
+    std::remove(path.c_str());
+  }
+  SUBCASE("NCCL_COLLNET_ENABLE=1: Auto ranks CollNet and NVLS across nodes") {
+    const std::string path = temp_path("all_reduce_perf.log");
+    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 1\n" << rows;
+    const Run r = run_cli("collective --fidelity analytic" + topo + path);
+    REQUIRE(r.status == 0);
+    CAPTURE(r.output);
+    CHECK(r.output.find("# note: NCCL_COLLNET_ENABLE=1 as the log ran it") != std::string::npos);
+    CHECK(r.output.find("nvls/Simple/16") != std::string::npos);
+    // Without it, the same log runs NVLS_TREE at 64 MiB.
+    std::ofstream(path) << log << rows;
+    const Run off = run_cli("collective --fidelity analytic" + topo + path);
+    REQUIRE(off.status == 0);
+    CHECK(off.output.find("nvls/") == std::string::npos);
+    CHECK(off.output.find("NCCL_COLLNET_ENABLE") == std::string::npos);
+    std::remove(path.c_str());
+  }
+}
