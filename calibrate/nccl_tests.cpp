@@ -391,7 +391,15 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
         if (w.size() >= 6 && w[1] == "set" && w[2] == "by" && w[3] == "environment" && w[4] == "to") {
           if (w[0] == "NCCL_ALGO") log.algorithm = w[5];
           if (w[0] == "NCCL_PROTO") log.protocol = w[5];
-          if (w[0] == "NCCL_COLLNET_ENABLE") log.collnet_enable = w[5] == "1";
+          // NCCL prints integer settings with a closing period ("... to 1."), and reads the
+          // variable with strtol (base 0: 0x10 and 010 are numbers too).
+          if (w[0] == "NCCL_COLLNET_ENABLE") {
+            std::string v = w[5];
+            if (!v.empty() && v.back() == '.') v.pop_back();
+            char* end = nullptr;
+            const long value = std::strtol(v.c_str(), &end, 0);
+            if (!v.empty() && end != nullptr && *end == '\0') log.collnet_enable = value != 0 ? 1 : 0;
+          }
         }
         if (w.size() >= 3 && w[0] == "NCCL" && w[1] == "version" && log.nccl_version.empty())
           log.nccl_version = w[2].substr(0, w[2].find('+'));

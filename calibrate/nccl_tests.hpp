@@ -101,8 +101,9 @@ struct NcclTestsLog {
   std::string nccl_version;      ///< "2.28.9", "" when the log does not say
   std::string algorithm = "auto", protocol = "auto";
   /// NCCL_COLLNET_ENABLE as the log's NCCL INFO lines say it was set ("NCCL_COLLNET_ENABLE set by
-  /// environment to 1"): true for 1, false where unset or 0.
-  bool collnet_enable = false;
+  /// environment to 1.", src/init.cc; NCCL reads the value with strtol, any nonzero enables): 1
+  /// set nonzero, 0 set to 0, -1 not said.
+  int collnet_enable = -1;
   std::vector<NcclTestsRow> rows;
   std::vector<NcclTuningLine> tuning;  ///< NCCL's TUNING lines for this collective, in log order
   double avg_busbw_GBps = -1;    ///< the footer's "Avg bus bandwidth" (-1: absent)

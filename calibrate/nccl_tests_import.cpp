@@ -67,6 +67,7 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
     std::vector<SizeTime> points;
     std::vector<std::string> files;
     std::string algorithm, protocol, first;
+    bool collnet = false;
   };
   std::map<std::tuple<std::string, int, int>, Group> groups;
   for (const NcclTestsLog& l : res.logs) {
@@ -108,11 +109,25 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
       }
     }
     res.warnings.insert(res.warnings.end(), l.warnings.begin(), l.warnings.end());
+    // NCCL_COLLNET_ENABLE as the log ran: said by its INFO line, else implied by a forced
+    // algorithm NCCL runs only with it (CollNet, an AllReduce's NVLS across nodes).
+    const std::string forced = ascii_lower(l.algorithm);
+    const bool collnet =
+        l.collnet_enable == 1 ||
+        (l.collnet_enable == -1 && (forced == "collnetdirect" || forced == "collnetchain" ||
+                                    forced == "collnet_direct" || forced == "collnet_chain" ||
+                                    (forced == "nvls" && l.collective == "all_reduce" && l.nodes > 1)));
     Group& g = groups[{l.collective, l.ranks, l.nodes}];
     if (g.files.empty()) {
       g.algorithm = l.algorithm;
       g.protocol = l.protocol;
+      g.collnet = collnet;
       g.first = l.path;
+    } else if (g.collnet != collnet) {
+      throw InputError(SourceLocation{l.path, 0, 0}, "",
+                       "this log and " + g.first + " both measure " + l.collective + " on " + std::to_string(l.ranks) +
+                           " ranks, " + std::to_string(l.nodes) + " node(s), but one with NCCL_COLLNET_ENABLE=1 "
+                           "and one without; expected one setting per profile (import them separately)");
     } else if (g.algorithm != l.algorithm || g.protocol != l.protocol) {
       throw InputError(SourceLocation{l.path, 0, 0}, "",
                        "this log and " + g.first + " both measure " + l.collective + " on " + std::to_string(l.ranks) +
@@ -142,6 +157,7 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
     for (const auto& f : g.files) files += (files.empty() ? "" : ", ") + f;
     p.collectives.push_back(make_collective_fit(coll, ranks, nodes, g.algorithm, g.protocol, g.points,
                                                 "nccl-tests log(s) " + files));
+    p.collectives.back().collnet_enable = g.collnet;
   }
   // Tuning rules from NCCL's TUNING lines, per group.
   std::map<std::tuple<std::string, int, int>, std::map<double, std::map<std::pair<std::string, std::string>, int>>> seen;

@@ -138,7 +138,7 @@ void load_collectives(const Reader& r, const json& root, Profile& p) {
     const std::string sec = idx("collectives.fits", i);
     const json& o = fits[i];
     r.check_object(o, sec,
-                   {"collective", "ranks", "nodes", "algorithm", "protocol", "alpha_s", "busbw_Bps",
+                   {"collective", "ranks", "nodes", "algorithm", "protocol", "collnet_enable", "alpha_s", "busbw_Bps",
                     "max_relative_error", "source", "points"},
                    true);
     CollectiveFit f;
@@ -162,6 +162,7 @@ void load_collectives(const Reader& r, const json& root, Profile& p) {
     if (f.protocol.empty() || !unknown_nccl_word(f.protocol, false).empty())
       r.fail(sec + ".protocol", "expected \"auto\" or NCCL_PROTO as the log set it (LL, LL128, Simple, or a list of "
                                 "them), found \"" + f.protocol + "\"");
+    if (o.contains("collnet_enable")) f.collnet_enable = r.boolean(o, sec, "collnet_enable");
     f.alpha_s = r.seconds(o, sec, "alpha_s");
     f.busbw_Bps = measured_bandwidth(r, o, sec, "busbw_Bps");
     f.max_relative_error = r.number(o, sec, "max_relative_error", 0.0, std::numeric_limits<double>::max(), false, "a number >= 0");

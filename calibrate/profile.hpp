@@ -15,8 +15,8 @@
 // Version 2 = version 1 plus optional measured tables (profile_tables.hpp):
 //   gemm.tables [{dtype, peak_flops, m, n, k, efficiency[m][n][k]}], gemm.key_shapes,
 //   memory.hbm_bandwidth_Bps, memory.points, attention.points,
-//   collectives {source, fits [{collective, ranks, nodes, algorithm, protocol, alpha_s, busbw_Bps,
-//   max_relative_error, source, points [{size_bytes, time_s, busbw_Bps}]}]},
+//   collectives {source, fits [{collective, ranks, nodes, algorithm, protocol, [collnet_enable],
+//   alpha_s, busbw_Bps, max_relative_error, source, points [{size_bytes, time_s, busbw_Bps}]}]},
 //   interference {source, gemm ("bf16 8192x8192x8192"), sm_interference, points [{companion, num_sm, compute_slowdown,
 //   companion_bandwidth_Bps}]}.
 // Either version, optionally: tuning {source, rules [{collective, ranks, nodes, max_bytes,

@@ -83,6 +83,10 @@ struct CollectiveFit {
   int nodes = 1;                    ///< hosts the group spans
   std::string algorithm = "auto";   ///< NCCL_ALGO seen ("auto": NCCL's own choice)
   std::string protocol = "auto";    ///< NCCL_PROTO seen
+  /// NCCL_COLLNET_ENABLE the points ran with: set nonzero in the log, or implied by the one
+  /// algorithm it forced (CollNetDirect, CollNetChain, an AllReduce's NVLS across nodes); JSON
+  /// "collnet_enable", absent = false. A fit times only collectives of the same setting.
+  bool collnet_enable = false;
   double alpha_s = 0;               ///< latency per call, seconds
   double busbw_Bps = 0;             ///< bus bandwidth, bytes/s
   double max_relative_error = 0;    ///< of the fit over the points

@@ -68,6 +68,7 @@ ojson collectives_json(const Profile& p) {
     o["nodes"] = f.nodes;
     o["algorithm"] = f.algorithm;
     o["protocol"] = f.protocol;
+    if (f.collnet_enable) o["collnet_enable"] = true;  // absent = false: older profiles read alike
     o["alpha_s"] = f.alpha_s;
     o["busbw_Bps"] = f.busbw_Bps;
     o["max_relative_error"] = f.max_relative_error;

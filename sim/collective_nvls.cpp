@@ -51,14 +51,15 @@ std::string nvls_unsupported(const Topology& topo, const std::vector<int>& ranks
       return fmt::format("NVLS runs an AllGather or ReduceScatter inside one node (across nodes NCCL would need "
                          "CollNet's AllGather or ReduceScatter, not modelled), and these {} ranks are on {} nodes",
                          ranks.size(), nodes);
-    const std::string why = collnet_unsupported(topo, ranks, opt, CollectiveAlgorithm::Nvls);
-    if (!why.empty()) return "NVLS runs across nodes only with CollNet (NVLSTree runs without): " + why;
+    // What the nodes cannot do first (an A100 node runs no NVLS, with CollNet or without).
     for (const auto& members : members_by_node(topo, ranks)) {
       std::vector<int> node_ranks;
       for (int pos : members) node_ranks.push_back(ranks[pos]);
       const std::string in_node = nvls_unsupported(topo, node_ranks, opt, channels_forced, kind);
       if (!in_node.empty()) return "NVLS across nodes runs NVLS inside each node, and there " + in_node;
     }
+    const std::string why = collnet_unsupported(topo, ranks, opt, CollectiveAlgorithm::Nvls);
+    if (!why.empty()) return "NVLS runs across nodes only with CollNet (NVLSTree runs without): " + why;
     return "";
   }
   if (ranks.size() <= 2) return fmt::format("NVLS needs 3 or more GPUs, found {}", ranks.size());

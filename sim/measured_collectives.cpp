@@ -20,13 +20,13 @@ const char* nccl_tests_name(CollectiveKind k) {
 }
 
 const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, CollectiveKind kind, int ranks, int nodes,
-                                   CollectiveAlgorithm algorithm, const std::string& protocol) {
+                                   CollectiveAlgorithm algorithm, const std::string& protocol, bool collnet_enable) {
   const std::string name = nccl_tests_name(kind);
   const std::string alg = algorithm == CollectiveAlgorithm::Auto ? "auto" : to_string(algorithm);
   const std::string proto = protocol.empty() ? "auto" : ascii_lower(protocol);
   for (const CollectiveFit& f : fits)
     if (f.collective == name && f.ranks == ranks && f.nodes == nodes && ascii_lower(f.algorithm) == alg &&
-        ascii_lower(f.protocol) == proto && f.busbw_Bps > 0)
+        ascii_lower(f.protocol) == proto && f.collnet_enable == collnet_enable && f.busbw_Bps > 0)
       return &f;
   return nullptr;
 }
@@ -36,9 +36,20 @@ const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, const
   // Measured at NCCL's own channels: not the time of a collective whose channels are forced
   // (regression: --channels 1 read the log's 355 GB/s where one ring gives 300).
   if (op.channels > 0) return nullptr;
-  return find_measured(fits, op.collective, static_cast<int>(group.size()), node_count(topo, group),
-                       op.algorithm != CollectiveAlgorithm::Auto ? op.algorithm : options.algorithm,
-                       options.protocol_auto ? "" : to_string(options.protocol));
+  if (fits.empty()) return nullptr;
+  const CollectiveAlgorithm algorithm = op.algorithm != CollectiveAlgorithm::Auto ? op.algorithm : options.algorithm;
+  const CollectiveFit* f =
+      find_measured(fits, op.collective, static_cast<int>(group.size()), node_count(topo, group), algorithm,
+                    options.protocol_auto ? "" : to_string(options.protocol), options.collnet_enable);
+  // A forced algorithm that cannot run here runs the ring (collective_plan.hpp): the fit of the
+  // forced one is not its time (an NVLS + SHARP curve on a fabric without SHARP).
+  if (f != nullptr && algorithm != CollectiveAlgorithm::Auto && op.collective != CollectiveKind::AllToAll) {
+    CollectiveOptions o = options;
+    o.reduce_op = op.reduce_op;
+    o.datatype = op.datatype;
+    if (!algorithm_unavailable_reason(topo, group, op.collective, 0, o, algorithm).empty()) return nullptr;
+  }
+  return f;
 }
 
 double measured_time_s(const CollectiveFit& f, double bytes) {

@@ -4,8 +4,9 @@
 //
 // Rule. A collective of S bytes (nccl-tests' size: the AllReduce buffer, the AllGather output,
 // the ReduceScatter input) over a group of n GPUs on m nodes is timed by the fit of the same
-// collective, n and m — and, where the op or the options force an algorithm or a protocol, the
-// same one (a fit records NCCL_ALGO / NCCL_PROTO, "auto" when NCCL chose) —:
+// collective, n and m, the same NCCL_COLLNET_ENABLE (CollectiveFit::collnet_enable) — and,
+// where the op or the options force an algorithm or a protocol, the same one (a fit records
+// NCCL_ALGO / NCCL_PROTO, "auto" when NCCL chose), where that algorithm can run here —:
 //   - between two measured sizes, the time interpolated linearly in S between them (exact at
 //     every measured point);
 //   - outside the measured sizes, the fit: t = α + S · f(n) / busbw (nccl-tests' bus factor f).
@@ -28,13 +29,15 @@ const char* nccl_tests_name(CollectiveKind k);
 
 /// The fit that times `kind` over `ranks` GPUs on `nodes` nodes (rule above), or nullptr.
 /// `algorithm`: the op's (Auto: a fit of NCCL's own choice, "auto"); `protocol`: "" for NCCL's
-/// choice, else "LL", "LL128" or "Simple".
+/// choice, else "LL", "LL128" or "Simple"; `collnet_enable`: NCCL_COLLNET_ENABLE of the job.
 const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, CollectiveKind kind, int ranks, int nodes,
-                                   CollectiveAlgorithm algorithm, const std::string& protocol);
+                                   CollectiveAlgorithm algorithm, const std::string& protocol,
+                                   bool collnet_enable = false);
 
 /// The fit that times collective op `op` over `group` (global ranks) of `topo` in the replay:
-/// find_measured with the op's algorithm (else the options') and the options' forced protocol;
-/// nullptr where the op forces its channels (Op::channels > 0: the fits are of NCCL's own).
+/// find_measured with the op's algorithm (else the options'), the options' forced protocol and
+/// NCCL_COLLNET_ENABLE; nullptr where the op forces its channels (Op::channels > 0: the fits are
+/// of NCCL's own) or forces an algorithm that cannot run over `group` (algorithm_unavailable_reason).
 const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, const Op& op, const Topology& topo,
                                    const std::vector<int>& group, const CollectiveOptions& options);
 

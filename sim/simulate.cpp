@@ -143,6 +143,11 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
                     : fmt::format("{}every rank simulated: the layout's {} GPUs or its TP/DP groups fill the "
                                   "topology's nodes unevenly, so no rank can stand for the others",
                                   rr.notes.empty() ? "" : "; ", par.world());
+  // NCCL_COLLNET_ENABLE where the fabric cannot reduce: CollNet never runs (collective_plan.hpp).
+  if (sc.nccl.collnet_enable && topo.sharp_version == 0)
+    rr.notes += fmt::format("{}nccl.collnet_enable: {}'s fabric does not reduce in its switches (no fabric.sharp), "
+                            "so CollNet cannot run",
+                            rr.notes.empty() ? "" : "; ", topo.name);
   if (sc.published) {
     rr.published_tflops_per_gpu = sc.published->tflops_per_gpu;
     rr.published_source = sc.published->source;

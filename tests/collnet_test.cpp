@@ -7,6 +7,7 @@
 #include "sim/error.hpp"
 #include "sim/replay.hpp"
 #include "sim/scenario.hpp"
+#include "sim/simulate.hpp"
 #include "sim/topology.hpp"
 
 #include "tests/test_support.hpp"
@@ -349,4 +350,17 @@ TEST_CASE("nccl.collnet_enable and --set nccl.collnet_enable: NCCL_COLLNET_ENABL
   CHECK(off.status == 0);
   CHECK(off.output.find("collnetchain/") == std::string::npos);
   CHECK(off.output.find("NCCL_COLLNET_ENABLE") != std::string::npos);
+}
+
+TEST_CASE("run with nccl.collnet_enable on a fabric without SHARP: a note says CollNet cannot run") {
+  // The small DGX A100 scenario: its topology's single switch has no fabric.sharp.
+  Scenario sc = load_scenario(kSrc + "/tests/data/scenarios/small.yaml");
+  REQUIRE(load_topology(sc.topology_path).sharp_version == 0);
+  SimulateOptions o;
+  o.fidelity = Fidelity::Analytic;
+  o.strategies = {"megatron"};
+  CHECK(simulate(sc, o).notes.find("collnet_enable") == std::string::npos);
+  sc.nccl.collnet_enable = true;
+  CHECK(simulate(sc, o).notes.find("nccl.collnet_enable: dgx-a100's fabric does not reduce in its switches (no "
+                                   "fabric.sharp), so CollNet cannot run") != std::string::npos);
 }

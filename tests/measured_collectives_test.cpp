@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -139,4 +140,65 @@ TEST_CASE("run --fidelity analytic with an imported nccl-tests profile times TP 
   REQUIRE(measured.strategies.size() == 1);
   CHECK(measured.strategies[0].exposed_comm_s > 1.2 * model.strategies[0].exposed_comm_s);
   CHECK(measured.strategies[0].compute_s == testing::approx(model.strategies[0].compute_s).epsilon(0.02));
+}
+
+TEST_CASE("measured collective: a fit times only collectives of its NCCL_COLLNET_ENABLE, and a forced algorithm that runs") {
+  // An NVLS + SHARP curve over 2 DGX H100 nodes (NCCL_ALGO=NVLS with CollNet).
+  CollectiveFit f = fit_8();
+  f.ranks = 16;
+  f.nodes = 2;
+  f.algorithm = "NVLS";
+  f.collnet_enable = true;
+  const std::vector<CollectiveFit> fits{f};
+  const auto nvls = CollectiveAlgorithm::Nvls;
+  CHECK(find_measured(fits, CollectiveKind::AllReduce, 16, 2, nvls, "", true) == &fits[0]);
+  CHECK(find_measured(fits, CollectiveKind::AllReduce, 16, 2, nvls, "", false) == nullptr);
+  const Topology two =
+      load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "2"}});
+  BenchOptions b;
+  b.replay.fidelity = Fidelity::Analytic;
+  b.replay.measured = fits;
+  b.algorithm = nvls;
+  b.replay.collectives.collnet_enable = true;
+  CHECK(run_collective_bench(two, BenchOp::AllReduce, 16, {1048576}, b).at(0).plan == "measured");
+  // Without CollNet NVLS cannot run across nodes: the ring, and its model's time.
+  b.replay.collectives.collnet_enable = false;
+  const BenchRow off = run_collective_bench(two, BenchOp::AllReduce, 16, {1048576}, b).at(0);
+  CHECK(off.plan.rfind("ring/", 0) == 0);
+  // With CollNet on a fabric without SHARP the same.
+  const Topology plain = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml",
+                                       {{"node.count", "2"}, {"fabric.sharp", "none"}});
+  b.replay.collectives.collnet_enable = true;
+  CHECK(run_collective_bench(plain, BenchOp::AllReduce, 16, {1048576}, b).at(0).plan.rfind("ring/", 0) == 0);
+}
+
+TEST_CASE("import-nccl-tests records NCCL_COLLNET_ENABLE: said by the log, else implied by a CollNet NCCL_ALGO") {
+  // The shipped 2-node ReduceScatter log, its NCCL INFO lines as NCCL prints them ("to 1.").
+  const std::string base = slurp(kSrc + "/tests/data/nccl-tests/reduce_scatter_perf_2x8xh100.log");
+  const std::string info = "dgx-h100-01:70110:70145 [0] NCCL INFO ";
+  const auto import_with = [&](const std::string& lines) {
+    const std::string path = temp_path("reduce_scatter_perf.log");
+    std::ofstream(path) << lines << base;
+    ImportResult r = import_nccl_tests({path}, ImportOptions{});
+    std::remove(path.c_str());
+    REQUIRE(r.profile.collectives.size() == 1);
+    return r.profile;
+  };
+  CHECK_FALSE(import_with("").collectives[0].collnet_enable);
+  CHECK(import_with(info + "NCCL_COLLNET_ENABLE set by environment to 1.\n").collectives[0].collnet_enable);
+  CHECK_FALSE(import_with(info + "NCCL_COLLNET_ENABLE set by environment to 0.\n").collectives[0].collnet_enable);
+  // NCCL runs CollNet only with it; NVLS across nodes needs it for an AllReduce, not this ReduceScatter.
+  CHECK(import_with(info + "NCCL_ALGO set by environment to CollNetDirect\n").collectives[0].collnet_enable);
+  CHECK_FALSE(import_with(info + "NCCL_ALGO set by environment to NVLS\n").collectives[0].collnet_enable);
+  CHECK_FALSE(import_with(info + "NCCL_COLLNET_ENABLE set by environment to 0.\n" + info +
+                          "NCCL_ALGO set by environment to CollNetDirect\n")
+                  .collectives[0]
+                  .collnet_enable);
+  // The profile keeps it through its JSON, absent where false.
+  const Profile p = import_with(info + "NCCL_COLLNET_ENABLE set by environment to 1.\n");
+  const std::string out = temp_path(".json");
+  write_profile(p, out);
+  CHECK(slurp(out).find("\"collnet_enable\": true") != std::string::npos);
+  CHECK(load_profile(out).collectives.at(0).collnet_enable);
+  std::remove(out.c_str());
 }

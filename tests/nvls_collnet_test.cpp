@@ -262,15 +262,30 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
     REQUIRE(r.status == 0);
     CAPTURE(r.output);
     CHECK(r.output.find("# note: NCCL_ALGO=NVLS as the log ran it") != std::string::npos);
-    CHECK(r.output.find("# note: NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=NVLS needed") != std::string::npos);
+    CHECK(r.output.find("# note: NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=NVLS needs across nodes") !=
+          std::string::npos);
     CHECK(r.output.find("nvls/Simple/16") != std::string::npos);
     CHECK(r.output.find("ring/") == std::string::npos);
     CHECK(r.output.find("warning") == std::string::npos);
     std::remove(path.c_str());
   }
+  SUBCASE("NCCL_COLLNET_ENABLE=0 beside NCCL_ALGO=NVLS: CollNet stays off, NVLS cannot run, said") {
+    const std::string path = temp_path("all_reduce_perf.log");
+    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 0.\n"
+                        << info << "NCCL_ALGO set by environment to NVLS\n"
+                        << rows;
+    const Run r = run_cli("collective --fidelity analytic" + topo + path);
+    REQUIRE(r.status == 0);
+    CAPTURE(r.output);
+    CHECK(r.output.find("# note: the log set NCCL_COLLNET_ENABLE=0, with which NCCL cannot run NCCL_ALGO=NVLS "
+                        "across nodes") != std::string::npos);
+    CHECK(r.output.find("nvls/") == std::string::npos);
+    std::remove(path.c_str());
+  }
   SUBCASE("NCCL_COLLNET_ENABLE=1: Auto ranks CollNet and NVLS across nodes") {
     const std::string path = temp_path("all_reduce_perf.log");
-    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 1\n" << rows;
+    // As NCCL prints it (src/init.cc: "... to %d.").
+    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 1.\n" << rows;
     const Run r = run_cli("collective --fidelity analytic" + topo + path);
     REQUIRE(r.status == 0);
     CAPTURE(r.output);
@@ -283,5 +298,30 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
     CHECK(off.output.find("nvls/") == std::string::npos);
     CHECK(off.output.find("NCCL_COLLNET_ENABLE") == std::string::npos);
     std::remove(path.c_str());
+  }
+}
+
+TEST_CASE("collective --unfold: NVLS across nodes runs no ring, so 1024 GPUs are not refused, without CollNet they are") {
+  const std::string args = "collective --op allreduce -t " + kSrc +
+                           "/topologies/dgx-h100-superpod.yaml --override node.count=128 --sizes 1MiB:1MiB --unfold "
+                           "--algo nvls";
+  const Run on = run_cli(args + " --collnet");
+  REQUIRE(on.status == 0);
+  CHECK(on.output.find("nvls/Simple/16") != std::string::npos);
+  // Without --collnet NVLS falls back to the ring of every rank: refused, as any such ring.
+  const Run off = run_cli(args);
+  CHECK(off.status == 2);
+  CHECK(off.output.find("--unfold: a ring of every rank") != std::string::npos);
+}
+
+TEST_CASE("NVLS forced across A100 nodes: the nodes' own reason first, with CollNet or without") {
+  const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CollectiveOptions half;
+  half.datatype = DataType::Float16;
+  for (bool collnet : {false, true}) {
+    CAPTURE(collnet);
+    half.collnet_enable = collnet;
+    CHECK(algorithm_unavailable_reason(a100, first(16), CollectiveKind::AllReduce, 0, half, A::Nvls)
+              .find("NVLS across nodes runs NVLS inside each node, and there NVLS needs Hopper-or-later GPUs") == 0);
   }
 }

@@ -403,9 +403,14 @@ int collective_command(const CollectiveArgs& a) {
       notes.push_back("the log ran NCCL_PROTO=" + log.protocol + ", which NCCL_PROTO does not read: chosen automatically here");
     }
   }
-  if (comparing && log.collnet_enable && !a.collnet) {
+  // A log that set NCCL_COLLNET_ENABLE (its NCCL INFO line) runs with it; one that set it to 0
+  // keeps CollNet off even where its NCCL_ALGO names an algorithm that needs it (below).
+  const char* no_sharp = topo.sharp_version == 0 ? " (the topology's fabric does not reduce in its switches, no "
+                                                   "fabric.sharp: CollNet cannot run here)"
+                                                 : "";
+  if (comparing && log.collnet_enable == 1 && !a.collnet) {
     opt.replay.collectives.collnet_enable = true;
-    notes.push_back("NCCL_COLLNET_ENABLE=1 as the log ran it");
+    notes.push_back(std::string("NCCL_COLLNET_ENABLE=1 as the log ran it") + no_sharp);
   }
   const bool log_algo_list = comparing && a.algo.empty() && !is_single_nccl_name(log.algorithm);
   if (comparing && a.algo.empty() && log.algorithm != "auto") {
@@ -417,12 +422,18 @@ int collective_command(const CollectiveArgs& a) {
                              (probe == CollectiveAlgorithm::Pat ? gather : op == BenchOp::AllReduce))) {
       algo = log.algorithm;
       notes.push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
-      // NCCL ran CollNet, and NVLS across nodes, only with NCCL_COLLNET_ENABLE=1.
-      if (!log_algo_list && !opt.replay.collectives.collnet_enable &&
-          (probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::CollnetChain ||
-           (probe == CollectiveAlgorithm::Nvls && op == BenchOp::AllReduce && log.nodes > 1))) {
+      // NCCL runs CollNet, and NVLS across nodes, only with NCCL_COLLNET_ENABLE=1: a log that ran
+      // one and did not say how it was set had it on; one that set it to 0 could not run it.
+      const bool needs_collnet =
+          !log_algo_list && (probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::CollnetChain ||
+                             (probe == CollectiveAlgorithm::Nvls && op == BenchOp::AllReduce && log.nodes > 1));
+      if (needs_collnet && !opt.replay.collectives.collnet_enable && log.collnet_enable == -1) {
         opt.replay.collectives.collnet_enable = true;
-        notes.push_back("NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=" + log.algorithm + " needed");
+        notes.push_back("NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=" + log.algorithm + " needs" +
+                        (probe == CollectiveAlgorithm::Nvls ? " across nodes" : "") + no_sharp);
+      } else if (needs_collnet && !opt.replay.collectives.collnet_enable) {
+        notes.push_back("the log set NCCL_COLLNET_ENABLE=0, with which NCCL cannot run NCCL_ALGO=" + log.algorithm +
+                        (probe == CollectiveAlgorithm::Nvls ? " across nodes" : ""));
       }
     } else {
       notes.push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which is not " +
@@ -498,10 +509,20 @@ int collective_command(const CollectiveArgs& a) {
     throw InputError(cli, "--algo", "expected auto, ring, tree, nvls, nvlstree, pat, collnetdirect or collnetchain, found '" +
                                         algo + "' (or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree;allgather:ring)");
   // Every rank's ring flows: refused where they would take minutes a size (kMaxUnfoldedRingFlows).
-  // A forced tree AllReduce runs no ring (its flows are bounded: collective_plan.hpp; regression:
-  // --algo tree over 64 H100 nodes was refused for the ring's 4.2 M flows).
-  const bool tree_only = op == BenchOp::AllReduce && !algo_is_list && opt.algorithm == CollectiveAlgorithm::Tree;
-  if (a.unfold && opt.replay.fidelity == Fidelity::Flow && !tree_only &&
+  // A forced algorithm other than the ring that can run here runs no ring (the tree, NVLS,
+  // NVLS_TREE, PAT, CollNet: their flows are bounded, collective_plan.hpp; regressions: --algo
+  // tree over 64 H100 nodes, and --algo nvls with --collnet over 128, were refused for the ring's
+  // millions of flows).
+  const bool no_ring =
+      !algo_is_list && opt.algorithm != CollectiveAlgorithm::Auto && opt.algorithm != CollectiveAlgorithm::Ring &&
+      (op == BenchOp::AllReduce || op == BenchOp::AllGather || op == BenchOp::ReduceScatter) &&
+      [&] {
+        CollectiveOptions o = opt.replay.collectives;
+        o.algorithm = opt.algorithm;
+        return algorithm_unavailable_reason(topo, members, bench_collective_kind(op), a.channels, o, opt.algorithm)
+            .empty();
+      }();
+  if (a.unfold && opt.replay.fidelity == Fidelity::Flow && !no_ring &&
       (op == BenchOp::AllReduce || op == BenchOp::AllGather || op == BenchOp::ReduceScatter)) {
     const double steps = op == BenchOp::AllReduce ? 2.0 * (ranks - 1) : ranks - 1.0;
     const int channels = a.channels > 0 ? a.channels : 8;
