@@ -74,6 +74,17 @@ bool parse_nccl_switch(const std::string& v) {
 
 template <typename F>
 auto parse_with(const YamlFile& f, const YAML::Node& n, const std::string& key, F parse) {
+  // An empty value ("nccl: {collnet_enable: }") gets what `parse` expects, not only "a string".
+  if (n.IsNull() || (n.IsScalar() && n.Scalar().empty())) {
+    try {
+      parse(std::string());
+    } catch (const std::invalid_argument& e) {
+      std::string message = e.what();
+      const size_t at = message.rfind(", found ''");
+      if (at != std::string::npos) message = message.substr(0, at) + ", found an empty value";
+      fail(f, n, key, message);
+    }
+  }
   const std::string v = as_string(f, n, key);
   try {
     return parse(v);

@@ -54,6 +54,9 @@ TEST_CASE("a scenario's nccl section: NCCL_ALGO, NCCL_PROTO, NVLS and PAT switch
   CHECK_FALSE(s.nccl.collnet_enable);  // NCCL's default
   CHECK(input_error("nccl: {collnet_enable: maybe}\n").find("nccl.collnet_enable: expected true, false, 1 or 0") !=
         std::string::npos);
+  // An empty value: what the key expects, not only "a string".
+  CHECK(input_error("nccl: {collnet_enable: }\n").find("nccl.collnet_enable: expected true, false, 1 or 0 (as NCCL's "
+                                                     "variable), found an empty value") != std::string::npos);
   CHECK(input_error("nccl: {algo: rings}\n").find(":8:14: nccl.algo: expected auto, ring, tree, nvls, nvlstree, pat, "
                                                  "collnetdirect or collnetchain (NCCL_ALGO), found 'rings'") != std::string::npos);
   CHECK(input_error("nccl: {proto: ll256}\n").find("nccl.proto: expected auto, ll, ll128 or simple (NCCL_PROTO), found "
