@@ -6,13 +6,40 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace overlapsim::testing {
+
+namespace {
+
+/// The paths temp_path gave this process, removed (files, or folders with what they hold) when it
+/// exits: each test case runs in a process of its own under CTest, and thousands of files were
+/// left in /tmp by a few runs of the suite.
+struct TempPaths {
+  std::vector<std::string> paths;
+  pid_t owner = ::getpid();  // a forked child that exits normally leaves them to this process
+  ~TempPaths() {
+    if (::getpid() != owner) return;
+    for (const std::string& p : paths) {
+      std::error_code ec;
+      std::filesystem::remove_all(p, ec);  // gone already, or never created: nothing to do
+    }
+  }
+};
+
+TempPaths& temp_paths() {
+  static TempPaths t;
+  return t;
+}
+
+}  // namespace
 
 std::string temp_path(const char* suffix) {
   char name[] = "/tmp/overlapsim-test-XXXXXX";
@@ -20,7 +47,9 @@ std::string temp_path(const char* suffix) {
   REQUIRE(fd >= 0);
   ::close(fd);
   std::remove(name);
-  return std::string(name) + suffix;
+  const std::string path = std::string(name) + suffix;
+  temp_paths().paths.push_back(path);
+  return path;
 }
 
 std::vector<int> first(int n) {
