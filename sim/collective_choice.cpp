@@ -10,6 +10,7 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -43,9 +44,7 @@ std::string algorithm_unavailable_reason(const Topology& topo, const std::vector
         return "PAT runs Simple only, which NCCL_PROTO's list leaves out";
       return pat_unsupported(topo, ranks, opt);
     case CollectiveAlgorithm::CollnetDirect:
-    case CollectiveAlgorithm::CollnetChain:
-      if (kind != CollectiveKind::AllReduce) return "NCCL runs " + name + " for AllReduce only here";
-      return collnet_unsupported(topo, ranks, opt, alg);
+    case CollectiveAlgorithm::CollnetChain: return collnet_unsupported(topo, ranks, opt, alg, kind);
   }
   return "";
 }
@@ -65,7 +64,8 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     return kind == CollectiveKind::AllReduce ? a != CollectiveAlgorithm::Pat
                                              : a == CollectiveAlgorithm::Ring ||
                                                    (gather && (a == CollectiveAlgorithm::Auto || a == CollectiveAlgorithm::Pat ||
-                                                               a == CollectiveAlgorithm::Nvls));
+                                                               a == CollectiveAlgorithm::Nvls ||
+                                                               a == CollectiveAlgorithm::CollnetDirect));
   };
   // What NCCL_ALGO's and NCCL_PROTO's lists leave the automatic choice (nccl_selection.hpp); a
   // forced algorithm (the op's, or one NCCL_ALGO name) is not restricted by them.
@@ -119,12 +119,13 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   const bool nvls_tree = kind == CollectiveKind::AllReduce && nodes > 1 && nvls_tree_supported(topo, ranks, opt, forced);
   if (alg == CollectiveAlgorithm::NvlsTree && nvls_tree) return plan_nvls_tree(topo, eff, ranks, bytes, opt.nvls_loop_s);
   // CollNet (the network's in-switch reduction), forced where it can run.
-  const bool collnet_direct =
-      kind == CollectiveKind::AllReduce && collnet_supported(topo, ranks, opt, CollectiveAlgorithm::CollnetDirect);
+  const bool collnet_direct = (kind == CollectiveKind::AllReduce || gather) &&
+                              collnet_supported(topo, ranks, opt, CollectiveAlgorithm::CollnetDirect, kind);
   const bool collnet_chain =
       kind == CollectiveKind::AllReduce && collnet_supported(topo, ranks, opt, CollectiveAlgorithm::CollnetChain);
   const auto collnet = [&](CollectiveAlgorithm a) {
-    return plan_collnet(topo, eff, ranks, bytes, a, forced, group_inputs());
+    return gather ? plan_collnet_gather(topo, eff, ranks, kind, bytes, forced)
+                  : plan_collnet(topo, eff, ranks, bytes, a, forced, group_inputs());
   };
   if (alg == CollectiveAlgorithm::CollnetDirect && collnet_direct) return collnet(alg);
   if (alg == CollectiveAlgorithm::CollnetChain && collnet_chain) return collnet(alg);
@@ -205,17 +206,38 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     return none_left();
   }
   if (gather) {
-    // Across nodes: the ring, or PAT where it can run and NCCL's tuner ranks it first (header);
-    // forced channels: the lesser closed form.
-    if (!pat_ok) return ring_ok ? ring : none_left();
+    // Across nodes: the ring, or PAT or CollNetDirect where they can run and NCCL's tuner ranks
+    // them first (header); forced channels or the textbook model: the least closed form.
+    if (!pat_ok && !direct_ok) return ring_ok ? ring : none_left();
     const NcclTunerInputs& in = group_inputs();
-    if (!ring_ok) return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
-    if (forced == 0) {
-      if (nccl_model_allgather_algorithm(bytes, ranked_inputs()) != CollectiveAlgorithm::Pat) return ring;
-      return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
+    if (forced == 0 && !opt.textbook) {
+      NcclTunerInputs r = ranked_inputs();
+      if (direct_ok) collnet_tuner_inputs(topo, eff, ranks, &r);
+      r.algorithms = (ring_ok ? algorithm_bit(CollectiveAlgorithm::Ring) : 0u) |
+                     (pat_ok ? algorithm_bit(CollectiveAlgorithm::Pat) : 0u) |
+                     (direct_ok ? algorithm_bit(CollectiveAlgorithm::CollnetDirect) : 0u);
+      const CollectiveAlgorithm pick = nccl_model_allgather_algorithm(bytes, r);
+      if (pick == CollectiveAlgorithm::Pat && pat_ok) return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
+      if (pick == CollectiveAlgorithm::CollnetDirect && direct_ok) return collnet(pick);
+      if (ring_ok) return ring;
+      return pat_ok ? plan_pat(topo, eff, ranks, kind, bytes, forced, in) : collnet(CollectiveAlgorithm::CollnetDirect);
     }
-    CollectivePlan q = plan_pat(topo, eff, ranks, kind, bytes, forced, in);
-    return q.closed_form_s() < ring_weight * ring.closed_form_s() ? q : ring;
+    std::optional<CollectivePlan> best;
+    if (ring_ok) best = std::move(ring);
+    const double best_s = best ? ring_weight * best->closed_form_s() : 0;
+    double least = best ? best_s : std::numeric_limits<double>::infinity();
+    if (pat_ok) {
+      CollectivePlan q = plan_pat(topo, eff, ranks, kind, bytes, forced, in);
+      if (q.closed_form_s() < least) {
+        least = q.closed_form_s();
+        best = std::move(q);
+      }
+    }
+    if (direct_ok) {
+      CollectivePlan q = collnet(CollectiveAlgorithm::CollnetDirect);
+      if (q.closed_form_s() < least) best = std::move(q);
+    }
+    return std::move(*best);
   }
   if (kind != CollectiveKind::AllReduce) return ring_ok ? ring : none_left();
   if (!ring_ok && !tree_ok && !nvls_ok && !nvls_tree_ok && !direct_ok && !chain_ok) return none_left();

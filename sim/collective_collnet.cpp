@@ -1,5 +1,6 @@
-// NCCL's CollNet AllReduce plans: the reduction across nodes done in the network's switches
-// (InfiniBand SHARP), CollNetChain and CollNetDirect (collective_plan.hpp, CollNet).
+// NCCL's CollNet plans: the reduction across nodes done in the network's switches (InfiniBand
+// SHARP), CollNetChain and CollNetDirect for an AllReduce, CollNetDirect for an AllGather or a
+// ReduceScatter (collective_plan.hpp, CollNet).
 #include "sim/collective_plan_detail.hpp"
 
 #include "sim/nccl_constants.hpp"
@@ -57,7 +58,12 @@ bool sharp_reduces(ReduceOp op, DataType t, int sharp_version) {
 }
 
 std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                                CollectiveAlgorithm alg) {
+                                CollectiveAlgorithm alg, CollectiveKind kind) {
+  const bool gather = kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter;
+  if (kind != CollectiveKind::AllReduce && !gather) return "NCCL runs CollNet for AllReduce, AllGather and ReduceScatter only";
+  if (gather && alg == CollectiveAlgorithm::CollnetChain) return "NCCL runs CollNetChain for AllReduce only";
+  if (gather && alg == CollectiveAlgorithm::Nvls)
+    return "NVLS runs an AllGather or ReduceScatter across nodes only with CollNet's, not modelled";
   // NCCL runs CollNet where NCCL_COLLNET_ENABLE=1 and the network plugin reduces (SHARP), over 2
   // or more nodes (NCCL_COLLNET_NODE_THRESHOLD), up to 8 local ranks, Simple only, for the
   // reductions SHARP has (src/init.cc, src/enqueue.cc, src/graph/tuning.cc); CollNetDirect only
@@ -69,9 +75,15 @@ std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ra
   if (topo.nics_per_node <= 0) return "CollNet needs NICs between the nodes";
   if (!opt.protocol_auto && opt.protocol != Protocol::Simple)
     return std::string("CollNet runs Simple only, and ") + to_string(opt.protocol) + " is forced";
-  if (opt.protocol_auto && !opt.allowed.of(CollectiveKind::AllReduce).has(Protocol::Simple))
+  if (opt.protocol_auto && !opt.allowed.of(kind).has(Protocol::Simple))
     return "CollNet runs Simple only, which NCCL_PROTO's list leaves out";
-  if (!sharp_reduces(opt.reduce_op, opt.datatype, topo.sharp_version)) {
+  // The SHARP plugin's AllGather and ReduceScatter (ncclCollNet v8 iallgather, ireducescatter:
+  // sharp_coll_do_allgather, sharp_coll_do_reduce_scatter) run on SHARP 3 switches (Quantum-2).
+  if (gather && topo.sharp_version < 3)
+    return fmt::format("CollNet runs an AllGather or ReduceScatter on SHARP 3 switches, and the topology's "
+                       "fabric.sharp is {}",
+                       topo.sharp_version);
+  if (kind != CollectiveKind::AllGather && !sharp_reduces(opt.reduce_op, opt.datatype, topo.sharp_version)) {
     if (opt.reduce_op == ReduceOp::Prod) return "SHARP reduces sum, avg, max and min, not prod";
     const bool v3 = sharp_reduces(opt.reduce_op, opt.datatype, 3);
     return fmt::format("SHARP {} (the topology's fabric.sharp) does not reduce {}{}", topo.sharp_version,
@@ -85,6 +97,12 @@ std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ra
       return fmt::format("CollNet runs with at most {} GPUs a node, found {}", kCollNetMaxLocalRanks, members.size());
   }
   if (alg == CollectiveAlgorithm::Nvls) return "";  // the communicator's CollNet, for NVLS across nodes
+  // AllGather and ReduceScatter need one NIC per GPU of a node (src/graph/tuning.cc: "disable
+  // collnet for allgather/reducescatter if #localranks > #heads").
+  if (gather && static_cast<int>(nodes[0].size()) > topo.nics_per_node)
+    return fmt::format("CollNet runs an AllGather or ReduceScatter with a NIC for each GPU of a node, and {} GPUs "
+                       "share {} NICs",
+                       nodes[0].size(), topo.nics_per_node);
   if (alg == CollectiveAlgorithm::CollnetDirect)
     for (const auto& members : nodes)
       for (size_t i = 1; i < members.size(); ++i)
@@ -174,6 +192,50 @@ CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, con
   return p;
 }
 
+CollectivePlan plan_collnet_gather(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                                   CollectiveKind kind, double bytes, int channels_forced) {
+  const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
+  const int N = static_cast<int>(nodes.size());
+  const int m = static_cast<int>(nodes[0].size());
+  const int n = static_cast<int>(ranks.size());
+  CollectivePlan p;
+  p.kind = kind;
+  p.algorithm = CollectiveAlgorithm::CollnetDirect;
+  p.protocol = Protocol::Simple;
+  p.members = n;
+  // One channel per head, every GPU a head (one NIC each); forced channels are the channels.
+  p.channels = channels_forced > 0 ? channels_forced : m;
+  p.sm_blocks = p.channels;
+  p.steps = 1;
+  p.step_bytes = bytes;
+  p.wire_bytes = bytes;
+  p.base_latency_s = nccl::collnet_latency_s(true, m);
+  if (bytes <= 0) return p;
+  // A rank's part S / n; a rail's, the N nodes' parts of its GPU, S / m (header).
+  const double part = bytes / n;
+  const double rail = bytes / m;
+  for (int k = 0; k < N; ++k)
+    for (int j = 0; j < m; ++j) {
+      // Between the nodes, the switch's gather (scatter) of the rail: a flow to the next node's
+      // GPU on the rail carries the N − 1 other nodes' parts, what the NIC takes in (AllGather;
+      // a ReduceScatter's sends out).
+      p.bulk.push_back({nodes[k][j], nodes[(k + 1) % N][j], (N - 1) * part});
+      // Inside the node: AllGather, the rail's result from its GPU to each other one; ReduceScatter,
+      // each GPU's input for the rail to its GPU.
+      for (int i = 0; i < m; ++i)
+        if (i != j) p.bulk.push_back(kind == CollectiveKind::AllGather ? CollectivePlan::BulkFlow{nodes[k][j], nodes[k][i], rail}
+                                                                        : CollectivePlan::BulkFlow{nodes[k][i], nodes[k][j], rail});
+    }
+  // Every flow at once, the busiest link's bytes, plus a chunk of every channel through the
+  // three stages (the GPUs' hand-over, the switch, the NIC) at the busiest link's pace, NCCL's
+  // direct chunk as for an AllReduce (collnet_chunk_bytes).
+  const double links_s = bulk_links_s(topo, eff, ranks, p.bulk);
+  const double chunk = collnet_chunk_bytes(false, bytes, p.channels, m, 2);
+  const double per_channel = bytes / p.channels / m;
+  p.bulk_s = links_s * (1.0 + 3 * std::min(chunk, per_channel) / per_channel);
+  return p;
+}
+
 void collnet_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                           NcclTunerInputs* in) {
   // NCCL's CollNet graphs: their channels' summed intra-node bandwidth, a GPU's NVLink port (the
@@ -183,6 +245,9 @@ void collnet_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const
   in->collnet_heads = std::min(static_cast<int>(nodes[0].size()), topo.nics_per_node);
   in->collnet_intra_Bps = nodes[0].size() > 1 ? measure_hop(topo, eff, ranks, nodes[0][0], nodes[0][1]).bandwidth_Bps
                                               : measure_hop(topo, eff, ranks, nodes[0][0], nodes[1][0]).bandwidth_Bps;
+  // Its channels' network bandwidth, one NIC each (bwInter, read for an AllGather or
+  // ReduceScatter): a rail's.
+  in->collnet_inter_Bps = measure_hop(topo, eff, ranks, nodes[0][0], nodes[1][0]).bandwidth_Bps;
 }
 
 }  // namespace overlapsim::plan_detail

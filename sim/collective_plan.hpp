@@ -171,9 +171,29 @@
 // direct's 4) at the pace of a part P (S / C, resp. S / C / h) on that link. Checked against
 // coreweave's 8-node H100 CollNetChain curve (tests/nccl_validation_test.cpp: +6.6 to +8.6% from
 // 1 GiB, +10.2% at 512 MiB). Auto takes CollNet where NCCL's tuner ranks it first
-// (nccl_model_allreduce_algorithm). Not built: CollNet for AllGather and ReduceScatter (NCCL
-// needs the plugin's iallgather/ireducescatter and one GPU a NIC; NVLS across nodes for them
-// too), and SHARP's own aggregation limits.
+// (nccl_model_allreduce_algorithm). Not built: NVLS AllGather and ReduceScatter across nodes
+// (they need CollNet's too), and SHARP's own aggregation limits.
+//
+// CollNet AllGather and ReduceScatter (CollNetDirect only, across nodes; NCCL ≥ 2.20, src/device/
+// all_gather.h and reduce_scatter.h runCollNetDirect): where CollNet can run (above) for the
+// collective (a ReduceScatter's reduction one SHARP has), on SHARP 3 switches (the SHARP
+// plugin's ncclCollNet v8 iallgather and ireducescatter, sharp_coll_do_allgather and
+// sharp_coll_do_reduce_scatter, Quantum-2), with a NIC for each GPU of a node (src/graph/
+// tuning.cc: off where localRanks > the heads). Every GPU is the head of its NIC's rail. An
+// AllGather's GPU sends its part S / n through its NIC; the switches gather the rail's N parts
+// (S / m) into each of its GPUs, which hands them over NVLink to the node's m − 1 others: each
+// port carries (m − 1)/m · S each way, each NIC (N − 1)/n · S in (and S / n out). A
+// ReduceScatter runs it backwards: each GPU hands the part of its input for rail j to GPU j
+// (S / m), which reduces the node's and sends it through its NIC; the switches reduce across the
+// nodes and return each GPU its part. Flows: inside a node one per pair of GPUs (S / m), between
+// the nodes one from each GPU to the same rail's GPU of the next node carrying the N − 1 other
+// nodes' parts, so each NIC's loaded direction carries what it carries on hardware (the light one
+// more: traffic the other way meets more contention than on hardware). In bulk:
+//   T = NCCL's direct latency (2 (min(1, m − 1) · 3.7 µs + (m − 1) · 0.4 µs) + 31 µs)
+//       + T_links · (1 + 3 · c / P)
+// (c NCCL's direct chunk as for an AllReduce, P = S / (C · m), three stages). NCCL's tuner
+// (nccl_model_allgather_s) ranks it with the ring and PAT; over 8 DGX H100 nodes it comes first
+// up to 1 GiB and the ring from 4 GiB. Not checked against a measurement (no published curve).
 //
 // NVLS across nodes (AllReduce, NCCL ≥ 2.18: the NVLS algorithm on a communicator with CollNet,
 // "NVLS + SHARP"; src/device/all_reduce.h runNvls with nNodes > 1, src/enqueue.cc skips NVLS

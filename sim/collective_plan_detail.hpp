@@ -93,19 +93,26 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
 /// Whether SHARP reduces `op` of `t` on switches of generation `sharp_version` (Topology::
 /// sharp_version; collective_plan.hpp, CollNet).
 bool sharp_reduces(ReduceOp op, DataType t, int sharp_version);
-/// Whether NCCL can run CollNet algorithm `alg` (CollnetDirect or CollnetChain) for an AllReduce
-/// over these ranks (collective_plan.hpp, CollNet); `alg` Nvls: whether the communicator has
-/// CollNet for NVLS across nodes (no limit of 8 GPUs a node, no NVSwitch condition).
+/// Why NCCL cannot run CollNet algorithm `alg` (CollnetDirect or CollnetChain) for `kind` over
+/// these ranks ("" where it can; collective_plan.hpp, CollNet): an AllReduce, or with CollnetDirect
+/// an AllGather or ReduceScatter on SHARP 3 with a NIC for each GPU; `alg` Nvls: whether the
+/// communicator has CollNet for NVLS across nodes (an AllReduce; no limit of 8 GPUs a node, no
+/// NVSwitch condition).
 std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                                CollectiveAlgorithm alg);
+                                CollectiveAlgorithm alg, CollectiveKind kind = CollectiveKind::AllReduce);
 inline bool collnet_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
-                              CollectiveAlgorithm alg) {
-  return collnet_unsupported(topo, ranks, opt, alg).empty();
+                              CollectiveAlgorithm alg, CollectiveKind kind = CollectiveKind::AllReduce) {
+  return collnet_unsupported(topo, ranks, opt, alg, kind).empty();
 }
 /// The CollNet plan of an AllReduce (collective_plan.hpp, CollNet) on `channels_forced` channels
 /// (0: NCCL's, from `tuner`, tuner_inputs). REQUIRES: collnet_supported for `alg`.
 CollectivePlan plan_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                             double bytes, CollectiveAlgorithm alg, int channels_forced, const NcclTunerInputs& tuner);
+/// CollNetDirect's AllGather or ReduceScatter across nodes (collective_plan.hpp, CollNet AllGather
+/// and ReduceScatter) on `channels_forced` channels (0: one per head). REQUIRES: collnet_supported
+/// for CollnetDirect and `kind`.
+CollectivePlan plan_collnet_gather(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                                   CollectiveKind kind, double bytes, int channels_forced);
 /// What NCCL's tuner knows of CollNet (NcclTunerInputs::collnet...). REQUIRES: ranks on 2 or more nodes.
 void collnet_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                           NcclTunerInputs* in);

@@ -338,7 +338,7 @@ CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTuner
 
 double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in) {
   OVERLAPSIM_CHECK((alg == CollectiveAlgorithm::Ring || alg == CollectiveAlgorithm::Nvls ||
-                    alg == CollectiveAlgorithm::Pat) &&
+                    alg == CollectiveAlgorithm::Pat || alg == CollectiveAlgorithm::CollnetDirect) &&
                        in.ranks >= 2 &&
                        bytes >= 0 && in.graph_busbw_Bps > 0 && in.graph_channels >= 1 && in.comm_channels >= 1 &&
                        in.nodes >= 1 && in.cc_index >= 0 && in.cc_index <= 3,
@@ -347,6 +347,16 @@ double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double by
   if (alg == CollectiveAlgorithm::Pat) {
     if (proto != Protocol::Simple || in.nodes != n) return std::numeric_limits<double>::infinity();
     return nccl::pat_latency_s(n) + bytes / (nccl::kPatBusBwFactor * in.graph_busbw_Bps);
+  }
+  if (alg == CollectiveAlgorithm::CollnetDirect) {
+    // src/graph/tuning.cc: busBw = ppn · min(bwIntra, 0.9 · bwInter), left as algbw, and none
+    // where a node has more local ranks than heads.
+    const int ppn = n / std::max(1, in.nodes);
+    if (!in.collnet || proto != Protocol::Simple || in.nodes < 2 || in.collnet_heads < ppn || in.collnet_heads < 1 ||
+        in.collnet_intra_Bps <= 0 || in.collnet_inter_Bps <= 0)
+      return std::numeric_limits<double>::infinity();
+    const double bus = ppn * std::min(in.collnet_intra_Bps / in.collnet_heads, 0.9 * in.collnet_inter_Bps);
+    return nccl::collnet_latency_s(true, ppn) + bytes / bus;
   }
   if (alg == CollectiveAlgorithm::Nvls) {
     if (!in.nvls || proto != Protocol::Simple || in.nodes != 1 || in.nvls_heads < 2 || in.nvls_intra_Bps <= 0 ||
@@ -373,7 +383,8 @@ std::optional<Protocol> nccl_model_protocol(CollectiveKind kind, CollectiveAlgor
 }
 
 CollectiveAlgorithm nccl_model_allgather_algorithm(double bytes, const NcclTunerInputs& in) {
-  return least_time({CollectiveAlgorithm::Ring, CollectiveAlgorithm::Nvls, CollectiveAlgorithm::Pat},
+  return least_time({CollectiveAlgorithm::Ring, CollectiveAlgorithm::CollnetDirect, CollectiveAlgorithm::Nvls,
+                     CollectiveAlgorithm::Pat},
                     nccl_model_allgather_s, bytes, in);
 }
 

@@ -152,6 +152,9 @@ struct NcclTunerInputs {
   bool collnet = false;
   int collnet_heads = 0;
   double collnet_intra_Bps = 0;
+  /// CollNetDirect's per-channel network bandwidth (bwInter: one NIC), bytes/s; read for an
+  /// AllGather or ReduceScatter.
+  double collnet_inter_Bps = 0;
   /// The collective's elements are fp8 and its ranks more than 8: NCCL multiplies the ring's
   /// modelled time by nccl::kFp8RingRelegation (schedule.hpp, DataType), so that the ranking takes
   /// any other algorithm that can run. Protocols within the ring rank as before.
@@ -208,15 +211,18 @@ CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTuner
 ///         (n − 1)/n with h = nvls_heads, intra = nvls_intra_Bps / h, η nvlsEfficiency, not
 ///         converted; lat = hwLat NVLink NVLS, 25 µs, no base latency. On a DGX H100 that is
 ///         0.65 of the port as algbw against the ring's 8/7 of its graph: NCCL's tuner never ranks
-///         it first there, and NCCL runs it where NCCL_ALGO asks for it.
-/// Returns +inf where NCCL leaves the pair out. REQUIRES: alg is Ring, Nvls or Pat; the rest as
-/// nccl_model_allreduce_s.
+///         it first there, and NCCL runs it where NCCL_ALGO asks for it;
+///   CollNetDirect (Simple only, across nodes, in.collnet with a head for each of a node's ppn
+///         GPUs) bw = ppn · min(collnet_intra_Bps / heads, 0.9 · collnet_inter_Bps), not converted;
+///         lat = nccl::collnet_latency_s(direct, ppn).
+/// Returns +inf where NCCL leaves the pair out. REQUIRES: alg is Ring, Nvls, Pat or CollnetDirect;
+/// the rest as nccl_model_allreduce_s.
 double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double bytes, const NcclTunerInputs& in);
 
-/// The algorithm (Ring, or Nvls or Pat where they can run) of NCCL's least modelled time over its
-/// enabled protocols for an AllGather or ReduceScatter of `bytes` (src/enqueue.cc: the ring is
-/// tried before NVLS, NVLS before PAT, so a tie goes to the earlier), among those in.algorithms
-/// and in.protocols enable.
+/// The algorithm (Ring, or CollnetDirect, Nvls or Pat where they can run) of NCCL's least modelled
+/// time over its enabled protocols for an AllGather or ReduceScatter of `bytes` (src/enqueue.cc
+/// tries them in its order: the ring, CollNetDirect, NVLS, PAT, so a tie goes to the earlier),
+/// among those in.algorithms and in.protocols enable.
 CollectiveAlgorithm nccl_model_allgather_algorithm(double bytes, const NcclTunerInputs& in);
 
 /// The protocol of NCCL's least modelled time for `kind` (AllReduce: nccl_model_allreduce_s;

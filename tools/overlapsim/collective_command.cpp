@@ -106,7 +106,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                 "auto | ll | ll128 | simple (NCCL_PROTO), or a list as NCCL_PROTO takes it: LL,Simple; ^LL128; "
                 "allreduce:LL128;allgather:Simple (the automatic choice among those)")
       ->check(non_empty);
-  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat | collnetdirect | collnetchain (NCCL_ALGO; tree, nvlstree and collnet* apply to allreduce only, nvls to allreduce, allgather and reducescatter; nvls inside one Hopper NVSwitch node (an allreduce also across such nodes with --collnet on a fabric with SHARP), nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; collnet* across nodes with --collnet on a fabric with SHARP; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
+  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat | collnetdirect | collnetchain (NCCL_ALGO; tree, nvlstree and collnet* apply to allreduce only, nvls to allreduce, allgather and reducescatter; nvls inside one Hopper NVSwitch node (an allreduce also across such nodes with --collnet on a fabric with SHARP), nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; collnet* across nodes with --collnet on a fabric with SHARP, collnetdirect also allgather and reducescatter on SHARP 3; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
       ->check(non_empty);
   c->add_option("--redop,-o", a.redop,
                 "sum | prod | max | min | avg | mulsum: the reduction of allreduce, reducescatter and reduce (nccl-tests -o; "
@@ -419,7 +419,10 @@ int collective_command(const CollectiveArgs& a) {
     if (log_algo_list ? list_reads(log.algorithm, true)
                       : parse_algorithm(log.algorithm, &probe) &&
                             (probe == CollectiveAlgorithm::Ring ||
-                             (probe == CollectiveAlgorithm::Pat ? gather : op == BenchOp::AllReduce))) {
+                             (probe == CollectiveAlgorithm::Pat ? gather
+                              : probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::Nvls
+                                  ? gather || op == BenchOp::AllReduce
+                                  : op == BenchOp::AllReduce))) {
       algo = log.algorithm;
       notes.push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
       // NCCL runs CollNet, and NVLS across nodes, only with NCCL_COLLNET_ENABLE=1: a log that ran

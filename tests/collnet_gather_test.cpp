@@ -1,0 +1,229 @@
+// NCCL's CollNetDirect AllGather and ReduceScatter across nodes (collective_plan.hpp, CollNet
+// AllGather and ReduceScatter): where they run, NCCL's tuner model of them, the closed form, the
+// bytes their flows move, flow against analytic, contention and where Auto takes them.
+#include "sim/collective_bench.hpp"
+#include "sim/collective_plan.hpp"
+#include "sim/nccl_selection.hpp"
+#include "sim/nccl_tuning.hpp"
+#include "sim/replay.hpp"
+#include "sim/topology.hpp"
+
+#include "tests/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace overlapsim;
+using namespace overlapsim::testing;
+
+namespace {
+
+const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
+constexpr double kMiB = 1024.0 * 1024.0;
+using A = CollectiveAlgorithm;
+using K = CollectiveKind;
+
+Topology h100_nodes(int nodes) {
+  return load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", std::to_string(nodes)}});
+}
+
+CollectiveOptions collnet_on(A alg = A::Auto) {
+  CollectiveOptions o;
+  o.collnet_enable = true;
+  o.algorithm = alg;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("CollNetDirect AllGather and ReduceScatter run across nodes on SHARP 3, with NCCL_COLLNET_ENABLE") {
+  const Topology two = h100_nodes(2);
+  const auto why = [&](const Topology& t, K k, const CollectiveOptions& o, A a) {
+    return algorithm_unavailable_reason(t, first(16), k, 0, o, a);
+  };
+  for (K k : {K::AllGather, K::ReduceScatter}) {
+    CAPTURE(static_cast<int>(k));
+    CHECK(why(two, k, collnet_on(), A::CollnetDirect) == "");
+    CHECK(why(two, k, CollectiveOptions{}, A::CollnetDirect).find("NCCL_COLLNET_ENABLE=1") != std::string::npos);
+    CHECK(why(two, k, collnet_on(), A::CollnetChain) == "NCCL runs CollNetChain for AllReduce only");
+    // One node: no network to reduce in.
+    CHECK(algorithm_unavailable_reason(two, first(8), k, 0, collnet_on(), A::CollnetDirect) ==
+          "CollNet runs across 2 or more nodes");
+  }
+  // SHARP 2 (Quantum HDR, the A100 SuperPOD): the plugin's AllGather and ReduceScatter need SHARP 3.
+  const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  REQUIRE(a100.sharp_version == 2);
+  CHECK(why(a100, K::AllGather, collnet_on(), A::CollnetDirect) ==
+        "CollNet runs an AllGather or ReduceScatter on SHARP 3 switches, and the topology's fabric.sharp is 2");
+  // A ReduceScatter reduces in the switch: SHARP's types only; an AllGather moves any type.
+  CollectiveOptions fp8 = collnet_on();
+  fp8.datatype = DataType::Float8e4m3;
+  CHECK(why(two, K::ReduceScatter, fp8, A::CollnetDirect).find("does not reduce f8e4m3") != std::string::npos);
+  CHECK(why(two, K::AllGather, fp8, A::CollnetDirect) == "");
+  // Forced where it cannot run: the ring, marked.
+  const CollectivePlan p =
+      plan_collective(a100, LinkEfficiency{}, first(16), K::AllGather, 64 * kMiB, 0, collnet_on(A::CollnetDirect));
+  CHECK(p.algorithm == A::Ring);
+  CHECK(p.fallback);
+}
+
+TEST_CASE("NCCL's tuner model of CollNetDirect AllGather: ppn · min(I / heads, 0.9 E), not converted, direct latency") {
+  NcclTunerInputs in;
+  in.ranks = 64;
+  in.nodes = 8;
+  in.cc_index = 2;
+  in.graph_channels = 8;
+  in.graph_busbw_Bps = 8 * 48e9;
+  in.comm_channels = 16;
+  in.collnet = true;
+  in.collnet_heads = 8;
+  in.collnet_intra_Bps = 450e9;
+  in.collnet_inter_Bps = 50e9;
+  const double S = 1024 * kMiB;
+  const double lat = 2 * (3.7e-6 + 7 * 0.4e-6) + 31e-6;
+  // The NIC binds: 0.9 · 50 GB/s < 450 / 8 GB/s.
+  CHECK(nccl_model_allgather_s(A::CollnetDirect, Protocol::Simple, S, in) ==
+        approx(lat + S / (8 * 0.9 * 50e9)).epsilon(1e-12));
+  in.collnet_inter_Bps = 100e9;
+  CHECK(nccl_model_allgather_s(A::CollnetDirect, Protocol::Simple, S, in) ==
+        approx(lat + S / (8 * 450e9 / 8)).epsilon(1e-12));
+  CHECK(std::isinf(nccl_model_allgather_s(A::CollnetDirect, Protocol::LL128, S, in)));
+  // More GPUs a node than heads: none.
+  in.collnet_heads = 4;
+  CHECK(std::isinf(nccl_model_allgather_s(A::CollnetDirect, Protocol::Simple, S, in)));
+  in.collnet_heads = 8;
+  in.collnet = false;
+  CHECK(std::isinf(nccl_model_allgather_s(A::CollnetDirect, Protocol::Simple, S, in)));
+}
+
+TEST_CASE("CollNetDirect AllGather closed form over 2 DGX H100 nodes: latency + 7/8 S through each port + fill") {
+  // Each GPU's NVSwitch port carries the other 7 rails' results, 7/8 S each way; each NIC S / 16
+  // in: the port binds. The fill: a chunk of each of the 8 channels through 3 stages, NCCL's
+  // direct chunk for 1 GiB over 8 channels of 8 heads (S / 64 a part: 128 KiB).
+  const Topology two = h100_nodes(2);
+  const double S = 1024 * kMiB;
+  for (K k : {K::AllGather, K::ReduceScatter}) {
+    CAPTURE(static_cast<int>(k));
+    const CollectivePlan p = plan_collective(two, LinkEfficiency{}, first(16), k, S, 0, collnet_on(A::CollnetDirect));
+    REQUIRE(p.algorithm == A::CollnetDirect);
+    REQUIRE_FALSE(p.fallback);
+    CHECK(p.protocol == Protocol::Simple);
+    CHECK(p.channels == 8);
+    CHECK(p.base_latency_s == approx(2 * (3.7e-6 + 7 * 0.4e-6) + 31e-6).epsilon(1e-12));
+    CHECK(p.closed_form_s() ==
+          approx(p.base_latency_s + 7.0 / 8 * S / 450e9 * (1 + 3 * 131072 / (S / 64))).epsilon(1e-9));
+    // Every member receives (n − 1)/n · S, as the collective requires.
+    CHECK(received_bytes_per_rank(p) == approx(15.0 / 16 * S).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("CollNetDirect AllGather and ReduceScatter move what they require: 7/8 S over each port, S/16 into each NIC") {
+  const Topology two = h100_nodes(2);
+  const double S = 256 * kMiB;
+  for (K k : {K::AllGather, K::ReduceScatter}) {
+    CAPTURE(static_cast<int>(k));
+    Schedule s;
+    s.world_size = 16;
+    const int g = s.intern_group(first(16), CommPurpose::DataParallel);
+    for (int r = 0; r < 16; ++r) s.programs.push_back({r, 1, {collective_op(g, 1, S, "gather", A::CollnetDirect, 0, k)}});
+    ReplayOptions ro;
+    ro.record_flows = true;
+    ro.collectives.collnet_enable = true;
+    const ReplayTimes t = replay(s, two, ro);
+    std::vector<double> intra_in(16, 0.0), intra_out(16, 0.0), inter_in(16, 0.0);
+    for (const FlowRecord& f : t.flows) {
+      if (two.node_of(f.src_rank) == two.node_of(f.dst_rank)) {
+        intra_in[f.dst_rank] += f.bytes;
+        intra_out[f.src_rank] += f.bytes;
+      } else {
+        inter_in[f.dst_rank] += f.bytes;
+      }
+    }
+    for (int r = 0; r < 16; ++r) {
+      CAPTURE(r);
+      CHECK(intra_in[r] == approx(7.0 / 8 * S).epsilon(1e-12));
+      CHECK(intra_out[r] == approx(7.0 / 8 * S).epsilon(1e-12));
+      CHECK(inter_in[r] == approx(S / 16).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("CollNetDirect AllGather and ReduceScatter: flow == analytic, folded and unfolded") {
+  const Topology topo = h100_nodes(4);
+  for (BenchOp op : {BenchOp::AllGather, BenchOp::ReduceScatter})
+    for (bool unfold : {true, false})
+      for (double size : {32.0 * 8, 1 * kMiB, 256 * kMiB}) {
+        CAPTURE(static_cast<int>(op));
+        CAPTURE(unfold);
+        CAPTURE(size);
+        BenchOptions b;
+        b.unfold = unfold;
+        b.algorithm = A::CollnetDirect;
+        b.replay.collectives.collnet_enable = true;
+        const FlowAnalytic t = flow_and_analytic(topo, op, 32, size, b);
+        CHECK(t.flow == approx(t.analytic).epsilon(1e-9));
+        CHECK(t.flow >= 44e-6);
+      }
+}
+
+TEST_CASE("CollNetDirect AllGather beside a pipeline send into a NIC: slower in flow, not in analytic") {
+  const Topology two = h100_nodes(2);
+  const double S = 1024 * kMiB;
+  const auto run = [&](Fidelity f, bool with_send) {
+    Schedule s;
+    s.world_size = 16;
+    const int g = s.intern_group(first(16), CommPurpose::DataParallel);
+    for (int r = 0; r < 16; ++r)
+      s.programs.push_back({r, 2, {collective_op(g, 1, S, "ag", A::CollnetDirect, 0, K::AllGather)}});
+    if (with_send) {
+      auto [send, recv] = send_recv_ops(0, 8, 4 * S, 1);
+      send.stream = 1;
+      recv.stream = 1;
+      s.programs[0].ops.push_back(send);
+      s.programs[8].ops.push_back(recv);
+    }
+    ReplayOptions ro;
+    ro.fidelity = f;
+    ro.collectives.collnet_enable = true;
+    return replay(s, two, ro).makespan_s;
+  };
+  CHECK(run(Fidelity::Flow, false) == approx(run(Fidelity::Analytic, false)).epsilon(1e-9));
+  CHECK(run(Fidelity::Flow, true) > run(Fidelity::Analytic, true));
+}
+
+TEST_CASE("CollNetDirect AllGather and ReduceScatter in Auto: where NCCL's tuner ranks them first, only with CollNet") {
+  const Topology eight = h100_nodes(8);
+  const LinkEfficiency eff = shipped_link_efficiency("h100-sxm5-80gb");
+  const std::vector<int> all = first(64);
+  for (K k : {K::AllGather, K::ReduceScatter}) {
+    CAPTURE(static_cast<int>(k));
+    // Its latency (44 us against the ring's 63 steps) wins small and mid sizes, the ring's
+    // bandwidth at 4 GiB in NCCL's model (0.9 of a NIC per GPU against the ring's graph).
+    for (double size : {1 * kMiB, 256 * kMiB})
+      CHECK(plan_collective(eight, eff, all, k, size, 0, collnet_on()).algorithm == A::CollnetDirect);
+    CHECK(plan_collective(eight, eff, all, k, 4096 * kMiB, 0, collnet_on()).algorithm == A::Ring);
+    CHECK(plan_collective(eight, eff, all, k, 1 * kMiB, 0, CollectiveOptions{}).algorithm != A::CollnetDirect);
+    CollectiveOptions o = collnet_on();
+    parse_nccl_algo_list("^collnetdirect", o.allowed);
+    CHECK(plan_collective(eight, eff, all, k, 1 * kMiB, 0, o).algorithm != A::CollnetDirect);
+  }
+}
+
+TEST_CASE("collective --compare: a 2-node ReduceScatter log that ran NCCL_ALGO=CollNetDirect runs it, with CollNet") {
+  const std::string base = slurp(kSrc + "/tests/data/nccl-tests/reduce_scatter_perf_2x8xh100.log");
+  const std::string path = temp_path("reduce_scatter_perf.log");
+  std::ofstream(path) << "dgx-h100-01:70110:70145 [0] NCCL INFO NCCL_ALGO set by environment to CollNetDirect\n"
+                      << base;
+  const Run r = run_cli("collective --fidelity analytic -t " + kSrc +
+                        "/topologies/dgx-h100-superpod.yaml --override node.count=2 --compare " + path);
+  REQUIRE(r.status == 0);
+  CAPTURE(r.output);
+  CHECK(r.output.find("# note: NCCL_ALGO=CollNetDirect as the log ran it") != std::string::npos);
+  CHECK(r.output.find("# note: NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=CollNetDirect needs") != std::string::npos);
+  CHECK(r.output.find("collnetdirect/Simple/8") != std::string::npos);
+  CHECK(r.output.find("ring/") == std::string::npos);
+}
