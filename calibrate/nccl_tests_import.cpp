@@ -191,12 +191,17 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
         }
       // NVLS runs Simple only: a line saying otherwise makes no rule the profile could load.
       const bool simple = pick.second != "LL" && pick.second != "LL128";
+      // (CollNet and NVLS across nodes ran with NCCL_COLLNET_ENABLE: a rule naming them where a
+      // job runs without it leaves the choice to the model, as any rule that cannot run.)
+      const bool gather_kind = kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter;
       const bool modelled = pick.first == "ring" ||
-                            ((pick.first == "tree" || (pick.first == "nvls" && nodes == 1 && simple) ||
-                              (pick.first == "nvls_tree" && nodes > 1 && simple)) &&
+                            ((pick.first == "tree" || (pick.first == "nvls" && simple) ||
+                              (pick.first == "nvls_tree" && nodes > 1 && simple) ||
+                              (pick.first == "collnet_chain" && nodes > 1 && simple)) &&
                              kind == CollectiveKind::AllReduce) ||
-                            (pick.first == "pat" && simple && nodes == ranks &&
-                             (kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter));
+                            (pick.first == "collnet_direct" && nodes > 1 && simple &&
+                             (kind == CollectiveKind::AllReduce || gather_kind)) ||
+                            (pick.first == "pat" && simple && nodes == ranks && gather_kind);
       if (!modelled) {
         res.warnings.push_back(coll + " on " + std::to_string(ranks) + " ranks: NCCL ran " +
                                std::to_string(static_cast<long long>(bytes)) + " B with algorithm " + pick.first +
@@ -214,6 +219,8 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
                     : pick.first == "nvls"      ? CollectiveAlgorithm::Nvls
                     : pick.first == "nvls_tree" ? CollectiveAlgorithm::NvlsTree
                     : pick.first == "pat"       ? CollectiveAlgorithm::Pat
+                    : pick.first == "collnet_direct" ? CollectiveAlgorithm::CollnetDirect
+                    : pick.first == "collnet_chain"  ? CollectiveAlgorithm::CollnetChain
                                                 : CollectiveAlgorithm::Ring;
       r.protocol = pick.second == "LL" ? Protocol::LL : pick.second == "LL128" ? Protocol::LL128 : Protocol::Simple;
       TuningRule* last = in_run ? &p.tuning.back() : nullptr;

@@ -250,15 +250,16 @@ void load_tuning(const Reader& r, const json& root, Profile& p) {
     CollectiveAlgorithm a = CollectiveAlgorithm::Auto;
     const bool gather = t.kind == CollectiveKind::AllGather || t.kind == CollectiveKind::ReduceScatter;
     if (parse_algorithm(r.string(o, sec, "algorithm"), &a) && a != CollectiveAlgorithm::Auto &&
-        (a == CollectiveAlgorithm::Ring || (a == CollectiveAlgorithm::Pat ? gather
-                                            : a == CollectiveAlgorithm::Nvls ? gather || t.kind == CollectiveKind::AllReduce
-                                                                             : t.kind == CollectiveKind::AllReduce)))
+        (a == CollectiveAlgorithm::Ring ||
+         (a == CollectiveAlgorithm::Pat                                               ? gather
+          : a == CollectiveAlgorithm::Nvls || a == CollectiveAlgorithm::CollnetDirect ? gather || t.kind == CollectiveKind::AllReduce
+                                                                                      : t.kind == CollectiveKind::AllReduce)))
       t.algorithm = a;
     else
       r.fail(sec + ".algorithm",
              std::string("expected \"ring\"") +
                  (t.kind == CollectiveKind::AllReduce ? ", \"tree\", \"nvls\", \"nvlstree\", \"collnet_direct\" or \"collnet_chain\" (pat is for all_gather and reduce_scatter)"
-                  : gather ? ", \"nvls\" or \"pat\" (tree, nvlstree and collnet are for all_reduce only)"
+                  : gather ? ", \"nvls\", \"pat\" or \"collnet_direct\" (tree, nvlstree and collnet_chain are for all_reduce only)"
                            : " (tree and nvlstree are for all_reduce only, nvls for all_reduce, all_gather and "
                              "reduce_scatter, pat for all_gather and reduce_scatter)") +
                  ", found \"" + r.string(o, sec, "algorithm") + "\"");

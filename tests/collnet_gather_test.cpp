@@ -1,6 +1,8 @@
 // NCCL's CollNetDirect AllGather and ReduceScatter across nodes (collective_plan.hpp, CollNet
 // AllGather and ReduceScatter): where they run, NCCL's tuner model of them, the closed form, the
 // bytes their flows move, flow against analytic, contention and where Auto takes them.
+#include "calibrate/nccl_tests.hpp"
+#include "calibrate/profile.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/collective_plan.hpp"
 #include "sim/nccl_selection.hpp"
@@ -226,4 +228,21 @@ TEST_CASE("collective --compare: a 2-node ReduceScatter log that ran NCCL_ALGO=C
   CHECK(r.output.find("# note: NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=CollNetDirect needs") != std::string::npos);
   CHECK(r.output.find("collnetdirect/Simple/8") != std::string::npos);
   CHECK(r.output.find("ring/") == std::string::npos);
+}
+
+TEST_CASE("import-nccl-tests: NCCL's TUNING lines choosing CollNetDirect for a ReduceScatter make a rule the profile keeps") {
+  // NCCL's algorithm 2 is CollNetDirect, protocol 2 Simple (src/include/device.h).
+  const std::string base = slurp(kSrc + "/tests/data/nccl-tests/reduce_scatter_perf_2x8xh100.log");
+  const std::string path = temp_path("reduce_scatter_perf.log");
+  std::ofstream(path) << "dgx-h100-01:70110:70145 [0] NCCL INFO ReduceScatter: 1048576 Bytes -> Algo 2 proto 2 time "
+                         "20.000000\n"
+                      << base;
+  const ImportResult r = import_nccl_tests({path}, ImportOptions{});
+  REQUIRE(r.profile.tuning.size() == 1);
+  CHECK(r.profile.tuning[0].kind == K::ReduceScatter);
+  CHECK(r.profile.tuning[0].algorithm == A::CollnetDirect);
+  CHECK(r.profile.tuning[0].protocol == Protocol::Simple);
+  const std::string out = temp_path(".json");
+  write_profile(r.profile, out);
+  CHECK(load_profile(out).tuning.at(0).algorithm == A::CollnetDirect);
 }
