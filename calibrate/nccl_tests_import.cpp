@@ -112,9 +112,14 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
     // NCCL_COLLNET_ENABLE as the log ran: said by its INFO line, else implied by a forced
     // algorithm NCCL runs only with it (CollNet, an AllReduce's NVLS across nodes).
     const std::string forced = ascii_lower(l.algorithm);
+    // NCCL's TUNING lines choosing CollNet (or NVLS across nodes) say the same.
+    bool tuned_collnet = false;
+    for (const NcclTuningLine& t : l.tuning)
+      tuned_collnet |= t.algorithm == "collnet_direct" || t.algorithm == "collnet_chain" ||
+                       (t.algorithm == "nvls" && l.collective == "all_reduce" && l.nodes > 1);
     const bool collnet =
         l.collnet_enable == 1 ||
-        (l.collnet_enable == -1 && (forced == "collnetdirect" || forced == "collnetchain" ||
+        (l.collnet_enable == -1 && (tuned_collnet || forced == "collnetdirect" || forced == "collnetchain" ||
                                     forced == "collnet_direct" || forced == "collnet_chain" ||
                                     (forced == "nvls" && l.collective == "all_reduce" && l.nodes > 1)));
     Group& g = groups[{l.collective, l.ranks, l.nodes}];

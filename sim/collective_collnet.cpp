@@ -77,12 +77,6 @@ std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ra
     return std::string("CollNet runs Simple only, and ") + to_string(opt.protocol) + " is forced";
   if (opt.protocol_auto && !opt.allowed.of(kind).has(Protocol::Simple))
     return "CollNet runs Simple only, which NCCL_PROTO's list leaves out";
-  // The SHARP plugin's AllGather and ReduceScatter (ncclCollNet v8 iallgather, ireducescatter:
-  // sharp_coll_do_allgather, sharp_coll_do_reduce_scatter) run on SHARP 3 switches (Quantum-2).
-  if (gather && topo.sharp_version < 3)
-    return fmt::format("CollNet runs an AllGather or ReduceScatter on SHARP 3 switches, and the topology's "
-                       "fabric.sharp is {}",
-                       topo.sharp_version);
   if (kind != CollectiveKind::AllGather && !sharp_reduces(opt.reduce_op, opt.datatype, topo.sharp_version)) {
     if (opt.reduce_op == ReduceOp::Prod) return "SHARP reduces sum, avg, max and min, not prod";
     const bool v3 = sharp_reduces(opt.reduce_op, opt.datatype, 3);
@@ -91,6 +85,12 @@ std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ra
   }
   const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
   if (nodes.size() < 2) return "CollNet runs across 2 or more nodes";
+  // The SHARP plugin's AllGather and ReduceScatter (ncclCollNet v8 iallgather, ireducescatter:
+  // sharp_coll_do_allgather, sharp_coll_do_reduce_scatter) run on SHARP 3 switches (Quantum-2).
+  if (gather && topo.sharp_version < 3)
+    return fmt::format("CollNet runs an AllGather or ReduceScatter on SHARP 3 switches, and the topology's "
+                       "fabric.sharp is {}",
+                       topo.sharp_version);
   for (const auto& members : nodes) {
     if (members.size() != nodes[0].size()) return "CollNet needs the same number of GPUs on every node";
     if (alg != CollectiveAlgorithm::Nvls && static_cast<int>(members.size()) > kCollNetMaxLocalRanks)
@@ -211,21 +211,27 @@ CollectivePlan plan_collnet_gather(const Topology& topo, const LinkEfficiency& e
   p.wire_bytes = bytes;
   p.base_latency_s = nccl::collnet_latency_s(true, m);
   if (bytes <= 0) return p;
-  // A rank's part S / n; a rail's, the N nodes' parts of its GPU, S / m (header).
-  const double part = bytes / n;
+  // A rail's data: the N nodes' parts of its GPU, S / m (header). The switches return a rail's
+  // whole buffer, the node's own part too (src/device/all_gather.h: phase 2 receives nNodes ·
+  // countPerRank from the network), so the NIC of an AllGather takes S / m in (a ReduceScatter's
+  // sends S / m out); a flow to the next node's GPU on the rail carries it. With forced channels
+  // fewer than the node's GPUs, channel c runs rail c's NIC: rail j goes through GPU j mod C's.
   const double rail = bytes / m;
+  const int used = std::min(m, p.channels);
+  std::map<std::pair<int, int>, double> flows;
   for (int k = 0; k < N; ++k)
     for (int j = 0; j < m; ++j) {
-      // Between the nodes, the switch's gather (scatter) of the rail: a flow to the next node's
-      // GPU on the rail carries the N − 1 other nodes' parts, what the NIC takes in (AllGather;
-      // a ReduceScatter's sends out).
-      p.bulk.push_back({nodes[k][j], nodes[(k + 1) % N][j], (N - 1) * part});
-      // Inside the node: AllGather, the rail's result from its GPU to each other one; ReduceScatter,
-      // each GPU's input for the rail to its GPU.
+      const int carrier = j % used;
+      flows[{nodes[k][carrier], nodes[(k + 1) % N][carrier]}] += rail;
+      // Inside the node: an AllGather's carrier hands the rail's result to each other GPU; a
+      // ReduceScatter's GPUs hand the carrier their input for the rail.
       for (int i = 0; i < m; ++i)
-        if (i != j) p.bulk.push_back(kind == CollectiveKind::AllGather ? CollectivePlan::BulkFlow{nodes[k][j], nodes[k][i], rail}
-                                                                        : CollectivePlan::BulkFlow{nodes[k][i], nodes[k][j], rail});
+        if (i != carrier) {
+          if (kind == CollectiveKind::AllGather) flows[{nodes[k][carrier], nodes[k][i]}] += rail;
+          else flows[{nodes[k][i], nodes[k][carrier]}] += rail;
+        }
     }
+  for (const auto& [key, b] : flows) p.bulk.push_back({key.first, key.second, b});
   // Every flow at once, the busiest link's bytes, plus a chunk of every channel through the
   // three stages (the GPUs' hand-over, the switch, the NIC) at the busiest link's pace, NCCL's
   // direct chunk as for an AllReduce (collnet_chunk_bytes).

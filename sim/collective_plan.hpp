@@ -180,20 +180,22 @@
 // plugin's ncclCollNet v8 iallgather and ireducescatter, sharp_coll_do_allgather and
 // sharp_coll_do_reduce_scatter, Quantum-2), with a NIC for each GPU of a node (src/graph/
 // tuning.cc: off where localRanks > the heads). Every GPU is the head of its NIC's rail. An
-// AllGather's GPU sends its part S / n through its NIC; the switches gather the rail's N parts
-// (S / m) into each of its GPUs, which hands them over NVLink to the node's m − 1 others: each
-// port carries (m − 1)/m · S each way, each NIC (N − 1)/n · S in (and S / n out). A
-// ReduceScatter runs it backwards: each GPU hands the part of its input for rail j to GPU j
-// (S / m), which reduces the node's and sends it through its NIC; the switches reduce across the
-// nodes and return each GPU its part. Flows: inside a node one per pair of GPUs (S / m), between
-// the nodes one from each GPU to the same rail's GPU of the next node carrying the N − 1 other
-// nodes' parts, so each NIC's loaded direction carries what it carries on hardware (the light one
-// more: traffic the other way meets more contention than on hardware). In bulk:
+// AllGather's GPU sends its part S / n through its NIC; the switches return each GPU its rail's
+// whole gathered buffer, the N nodes' parts (S / m, its own node's too: phase 2 receives nNodes ·
+// countPerRank from the network), which it hands over NVLink to the node's m − 1 others: each
+// port carries (m − 1)/m · S each way, each NIC S / m in (and S / n out). A ReduceScatter runs it
+// backwards: each GPU hands the part of its input for rail j to GPU j (S / m), which reduces the
+// node's and sends its S / m through its NIC; the switches reduce across the nodes and return
+// each GPU its part (S / n). Flows: inside a node one per pair of GPUs (S / m), between the nodes
+// one from each GPU to the same rail's GPU of the next node carrying S / m, so each NIC's loaded
+// direction carries what it carries on hardware (the light one more: traffic the other way meets
+// more contention than on hardware). Forced channels C fewer than m run rail j through GPU j mod
+// C's NIC. In bulk:
 //   T = NCCL's direct latency (2 (min(1, m − 1) · 3.7 µs + (m − 1) · 0.4 µs) + 31 µs)
 //       + T_links · (1 + 3 · c / P)
 // (c NCCL's direct chunk as for an AllReduce, P = S / (C · m), three stages). NCCL's tuner
 // (nccl_model_allgather_s) ranks it with the ring and PAT; over 8 DGX H100 nodes it comes first
-// up to 1 GiB and the ring from 4 GiB. Not checked against a measurement (no published curve).
+// up to 512 MiB and the ring from 1 GiB. Not checked against a measurement (no published curve).
 //
 // NVLS across nodes (AllReduce, NCCL ≥ 2.18: the NVLS algorithm on a communicator with CollNet,
 // "NVLS + SHARP"; src/device/all_reduce.h runNvls with nNodes > 1, src/enqueue.cc skips NVLS

@@ -236,12 +236,13 @@ const char* nccl_function_name(CollectiveKind k) {
 
 std::string forced_algorithm_reason(const std::string& nccl_algo) {
   return "NCCL runs Tree and NVLSTree for AllReduce only, NVLS for AllReduce, AllGather and ReduceScatter; NVLS "
-         "inside one node of 3 or more Hopper-or-later GPUs on NVSwitch (AllGather and ReduceScatter: at most 32; across "
-         "nodes NVLS with CollNet is not simulated), NVLSTree across 2 or more such nodes with NICs and the same "
+         "inside one node of 3 or more Hopper-or-later GPUs on NVSwitch (AllGather and ReduceScatter: at most 32), or "
+         "for AllReduce across such nodes with CollNet (below), NVLSTree across 2 or more such nodes with NICs and the same "
          "number of GPUs each, both with Simple, 2 or more channels and (but for AllGather) a reduction NVLS has (a sum "
          "of 32/64-bit integers, half, bfloat16, float or double, a max or min of those but float and double); PAT for "
          "AllGather and ReduceScatter over 2 or more ranks each on a node of its own, with Simple, not for a ReduceScatter that averages (avg, mulsum); "
-         "CollNetDirect and CollNetChain for AllReduce over 2 or more nodes of at most 8 GPUs each (the same number), "
+         "CollNetDirect and CollNetChain for AllReduce, CollNetDirect also for AllGather and ReduceScatter on SHARP 3 "
+         "with a NIC for each GPU, over 2 or more nodes of at most 8 GPUs each (the same number), "
          "with NCCL_COLLNET_ENABLE=1, a fabric whose switches reduce (the topology's fabric.sharp), Simple, and a "
          "reduction SHARP has (sum, avg, max or min of half, float, double, 32/64-bit integers; SHARP 3 also "
          "bfloat16 and 8-bit integers), CollNetDirect on NVSwitch nodes only; NCCL 2.24 and later, given "

@@ -102,10 +102,11 @@ TEST_CASE("NCCL's tuner model of CollNetDirect AllGather: ppn · min(I / heads, 
   CHECK(std::isinf(nccl_model_allgather_s(A::CollnetDirect, Protocol::Simple, S, in)));
 }
 
-TEST_CASE("CollNetDirect AllGather closed form over 2 DGX H100 nodes: latency + 7/8 S through each port + fill") {
-  // Each GPU's NVSwitch port carries the other 7 rails' results, 7/8 S each way; each NIC S / 16
-  // in: the port binds. The fill: a chunk of each of the 8 channels through 3 stages, NCCL's
-  // direct chunk for 1 GiB over 8 channels of 8 heads (S / 64 a part: 128 KiB).
+TEST_CASE("CollNetDirect AllGather closed form over 2 DGX H100 nodes: latency + S / 8 through each NIC + fill") {
+  // Each GPU's NVSwitch port carries the other 7 rails' results, 7/8 S each way (at 450 GB/s);
+  // each NIC its rail's whole buffer, S / 8 (at 50 GB/s): the NIC binds. The fill: a chunk of each
+  // of the 8 channels through 3 stages, NCCL's direct chunk for 1 GiB over 8 channels of 8 heads
+  // (S / 64 a part: 128 KiB).
   const Topology two = h100_nodes(2);
   const double S = 1024 * kMiB;
   for (K k : {K::AllGather, K::ReduceScatter}) {
@@ -117,13 +118,14 @@ TEST_CASE("CollNetDirect AllGather closed form over 2 DGX H100 nodes: latency + 
     CHECK(p.channels == 8);
     CHECK(p.base_latency_s == approx(2 * (3.7e-6 + 7 * 0.4e-6) + 31e-6).epsilon(1e-12));
     CHECK(p.closed_form_s() ==
-          approx(p.base_latency_s + 7.0 / 8 * S / 450e9 * (1 + 3 * 131072 / (S / 64))).epsilon(1e-9));
-    // Every member receives (n − 1)/n · S, as the collective requires.
-    CHECK(received_bytes_per_rank(p) == approx(15.0 / 16 * S).epsilon(1e-12));
+          approx(p.base_latency_s + S / 8 / 50e9 * (1 + 3 * 131072 / (S / 64))).epsilon(1e-9));
+    // Every member receives the other members' parts, (n − 1)/n · S, and its own back from the
+    // switch (its rail's whole buffer): S.
+    CHECK(received_bytes_per_rank(p) == approx(S).epsilon(1e-12));
   }
 }
 
-TEST_CASE("CollNetDirect AllGather and ReduceScatter move what they require: 7/8 S over each port, S/16 into each NIC") {
+TEST_CASE("CollNetDirect AllGather and ReduceScatter move what they require: 7/8 S over each port, S/8 through each NIC") {
   const Topology two = h100_nodes(2);
   const double S = 256 * kMiB;
   for (K k : {K::AllGather, K::ReduceScatter}) {
@@ -149,7 +151,7 @@ TEST_CASE("CollNetDirect AllGather and ReduceScatter move what they require: 7/8
       CAPTURE(r);
       CHECK(intra_in[r] == approx(7.0 / 8 * S).epsilon(1e-12));
       CHECK(intra_out[r] == approx(7.0 / 8 * S).epsilon(1e-12));
-      CHECK(inter_in[r] == approx(S / 16).epsilon(1e-12));
+      CHECK(inter_in[r] == approx(S / 8).epsilon(1e-12));
     }
   }
 }
@@ -203,11 +205,12 @@ TEST_CASE("CollNetDirect AllGather and ReduceScatter in Auto: where NCCL's tuner
   const std::vector<int> all = first(64);
   for (K k : {K::AllGather, K::ReduceScatter}) {
     CAPTURE(static_cast<int>(k));
-    // Its latency (44 us against the ring's 63 steps) wins small and mid sizes, the ring's
-    // bandwidth at 4 GiB in NCCL's model (0.9 of a NIC per GPU against the ring's graph).
-    for (double size : {1 * kMiB, 256 * kMiB})
+    // Its latency (44 us against the ring's 63 steps) wins up to 512 MiB, the ring's bandwidth
+    // from 1 GiB in NCCL's model (0.9 of a NIC per GPU against the ring's graph).
+    for (double size : {1 * kMiB, 256 * kMiB, 512 * kMiB})
       CHECK(plan_collective(eight, eff, all, k, size, 0, collnet_on()).algorithm == A::CollnetDirect);
-    CHECK(plan_collective(eight, eff, all, k, 4096 * kMiB, 0, collnet_on()).algorithm == A::Ring);
+    for (double size : {1024 * kMiB, 4096 * kMiB})
+      CHECK(plan_collective(eight, eff, all, k, size, 0, collnet_on()).algorithm == A::Ring);
     CHECK(plan_collective(eight, eff, all, k, 1 * kMiB, 0, CollectiveOptions{}).algorithm != A::CollnetDirect);
     CollectiveOptions o = collnet_on();
     parse_nccl_algo_list("^collnetdirect", o.allowed);
@@ -242,7 +245,31 @@ TEST_CASE("import-nccl-tests: NCCL's TUNING lines choosing CollNetDirect for a R
   CHECK(r.profile.tuning[0].kind == K::ReduceScatter);
   CHECK(r.profile.tuning[0].algorithm == A::CollnetDirect);
   CHECK(r.profile.tuning[0].protocol == Protocol::Simple);
+  // NCCL ran CollNet: the log's fit is of a job with NCCL_COLLNET_ENABLE=1.
+  REQUIRE(r.profile.collectives.size() == 1);
+  CHECK(r.profile.collectives[0].collnet_enable);
   const std::string out = temp_path(".json");
   write_profile(r.profile, out);
   CHECK(load_profile(out).tuning.at(0).algorithm == A::CollnetDirect);
+}
+
+TEST_CASE("CollNetDirect AllGather on forced channels: one channel puts every rail through one NIC") {
+  const Topology two = h100_nodes(2);
+  const double S = 1024 * kMiB;
+  for (K k : {K::AllGather, K::ReduceScatter}) {
+    CAPTURE(static_cast<int>(k));
+    const CollectivePlan one = plan_collective(two, LinkEfficiency{}, first(16), k, S, 1, collnet_on(A::CollnetDirect));
+    REQUIRE(one.algorithm == A::CollnetDirect);
+    CHECK(one.channels == 1);
+    // The node's whole S through GPU 0's 50 GB/s NIC, each way of the rail.
+    CHECK(one.bulk_s >= S / 50e9);
+    const CollectivePlan all8 = plan_collective(two, LinkEfficiency{}, first(16), k, S, 0, collnet_on(A::CollnetDirect));
+    CHECK(one.closed_form_s() > 7 * all8.closed_form_s());
+  }
+}
+
+TEST_CASE("CollNetDirect: a one-node group is told it needs 2 nodes, whatever the fabric's SHARP") {
+  const Topology a100 = load_topology(kSrc + "/topologies/dgx-a100-superpod.yaml", {{"node.count", "2"}});
+  CHECK(algorithm_unavailable_reason(a100, first(8), K::AllGather, 0, collnet_on(), A::CollnetDirect) ==
+        "CollNet runs across 2 or more nodes");
 }

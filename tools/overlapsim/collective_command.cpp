@@ -106,7 +106,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                 "auto | ll | ll128 | simple (NCCL_PROTO), or a list as NCCL_PROTO takes it: LL,Simple; ^LL128; "
                 "allreduce:LL128;allgather:Simple (the automatic choice among those)")
       ->check(non_empty);
-  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat | collnetdirect | collnetchain (NCCL_ALGO; tree, nvlstree and collnet* apply to allreduce only, nvls to allreduce, allgather and reducescatter; nvls inside one Hopper NVSwitch node (an allreduce also across such nodes with --collnet on a fabric with SHARP), nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; collnet* across nodes with --collnet on a fabric with SHARP, collnetdirect also allgather and reducescatter on SHARP 3; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
+  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat | collnetdirect | collnetchain (NCCL_ALGO; tree, nvlstree and collnetchain apply to allreduce only, nvls and collnetdirect to allreduce, allgather and reducescatter; nvls inside one Hopper NVSwitch node (an allreduce also across such nodes with --collnet on a fabric with SHARP), nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; collnet* across nodes with --collnet on a fabric with SHARP, collnetdirect also allgather and reducescatter on SHARP 3; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
       ->check(non_empty);
   c->add_option("--redop,-o", a.redop,
                 "sum | prod | max | min | avg | mulsum: the reduction of allreduce, reducescatter and reduce (nccl-tests -o; "
@@ -134,7 +134,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_flag("--collnet", a.collnet,
               "NCCL_COLLNET_ENABLE=1: NCCL's CollNet (CollNetDirect, CollNetChain, and NVLS across Hopper NVSwitch "
               "nodes) may run an allreduce across nodes where the topology's fabric reduces in its switches "
-              "(fabric.sharp: InfiniBand SHARP)");
+              "(fabric.sharp: InfiniBand SHARP), and CollNetDirect an allgather or reducescatter on SHARP 3");
   c->add_option("--tree-slice-flows", a.tree_slice_flows,
                 fmt::format("flow fidelity: a tree allreduce of more per-slice flows than this runs in bulk, one flow "
                             "per hop and tree (a scenario's flow.tree_slice_flows; default {}; 0: every tree in bulk, "
