@@ -48,8 +48,8 @@ std::string nvls_unsupported(const Topology& topo, const std::vector<int>& ranks
     // reduces between the nodes: src/graph/tuning.cc, src/enqueue.cc "NVLS && collNetSupport != 1
     // && nNodes > 1: skip") and every node runs NVLS.
     if (kind != CollectiveKind::AllReduce)
-      return fmt::format("NVLS runs an AllGather or ReduceScatter inside one node (across nodes NCCL would need "
-                         "CollNet's AllGather or ReduceScatter, not modelled), and these {} ranks are on {} nodes",
+      return fmt::format("NVLS runs an AllGather or ReduceScatter inside one node here (NCCL's NVLS with CollNet "
+                         "across nodes is modelled for AllReduce only), and these {} ranks are on {} nodes",
                          ranks.size(), nodes);
     // What the nodes cannot do first (an A100 node runs no NVLS, with CollNet or without).
     for (const auto& members : members_by_node(topo, ranks)) {

@@ -68,7 +68,7 @@
 // its step latency at the uncontended share.
 // AllGather and ReduceScatter run on NVLS too inside one node (NCCL ≥ 2.19, src/device/
 // all_gather.h and reduce_scatter.h, NVLS without registered buffers; at most 32 local ranks;
-// across nodes NCCL runs them on NVLS with CollNet's AllGather and ReduceScatter, not modelled): an AllGather's kernel broadcasts each
+// across nodes NCCL runs them on NVLS with CollNet's AllGather and ReduceScatter, not modelled here): an AllGather's kernel broadcasts each
 // member's shard through the switch (multimem.st: S / n leaves each GPU, S arrives, its own shard
 // included) and gathers it from the switch's copies; a ReduceScatter's scatters its buffer and
 // reads each reduced shard through the switch (multimem.ld_reduce: S leaves each GPU, S / n
