@@ -280,6 +280,10 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
     CHECK(r.output.find("# note: the log set NCCL_COLLNET_ENABLE=0, with which NCCL cannot run NCCL_ALGO=NVLS "
                         "across nodes") != std::string::npos);
     CHECK(r.output.find("nvls/") == std::string::npos);
+    // The fallback is the log's NCCL_ALGO's, not an --algo the user gave.
+    CHECK(r.output.find("# note: the log's NCCL_ALGO=nvls did not run at 2 of 2 size(s), ring ran instead") !=
+          std::string::npos);
+    CHECK(r.output.find("--algo nvls") == std::string::npos);
     std::remove(path.c_str());
   }
   SUBCASE("NCCL_COLLNET_ENABLE=1: Auto ranks CollNet and NVLS across nodes") {

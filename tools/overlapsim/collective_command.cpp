@@ -675,7 +675,9 @@ int collective_command(const CollectiveArgs& a) {
                             forced_algorithm_reason(algo_shown))
               : fmt::format("{} did not run at {} of {} size(s), {} ran instead: {} (NCCL 2.24 and later, given "
                             "NCCL_ALGO={} where it cannot run, fail the call)",
-                            "--algo " + algo_shown, other, rows.size(), ran, why, algo_shown));
+                            // The log's NCCL_ALGO, where --algo did not name one.
+                            (comparing && a.algo.empty() ? "the log's NCCL_ALGO=" : "--algo ") + algo_shown, other,
+                            rows.size(), ran, why, algo_shown));
   }
 
   if (!stream) {
