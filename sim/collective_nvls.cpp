@@ -32,6 +32,42 @@ double nvls_chunk_bytes(double bytes, double concurrent_ops) {
 
 }  // namespace
 
+namespace {
+
+/// The global ranks of one node's members (`members`: positions in `ranks`, members_by_node).
+std::vector<int> node_ranks_of(const std::vector<int>& ranks, const std::vector<int>& members) {
+  std::vector<int> out;
+  out.reserve(members.size());
+  for (int pos : members) out.push_back(ranks[pos]);
+  return out;
+}
+
+/// The slowest node's NVLS port time with its pipeline's fill and loop costs, latency aside, for
+/// S = `bytes` (as NVLS alone: the header's T less its latency), seconds; NVLS_TREE's and NVLS
+/// across nodes' intra-node part.
+double nodes_nvls_port_s(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
+                         const std::vector<std::vector<int>>& nodes, double bytes, double nvls_loop_s) {
+  double port_s = 0;
+  for (const auto& members : nodes) {
+    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks_of(ranks, members), bytes, nvls_loop_s);
+    for (const Hop2& h : in_node.rings[0].hops)
+      port_s = std::max(port_s, h.step_latency_s - std::max(h.route_latency_s, kNvlsLatency) +
+                                    in_node.wire_bytes / h.share_Bps);
+  }
+  return port_s;
+}
+
+/// Each node's NVLS one-step ring of `wire_bytes` per member (header), appended to `bulk`.
+void add_node_nvls_rings(const std::vector<std::vector<int>>& nodes, double wire_bytes,
+                         std::vector<CollectivePlan::BulkFlow>* bulk) {
+  for (const auto& members : nodes) {
+    const int m = static_cast<int>(members.size());
+    for (int i = 0; i < m; ++i) bulk->push_back({members[i], members[(i + 1) % m], wire_bytes});
+  }
+}
+
+}  // namespace
+
 std::string nvls_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
                              int channels_forced, CollectiveKind kind) {
   // NCCL leaves NVLS out for 2 GPUs or fewer (src/transport/nvls.cc ncclNvlsInit), below 2
@@ -53,9 +89,7 @@ std::string nvls_unsupported(const Topology& topo, const std::vector<int>& ranks
                          ranks.size(), nodes);
     // What the nodes cannot do first (an A100 node runs no NVLS, with CollNet or without).
     for (const auto& members : members_by_node(topo, ranks)) {
-      std::vector<int> node_ranks;
-      for (int pos : members) node_ranks.push_back(ranks[pos]);
-      const std::string in_node = nvls_unsupported(topo, node_ranks, opt, channels_forced, kind);
+      const std::string in_node = nvls_unsupported(topo, node_ranks_of(ranks, members), opt, channels_forced, kind);
       if (!in_node.empty()) return "NVLS across nodes runs NVLS inside each node, and there " + in_node;
     }
     const std::string why = collnet_unsupported(topo, ranks, opt, CollectiveAlgorithm::Nvls);
@@ -147,9 +181,7 @@ std::string nvls_tree_unsupported(const Topology& topo, const std::vector<int>& 
   if (nodes.size() < 2) return "NVLSTree runs across 2 or more nodes (NVLS runs inside one)";
   for (const auto& members : nodes) {
     if (members.size() != nodes[0].size()) return "NVLSTree needs the same number of GPUs on every node";
-    std::vector<int> node_ranks;
-    for (int pos : members) node_ranks.push_back(ranks[pos]);
-    const std::string why = nvls_unsupported(topo, node_ranks, opt, channels_forced);
+    const std::string why = nvls_unsupported(topo, node_ranks_of(ranks, members), opt, channels_forced);
     if (!why.empty()) return "NVLSTree runs NVLS inside each node, and there " + why;
   }
   return "";
@@ -174,15 +206,7 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
   const double efficiency = nccl::kNvlsEfficiency[cc_index] * (p.channels - 1) / p.channels;
   p.wire_bytes = bytes / efficiency;
   // Inside each node: its NVLS port time with the pipeline's fill, as NVLS alone (header).
-  double intra_s = 0;
-  for (const auto& members : nodes) {
-    std::vector<int> node_ranks;
-    for (int pos : members) node_ranks.push_back(ranks[pos]);
-    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks, bytes, nvls_loop_s);
-    for (const Hop2& h : in_node.rings[0].hops)
-      intra_s = std::max(intra_s, h.step_latency_s - std::max(h.route_latency_s, kNvlsLatency) +
-                                      in_node.wire_bytes / h.share_Bps);
-  }
+  const double intra_s = nodes_nvls_port_s(topo, eff, ranks, nodes, bytes, nvls_loop_s);
   // Between the nodes: each of the h heads (one per NIC rail) carries S / h over NCCL's double
   // binary tree of the nodes, half of the channels on each tree, reduce up and broadcast down at
   // once; every hop at its share of the links while all of them send (the pipeline's steady state).
@@ -227,8 +251,7 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
   p.bulk_s = bytes > 0 ? std::max({intra_s, inter_s, cap_s}) : 0.0;
   // Its flows in flow fidelity (header): each node's NVLS ring, every rail's tree hops.
   if (bytes > 0) {
-    for (const auto& members : nodes)
-      for (int i = 0; i < m; ++i) p.bulk.push_back({members[i], members[(i + 1) % m], bytes / efficiency});
+    add_node_nvls_rings(nodes, bytes / efficiency, &p.bulk);
     for (const Hop2& h : hops) p.bulk.push_back({h.src_pos, h.dst_pos, rail_bytes / 2});
   }
   return p;
@@ -257,17 +280,10 @@ CollectivePlan plan_nvls_collnet(const Topology& topo, const LinkEfficiency& eff
   p.wire_bytes = bytes / efficiency;
   p.base_latency_s = nccl::kNvlsCollNetLatency;
   if (bytes <= 0) return p;
-  // Inside each node: its NVLS port time with the pipeline's fill, as NVLS alone (header).
-  double intra_s = 0;
-  for (const auto& members : nodes) {
-    std::vector<int> node_ranks;
-    for (int pos : members) node_ranks.push_back(ranks[pos]);
-    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks, bytes, nvls_loop_s);
-    for (const Hop2& h : in_node.rings[0].hops)
-      intra_s = std::max(intra_s, h.step_latency_s - std::max(h.route_latency_s, kNvlsLatency) +
-                                      in_node.wire_bytes / h.share_Bps);
-    for (int i = 0; i < m; ++i) p.bulk.push_back({members[i], members[(i + 1) % m], bytes / efficiency});
-  }
+  // Inside each node: its NVLS port time with the pipeline's fill, as NVLS alone (header), and
+  // its NVLS ring's flows.
+  const double intra_s = nodes_nvls_port_s(topo, eff, ranks, nodes, bytes, nvls_loop_s);
+  add_node_nvls_rings(nodes, bytes / efficiency, &p.bulk);
   // Between the nodes: head r of each node (the GPU of NIC rail r) hands its shard S / h to the
   // network's switches and takes the reduced shard back; a flow to the next node's head on the
   // rail stands for the switch's reduction (as CollNet's), loading each NIC with S / h each way.
