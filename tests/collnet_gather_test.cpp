@@ -178,22 +178,7 @@ TEST_CASE("CollNetDirect AllGather beside a pipeline send into a NIC: slower in 
   const Topology two = h100_nodes(2);
   const double S = 1024 * kMiB;
   const auto run = [&](Fidelity f, bool with_send) {
-    Schedule s;
-    s.world_size = 16;
-    const int g = s.intern_group(first(16), CommPurpose::DataParallel);
-    for (int r = 0; r < 16; ++r)
-      s.programs.push_back({r, 2, {collective_op(g, 1, S, "ag", A::CollnetDirect, 0, K::AllGather)}});
-    if (with_send) {
-      auto [send, recv] = send_recv_ops(0, 8, 4 * S, 1);
-      send.stream = 1;
-      recv.stream = 1;
-      s.programs[0].ops.push_back(send);
-      s.programs[8].ops.push_back(recv);
-    }
-    ReplayOptions ro;
-    ro.fidelity = f;
-    ro.collectives.collnet_enable = true;
-    return replay(s, two, ro).makespan_s;
+    return makespan_beside_rail_send(two, K::AllGather, A::CollnetDirect, S, f, with_send);
   };
   CHECK(run(Fidelity::Flow, false) == approx(run(Fidelity::Analytic, false)).epsilon(1e-9));
   CHECK(run(Fidelity::Flow, true) > run(Fidelity::Analytic, true));

@@ -1,6 +1,7 @@
 #include "tests/test_support.hpp"
 
 #include "calibrate/profile.hpp"
+#include "sim/topology.hpp"
 
 #include <doctest/doctest.h>
 
@@ -84,6 +85,25 @@ std::pair<Op, Op> send_recv_ops(int src, int dst, double bytes, int64_t match) {
   recv.peer = src;
   recv.name = "recv";
   return {send, recv};
+}
+
+double makespan_beside_rail_send(const Topology& topo, CollectiveKind kind, CollectiveAlgorithm algorithm, double bytes,
+                                 Fidelity f, bool with_send) {
+  Schedule s;
+  s.world_size = 16;
+  const int g = s.intern_group(first(16), CommPurpose::DataParallel);
+  for (int r = 0; r < 16; ++r) s.programs.push_back({r, 2, {collective_op(g, 1, bytes, "coll", algorithm, 0, kind)}});
+  if (with_send) {
+    auto [send, recv] = send_recv_ops(0, 8, 4 * bytes, 1);
+    send.stream = 1;
+    recv.stream = 1;
+    s.programs[0].ops.push_back(send);
+    s.programs[8].ops.push_back(recv);
+  }
+  ReplayOptions ro;
+  ro.fidelity = f;
+  ro.collectives.collnet_enable = true;
+  return replay(s, topo, ro).makespan_s;
 }
 
 LinkEfficiency shipped_link_efficiency(const std::string& gpu_model) {

@@ -3,6 +3,7 @@
 
 #include "sim/collective_bench.hpp"
 #include "sim/link_efficiency.hpp"
+#include "sim/replay.hpp"
 #include "sim/schedule.hpp"
 
 #include <doctest/doctest.h>
@@ -36,6 +37,13 @@ Op collective_op(int group, int64_t match, double bytes, const char* name,
 /// Recv (on dst), named "send" and "recv", on stream 0, NCCL's SMs (num_sm −1), on the pair's
 /// communicator (group −1).
 std::pair<Op, Op> send_recv_ops(int src, int dst, double bytes, int64_t match);
+
+/// The makespan, seconds, of one collective `kind` of `bytes` with `algorithm` over the first 16
+/// GPUs of `topo` (two 8-GPU nodes) on stream 0, in fidelity `f` with NCCL_COLLNET_ENABLE=1;
+/// `with_send`: beside a 4 · `bytes` pipeline send from GPU 0 to GPU 8 (the same NIC rail) on
+/// stream 1. Flow slows the collective there where its flows share that rail; analytic does not.
+double makespan_beside_rail_send(const Topology& topo, CollectiveKind kind, CollectiveAlgorithm algorithm, double bytes,
+                                 Fidelity f, bool with_send);
 
 /// The link efficiencies of the shipped profile for `gpu_model` (e.g. "a100-sxm4-80gb").
 LinkEfficiency shipped_link_efficiency(const std::string& gpu_model);
