@@ -224,8 +224,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     }
     std::optional<CollectivePlan> best;
     if (ring_ok) best = std::move(ring);
-    const double best_s = best ? ring_weight * best->closed_form_s() : 0;
-    double least = best ? best_s : std::numeric_limits<double>::infinity();
+    double least = best ? ring_weight * best->closed_form_s() : std::numeric_limits<double>::infinity();
     if (pat_ok) {
       CollectivePlan q = plan_pat(topo, eff, ranks, kind, bytes, forced, in);
       if (q.closed_form_s() < least) {
