@@ -6,13 +6,11 @@
 
 namespace overlapsim {
 
-namespace {
 long long count_ops(const Schedule& s) {
   long long n = 0;
   for (const RankProgram& p : s.programs) n += static_cast<long long>(p.ops.size());
   return n;
 }
-}  // namespace
 
 OpProbe build_op_probe(const ModelConfig& model, const Parallelism& par, const CostModel& cost) {
   const int m = par.num_micro_batches();
@@ -29,16 +27,23 @@ OpProbe build_op_probe(const ModelConfig& model, const Parallelism& par, const C
   return probe;
 }
 
-OpEstimate estimate_ops(const OpProbe& probe, const Parallelism& par, Folding folding, const ApplyStrategy& apply) {
+OpEstimate estimate_ops(OpProbe& probe, const Parallelism& par, Folding folding, const ApplyStrategy& apply,
+                        bool take_workloads) {
   const int a = probe.a, b = probe.b;
   const long long per_stage = folding == Folding::None ? static_cast<long long>(par.tp) * par.dp : 1;
   long long work[2] = {0, 0}, sched[2] = {0, 0};
   for (int k = 0; k < (b > a ? 2 : 1); ++k) {
     Parallelism p = par;
     p.global_batch = (k == 0 ? a : b) * par.dp * par.micro_batch;
-    const Schedule& w = k == 0 ? probe.at_a : probe.at_b;
+    Schedule& w = k == 0 ? probe.at_a : probe.at_b;
     work[k] = count_ops(w);
-    sched[k] = count_ops(apply(Schedule(w), p));
+    if (take_workloads) {
+      Schedule taken = std::move(w);
+      w = Schedule{};
+      sched[k] = apply(std::move(taken), p);
+    } else {
+      sched[k] = apply(Schedule(w), p);
+    }
   }
   OpEstimate e;
   if (b > a) {

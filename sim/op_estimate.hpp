@@ -51,9 +51,14 @@ struct OpEstimate {
 };
 
 /// Transforms a workload built for `layout` (the run's layout with fewer micro-batches) by a
-/// strategy, with the run's context (topology, cost model, --max-ops for the strategy's passes).
-/// May throw what the strategy throws (OpBudgetExceeded when a pass's growth passes the limit).
-using ApplyStrategy = std::function<Schedule(Schedule workload, const Parallelism& layout)>;
+/// strategy, with the run's context (topology, cost model, --max-ops for the strategy's passes),
+/// and returns how many ops the strategy's schedule holds (the callback may keep the schedule:
+/// a folded run's replay of as many micro-batches takes it, sim/simulate.cpp). May throw what
+/// the strategy throws (OpBudgetExceeded when a pass's growth passes the limit).
+using ApplyStrategy = std::function<long long(Schedule workload, const Parallelism& layout)>;
+
+/// Ops over every program of `s`.
+long long count_ops(const Schedule& s);
 
 /// The probe's workloads: one representative rank per pipeline stage (Folding::Representatives)
 /// at a = min(M, PP) and b = min(M, a + 1) micro-batches (M: the layout's micro-batches, a ≥ 1;
@@ -69,11 +74,13 @@ struct OpProbe {
 OpProbe build_op_probe(const ModelConfig& model, const Parallelism& par, const CostModel& cost);
 
 /// Estimates the ops of `apply`'s schedule under `probe`'s layout `par` at any number of micro-
-/// batches: applies the strategy to a copy of each of the probe's workloads, counts, and
+/// batches: applies the strategy to each of the probe's workloads (a copy of it, or, with
+/// `take_workloads`, the workload itself, leaving `probe.at_a` and `at_b` empty), counts, and
 /// multiplies by TP · DP when `folding` is Folding::None (the line is flat through a when a =
 /// b). Its cost is the strategy's passes over a + b micro-batches, no build, no replay. Throws
 /// what `apply` throws.
-OpEstimate estimate_ops(const OpProbe& probe, const Parallelism& par, Folding folding, const ApplyStrategy& apply);
+OpEstimate estimate_ops(OpProbe& probe, const Parallelism& par, Folding folding, const ApplyStrategy& apply,
+                        bool take_workloads = false);
 
 /// "9.2 M" for 9'200'000, "830 k" for 830'000, "412" below a thousand: op counts for people,
 /// rounded to the nearest unit shown (999'999 is "1.0 M").

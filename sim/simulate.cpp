@@ -231,8 +231,31 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   std::vector<int> replays(names.size(), 0);
   std::vector<double> replay_wall(names.size(), 0.0);  // host seconds in replay(), per strategy
   std::vector<std::optional<StrategyResult::Refusal>> refusal(names.size());
+  // A strategy's schedules of the probe's workloads (its estimate below), with its notes and
+  // plan, kept for the replay of as many micro-batches in a folded run, whose workload the
+  // probe's is: that replay takes it instead of applying the strategy again (on `default`,
+  // copying the probe's workloads and applying the strategy to them twice over was a sixth of
+  // an analytic run's wall time).
+  struct Applied {
+    int micro_batches = 0;
+    Schedule schedule;
+    std::vector<std::string> notes;
+    std::vector<OpPlan> plan;
+  };
+  std::vector<std::vector<Applied>> applied(names.size());
+  // (Kept for the micro-batches a replay runs: the steady state's first samples, or all of them.)
+  const auto keep_at = [&](int k) {
+    return !oom && folding == Folding::Representatives && (tried ? k >= m0 && k <= m0 + 2 : k == m);
+  };
+  // Strategy i's kept schedule of k micro-batches, or null.
+  const auto applied_at = [&](size_t i, int k) -> Applied* {
+    for (Applied& a : applied[i])
+      if (a.micro_batches == k && !a.schedule.programs.empty()) return &a;
+    return nullptr;
+  };
   const auto refuse = [&](size_t i, std::string why, long long ops) {
     refusal[i] = StrategyResult::Refusal{std::move(why), ops, opt.max_ops, replays[i]};
+    applied[i].clear();
   };
   std::vector<OpEstimate> est(names.size());
   OpProbe probe;  // built once; its workloads are the first samples' where the run is folded (below)
@@ -240,13 +263,27 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
   if (!oom)
     for (size_t i = 0; i < names.size(); ++i) {
       try {
-        est[i] = estimate_ops(probe, par, folding, [&](Schedule w, const Parallelism& p) {
-          // The probe's passes stop only far past the limit, so that the estimate is made and the
-          // refusal says what the run would hold; the probe is never larger than the run's schedules.
-          StrategyContext ctx = context(p, nullptr, nullptr);
-          ctx.max_ops = opt.max_ops > (1LL << 40) / 8 ? 0 : 8 * opt.max_ops;
-          return make_strategy(names[i])->apply(std::move(w), ctx);
-        });
+        // The last strategy takes the probe's workloads where the others' schedules of them are
+        // kept: no replay needs them after.
+        const bool take = i + 1 == names.size() && (keep_at(probe.a) || keep_at(probe.b));
+        est[i] = estimate_ops(
+            probe, par, folding,
+            [&](Schedule w, const Parallelism& p) {
+              // The probe's passes stop only far past the limit, so that the estimate is made and
+              // the refusal says what the run would hold; the probe is never larger than the run's
+              // schedules. (A kept schedule is within the limit or refused before its replay: the
+              // estimate is exact at the probe's micro-batches, op_estimate.hpp.)
+              Applied a;
+              a.micro_batches = p.num_micro_batches();
+              const bool keep = keep_at(a.micro_batches);
+              StrategyContext ctx = context(p, keep ? &a.notes : nullptr, keep ? &a.plan : nullptr);
+              ctx.max_ops = opt.max_ops > (1LL << 40) / 8 ? 0 : 8 * opt.max_ops;
+              a.schedule = make_strategy(names[i])->apply(std::move(w), ctx);
+              const long long n = count_ops(a.schedule);
+              if (keep) applied[i].push_back(std::move(a));
+              return n;
+            },
+            take);
       } catch (const OpBudgetExceeded& e) {  // a probe 8x over the limit
         refuse(i, fmt::format("'{}': even its probe (one rank per pipeline stage, {} micro-batches at most) was stopped: "
                               "{}: raise --max-ops",
@@ -279,15 +316,22 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
                                    int period = 1) -> std::optional<ReplaySample> {
     const std::string& name = names[i];
     ReplaySample out;
-    auto strategy = make_strategy(name);
     // The last strategy takes the workload itself (copying 10^5–10^6 ops took a seventh of the
-    // default scenario's analytic run).
+    // default scenario's analytic run); a schedule kept from the estimate is taken as it is.
     Schedule sched;
-    try {
-      sched = strategy->apply(take ? std::move(workload) : Schedule(workload), context(p, &out.notes, &out.plan));
-    } catch (const OpBudgetExceeded& e) {
-      refuse(i, fmt::format("'{}': {}: raise it, or lower global_batch", name, e.what()), 0);
-      return std::nullopt;
+    if (Applied* a = applied_at(i, p.num_micro_batches())) {
+      sched = std::move(a->schedule);
+      a->schedule = Schedule{};
+      out.notes = std::move(a->notes);
+      out.plan = std::move(a->plan);
+    } else {
+      try {
+        sched = make_strategy(name)->apply(take ? std::move(workload) : Schedule(workload),
+                                           context(p, &out.notes, &out.plan));
+      } catch (const OpBudgetExceeded& e) {
+        refuse(i, fmt::format("'{}': {}: raise it, or lower global_batch", name, e.what()), 0);
+        return std::nullopt;
+      }
     }
     for (const auto& prog : sched.programs) out.ops += static_cast<long long>(prog.ops.size());
     if (out.ops > opt.max_ops) {
@@ -355,15 +399,17 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     for (auto& v : out) v.resize(names.size());
     for (int j = 2; j >= 0; --j) {
       const auto needs = [&](size_t i) { return go[i] && (j == 2 || given(i, j) == nullptr); };
-      const size_t last = last_where(needs);
-      if (last < names.size()) {
+      const int k = from + j * step;
+      // The workload, for the strategies without a schedule of it kept (the last of them takes it).
+      const size_t builds = last_where([&](size_t i) { return needs(i) && applied_at(i, k) == nullptr; });
+      if (last_where(needs) < names.size()) {
         Parallelism pj = par;
-        pj.global_batch = (from + j * step) * par.dp * par.micro_batch;
-        Schedule w = workload_of(pj);
+        pj.global_batch = k * par.dp * par.micro_batch;
+        Schedule w = builds < names.size() ? workload_of(pj) : Schedule{};
         for (size_t i = 0; i < names.size(); ++i) {
           if (!needs(i)) continue;
           bool flag = true;
-          auto sample = replay_strategy(i, w, i == last, pj, j == 2 ? &flag : nullptr, step);
+          auto sample = replay_strategy(i, w, i == builds, pj, j == 2 ? &flag : nullptr, step);
           if (sample) out[j][i] = std::move(*sample);
           if (j == 2 || !sample) go[i] = sample && flag;
         }
@@ -451,9 +497,9 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     else if (orc.needs_every_op) what += " (a trace records every one)";
     full[i] = !over_limit(i, m, what, true);
   }
+  const size_t last_full = last_where([&](size_t i) { return full[i] && applied_at(i, m) == nullptr; });
   Schedule workload;
-  if (any_of(full)) workload = workload_of(par);
-  const size_t last_full = last_where([&](size_t i) { return full[i]; });
+  if (last_full < names.size()) workload = workload_of(par);
   std::vector<std::string> extended, extended_by_period, drifted;
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string& name = names[i];
