@@ -110,18 +110,18 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
     }
     res.warnings.insert(res.warnings.end(), l.warnings.begin(), l.warnings.end());
     // NCCL_COLLNET_ENABLE as the log ran: said by its INFO line, else implied by a forced
-    // algorithm NCCL runs only with it (CollNet, an AllReduce's NVLS across nodes).
+    // algorithm NCCL runs only with it (CollNet, NVLS across nodes).
     const std::string forced = ascii_lower(l.algorithm);
     // NCCL's TUNING lines choosing CollNet (or NVLS across nodes) say the same.
     bool tuned_collnet = false;
     for (const NcclTuningLine& t : l.tuning)
       tuned_collnet |= t.algorithm == "collnet_direct" || t.algorithm == "collnet_chain" ||
-                       (t.algorithm == "nvls" && l.collective == "all_reduce" && l.nodes > 1);
+                       (t.algorithm == "nvls" && l.nodes > 1);
     const bool collnet =
         l.collnet_enable == 1 ||
         (l.collnet_enable == -1 && (tuned_collnet || forced == "collnetdirect" || forced == "collnetchain" ||
                                     forced == "collnet_direct" || forced == "collnet_chain" ||
-                                    (forced == "nvls" && l.collective == "all_reduce" && l.nodes > 1)));
+                                    (forced == "nvls" && l.nodes > 1)));
     Group& g = groups[{l.collective, l.ranks, l.nodes}];
     if (g.files.empty()) {
       g.algorithm = l.algorithm;
@@ -200,10 +200,10 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
       // job runs without it leaves the choice to the model, as any rule that cannot run.)
       const bool gather_kind = kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter;
       const bool modelled = pick.first == "ring" ||
-                            ((pick.first == "tree" || (pick.first == "nvls" && simple) ||
-                              (pick.first == "nvls_tree" && nodes > 1 && simple) ||
+                            ((pick.first == "tree" || (pick.first == "nvls_tree" && nodes > 1 && simple) ||
                               (pick.first == "collnet_chain" && nodes > 1 && simple)) &&
                              kind == CollectiveKind::AllReduce) ||
+                            (pick.first == "nvls" && simple && (kind == CollectiveKind::AllReduce || gather_kind)) ||
                             (pick.first == "collnet_direct" && nodes > 1 && simple &&
                              (kind == CollectiveKind::AllReduce || gather_kind)) ||
                             (pick.first == "pat" && simple && nodes == ranks && gather_kind);

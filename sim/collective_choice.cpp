@@ -110,9 +110,9 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     if (!tuner) tuner = tuner_inputs(topo, eff, ranks, nodes, kind, opt);
     return *tuner;
   };
-  // NVLS: inside one node, or an AllReduce across nodes with CollNet.
+  // NVLS: inside one node, or across nodes with CollNet.
   const auto in_switch = [&]() {
-    return nodes > 1 ? plan_nvls_collnet(topo, eff, ranks, bytes, opt.nvls_loop_s, group_inputs())
+    return nodes > 1 ? plan_nvls_collnet(topo, eff, ranks, kind, bytes, opt.nvls_loop_s, group_inputs())
                      : plan_nvls(topo, eff, ranks, bytes, opt.nvls_loop_s, kind);
   };
   if (alg == CollectiveAlgorithm::Nvls && nvls) return in_switch();
@@ -206,21 +206,29 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     return none_left();
   }
   if (gather) {
-    // Across nodes: the ring, or PAT or CollNetDirect where they can run and NCCL's tuner ranks
-    // them first (header); forced channels or the textbook model: the least closed form.
-    if (!pat_ok && !direct_ok) return ring_ok ? ring : none_left();
+    // Across nodes: the ring, or PAT, CollNetDirect or NVLS (with CollNet's) where they can run
+    // and NCCL's tuner ranks them first (header); forced channels or the textbook model: the
+    // least closed form.
+    if (!pat_ok && !direct_ok && !nvls_ok) return ring_ok ? ring : none_left();
     const NcclTunerInputs& in = group_inputs();
     if (forced == 0 && !opt.textbook) {
       NcclTunerInputs r = ranked_inputs();
-      if (direct_ok) collnet_tuner_inputs(topo, eff, ranks, &r);
+      if (direct_ok || nvls_ok) collnet_tuner_inputs(topo, eff, ranks, &r);
+      if (nvls_ok) {
+        nvls_tree_tuner_inputs(topo, eff, ranks, &r);
+        r.nvls = true;
+      }
       r.algorithms = (ring_ok ? algorithm_bit(CollectiveAlgorithm::Ring) : 0u) |
                      (pat_ok ? algorithm_bit(CollectiveAlgorithm::Pat) : 0u) |
-                     (direct_ok ? algorithm_bit(CollectiveAlgorithm::CollnetDirect) : 0u);
+                     (direct_ok ? algorithm_bit(CollectiveAlgorithm::CollnetDirect) : 0u) |
+                     (nvls_ok ? algorithm_bit(CollectiveAlgorithm::Nvls) : 0u);
       const CollectiveAlgorithm pick = nccl_model_allgather_algorithm(bytes, r);
       if (pick == CollectiveAlgorithm::Pat && pat_ok) return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
       if (pick == CollectiveAlgorithm::CollnetDirect && direct_ok) return collnet(pick);
+      if (pick == CollectiveAlgorithm::Nvls && nvls_ok) return in_switch();
       if (ring_ok) return ring;
-      return pat_ok ? plan_pat(topo, eff, ranks, kind, bytes, forced, in) : collnet(CollectiveAlgorithm::CollnetDirect);
+      if (pat_ok) return plan_pat(topo, eff, ranks, kind, bytes, forced, in);
+      return direct_ok ? collnet(CollectiveAlgorithm::CollnetDirect) : in_switch();
     }
     std::optional<CollectivePlan> best;
     if (ring_ok) best = std::move(ring);
@@ -234,6 +242,13 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     }
     if (direct_ok) {
       CollectivePlan q = collnet(CollectiveAlgorithm::CollnetDirect);
+      if (q.closed_form_s() < least) {
+        least = q.closed_form_s();
+        best = std::move(q);
+      }
+    }
+    if (nvls_ok) {
+      CollectivePlan q = in_switch();
       if (q.closed_form_s() < least) best = std::move(q);
     }
     return std::move(*best);

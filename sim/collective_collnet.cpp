@@ -62,8 +62,6 @@ std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ra
   const bool gather = kind == CollectiveKind::AllGather || kind == CollectiveKind::ReduceScatter;
   if (kind != CollectiveKind::AllReduce && !gather) return "NCCL runs CollNet for AllReduce, AllGather and ReduceScatter only";
   if (gather && alg == CollectiveAlgorithm::CollnetChain) return "NCCL runs CollNetChain for AllReduce only";
-  if (gather && alg == CollectiveAlgorithm::Nvls)
-    return "NVLS runs an AllGather or ReduceScatter across nodes only with CollNet's, not modelled";
   // NCCL runs CollNet where NCCL_COLLNET_ENABLE=1 and the network plugin reduces (SHARP), over 2
   // or more nodes (NCCL_COLLNET_NODE_THRESHOLD), up to 8 local ranks, Simple only, for the
   // reductions SHARP has (src/init.cc, src/enqueue.cc, src/graph/tuning.cc); CollNetDirect only
@@ -96,13 +94,14 @@ std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ra
     if (alg != CollectiveAlgorithm::Nvls && static_cast<int>(members.size()) > kCollNetMaxLocalRanks)
       return fmt::format("CollNet runs with at most {} GPUs a node, found {}", kCollNetMaxLocalRanks, members.size());
   }
-  if (alg == CollectiveAlgorithm::Nvls) return "";  // the communicator's CollNet, for NVLS across nodes
-  // AllGather and ReduceScatter need one NIC per GPU of a node (src/graph/tuning.cc: "disable
-  // collnet for allgather/reducescatter if #localranks > #heads").
+  // AllGather and ReduceScatter need one NIC per GPU of a node, NVLS's across nodes too
+  // (src/graph/tuning.cc: "disable collnet for allgather/reducescatter if #localranks > #heads",
+  // for NVLS and CollNetDirect).
   if (gather && static_cast<int>(nodes[0].size()) > topo.nics_per_node)
     return fmt::format("CollNet runs an AllGather or ReduceScatter with a NIC for each GPU of a node, and {} GPUs "
                        "share {} NICs",
                        nodes[0].size(), topo.nics_per_node);
+  if (alg == CollectiveAlgorithm::Nvls) return "";  // the communicator's CollNet, for NVLS across nodes
   if (alg == CollectiveAlgorithm::CollnetDirect)
     for (const auto& members : nodes)
       for (size_t i = 1; i < members.size(); ++i)

@@ -1,4 +1,5 @@
-// NVLink SHARP AllReduce plans: NVLS inside one node, NVLS_TREE across nodes (collective_plan.hpp).
+// NVLink SHARP plans: NVLS inside one node, NVLS_TREE across nodes, NVLS across nodes with CollNet
+// (collective_plan.hpp).
 #include "sim/collective_plan_detail.hpp"
 
 #include "models/device_catalog.hpp"
@@ -43,13 +44,14 @@ std::vector<int> node_ranks_of(const std::vector<int>& ranks, const std::vector<
 }
 
 /// The slowest node's NVLS port time with its pipeline's fill and loop costs, latency aside, for
-/// S = `bytes` (as NVLS alone: the header's T less its latency), seconds; NVLS_TREE's and NVLS
-/// across nodes' intra-node part.
+/// S = `bytes` (as NVLS alone of collective `kind`: the header's T less its latency), seconds;
+/// NVLS_TREE's and NVLS across nodes' intra-node part.
 double nodes_nvls_port_s(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                         const std::vector<std::vector<int>>& nodes, double bytes, double nvls_loop_s) {
+                         const std::vector<std::vector<int>>& nodes, double bytes, double nvls_loop_s,
+                         CollectiveKind kind = CollectiveKind::AllReduce) {
   double port_s = 0;
   for (const auto& members : nodes) {
-    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks_of(ranks, members), bytes, nvls_loop_s);
+    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks_of(ranks, members), bytes, nvls_loop_s, kind);
     for (const Hop2& h : in_node.rings[0].hops)
       port_s = std::max(port_s, h.step_latency_s - std::max(h.route_latency_s, kNvlsLatency) +
                                     in_node.wire_bytes / h.share_Bps);
@@ -80,19 +82,16 @@ std::string nvls_unsupported(const Topology& topo, const std::vector<int>& ranks
     return "NCCL runs NVLS for AllReduce, AllGather and ReduceScatter only";
   const int nodes = node_count(topo, ranks);
   if (nodes != 1) {
-    // Across nodes NCCL runs NVLS for an AllReduce where CollNet can run (the network's SHARP
-    // reduces between the nodes: src/graph/tuning.cc, src/enqueue.cc "NVLS && collNetSupport != 1
-    // && nNodes > 1: skip") and every node runs NVLS.
-    if (kind != CollectiveKind::AllReduce)
-      return fmt::format("NVLS runs an AllGather or ReduceScatter inside one node here (NCCL's NVLS with CollNet "
-                         "across nodes is modelled for AllReduce only), and these {} ranks are on {} nodes",
-                         ranks.size(), nodes);
+    // Across nodes NCCL runs NVLS where CollNet can run (the network's SHARP reduces, or gathers,
+    // between the nodes: src/graph/tuning.cc, src/enqueue.cc "NVLS && collNetSupport != 1 &&
+    // nNodes > 1: skip"; an AllGather or ReduceScatter on CollNet's own, collnet_unsupported) and
+    // every node runs NVLS.
     // What the nodes cannot do first (an A100 node runs no NVLS, with CollNet or without).
     for (const auto& members : members_by_node(topo, ranks)) {
       const std::string in_node = nvls_unsupported(topo, node_ranks_of(ranks, members), opt, channels_forced, kind);
       if (!in_node.empty()) return "NVLS across nodes runs NVLS inside each node, and there " + in_node;
     }
-    const std::string why = collnet_unsupported(topo, ranks, opt, CollectiveAlgorithm::Nvls);
+    const std::string why = collnet_unsupported(topo, ranks, opt, CollectiveAlgorithm::Nvls, kind);
     if (!why.empty()) return "NVLS runs across nodes only with CollNet (NVLSTree runs without): " + why;
     return "";
   }
@@ -258,7 +257,7 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
 }
 
 CollectivePlan plan_nvls_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                                 double bytes, double nvls_loop_s, const NcclTunerInputs& tuner) {
+                                 CollectiveKind kind, double bytes, double nvls_loop_s, const NcclTunerInputs& tuner) {
   const int cc_index = compute_capability_index(topo);
   const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
   const int N = static_cast<int>(nodes.size());
@@ -266,7 +265,7 @@ CollectivePlan plan_nvls_collnet(const Topology& topo, const LinkEfficiency& eff
   const int n = static_cast<int>(ranks.size());
   const int heads = std::min(m, topo.nics_per_node);
   CollectivePlan p;
-  p.kind = CollectiveKind::AllReduce;
+  p.kind = kind;
   p.algorithm = CollectiveAlgorithm::Nvls;
   p.protocol = Protocol::Simple;
   p.members = n;
@@ -280,20 +279,23 @@ CollectivePlan plan_nvls_collnet(const Topology& topo, const LinkEfficiency& eff
   p.wire_bytes = bytes / efficiency;
   p.base_latency_s = nccl::kNvlsCollNetLatency;
   if (bytes <= 0) return p;
-  // Inside each node: its NVLS port time with the pipeline's fill, as NVLS alone (header), and
-  // its NVLS ring's flows.
-  const double intra_s = nodes_nvls_port_s(topo, eff, ranks, nodes, bytes, nvls_loop_s);
+  // Inside each node: its NVLS port time with the pipeline's fill, as NVLS alone of the same
+  // collective (header), and its NVLS ring's flows.
+  const double intra_s = nodes_nvls_port_s(topo, eff, ranks, nodes, bytes, nvls_loop_s, kind);
   add_node_nvls_rings(nodes, bytes / efficiency, &p.bulk);
   // Between the nodes: head r of each node (the GPU of NIC rail r) hands its shard S / h to the
-  // network's switches and takes the reduced shard back; a flow to the next node's head on the
-  // rail stands for the switch's reduction (as CollNet's), loading each NIC with S / h each way.
+  // network's switches and takes the reduced shard back (an AllGather's head sends its part and
+  // takes back the rail's gathered S / h, every GPU a head; a ReduceScatter's the reverse); a
+  // flow to the next node's head on the rail stands for the switch's work (as CollNet's),
+  // loading each NIC with S / h each way.
   std::vector<CollectivePlan::BulkFlow> inter;
   const double shard = bytes / heads;
   for (int k = 0; k < N; ++k)
     for (int r = 0; r < heads; ++r) inter.push_back({nodes[k][r], nodes[(k + 1) % N][r], shard});
   // Its fill: a shard's first loop (one chunk of every channel, or the shard if less) to the
   // switch and back, NCCL's NVLS chunk (src/enqueue.cc: 128 KiB, 32 KiB where the tuner's NVLS
-  // algbw is under 150 GB/s; halved below 64, 8 and 2 loops of channels · heads chunks).
+  // AllReduce algbw is under 150 GB/s, whatever the collective; halved below 64, 8 and 2 loops of
+  // channels · heads chunks).
   NcclTunerInputs in = tuner;
   nvls_tree_tuner_inputs(topo, eff, ranks, &in);
   in.nvls = true;

@@ -68,7 +68,7 @@
 // its step latency at the uncontended share.
 // AllGather and ReduceScatter run on NVLS too inside one node (NCCL ≥ 2.19, src/device/
 // all_gather.h and reduce_scatter.h, NVLS without registered buffers; at most 32 local ranks;
-// across nodes NCCL runs them on NVLS with CollNet's AllGather and ReduceScatter, not modelled here): an AllGather's kernel broadcasts each
+// across nodes with CollNet's AllGather and ReduceScatter: NVLS across nodes below): an AllGather's kernel broadcasts each
 // member's shard through the switch (multimem.st: S / n leaves each GPU, S arrives, its own shard
 // included) and gathers it from the switch's copies; a ReduceScatter's scatters its buffer and
 // reads each reduced shard through the switch (multimem.ld_reduce: S leaves each GPU, S / n
@@ -171,8 +171,7 @@
 // direct's 4) at the pace of a part P (S / C, resp. S / C / h) on that link. Checked against
 // coreweave's 8-node H100 CollNetChain curve (tests/nccl_validation_test.cpp: +6.6 to +8.6% from
 // 1 GiB, +10.2% at 512 MiB). Auto takes CollNet where NCCL's tuner ranks it first
-// (nccl_model_allreduce_algorithm). Not built: NVLS AllGather and ReduceScatter across nodes
-// (they need CollNet's too), and SHARP's own aggregation limits.
+// (nccl_model_allreduce_algorithm). Not built: SHARP's own aggregation limits.
 //
 // CollNet AllGather and ReduceScatter (CollNetDirect only, across nodes; NCCL ≥ 2.20, src/device/
 // all_gather.h and reduce_scatter.h runCollNetDirect): where CollNet can run (above) for the
@@ -216,8 +215,19 @@
 // node's head on its rail; with each node's NVLS one-step ring of S / η it runs in bulk (as
 // NVLS_TREE): alone it takes the closed form, traffic on its NICs or ports delays it. NCCL's tuner
 // (nccl_model_allreduce_s, Nvls) ranks it with the other algorithms where CollNet is enabled; over
-// 8 DGX H100 nodes it comes first at every size (43 µs at 8 B, the tree 50). Not checked against a measurement (no
-// published multi-node NVLS + SHARP curve found).
+// 8 DGX H100 nodes it comes first at every size (43 µs at 8 B, the tree 50).
+// AllGather and ReduceScatter run on it too (NCCL ≥ 2.20, src/device/all_gather.h and
+// reduce_scatter.h runNvls, "NVLS + IB SHARP"), with CollNet's AllGather and ReduceScatter: SHARP 3
+// and a NIC for each GPU of a node, as CollNetDirect's (tuning.cc: NVLS's busBw is 0 for them
+// without iallgather / ireducescatter or where localRanks > the heads), each node's NVLS of the
+// collective (an AllGather's head multicasts its rail's gathered S / m through the switch, S
+// arriving at each GPU; a ReduceScatter's reads its rail's part reduced from every GPU), every GPU
+// the head of its rail (h = m): the same T with T_nvls the node's NVLS of that collective (its two
+// pipeline stages) and S / m over each NIC. NCCL's tuner (nccl_model_allgather_s, Nvls: busBw h ·
+// min(intra · η · (h − 1)/h · (ppn − 1)/ppn, inter), not converted, 43 µs) ranks it after
+// CollNetDirect: over 8 DGX H100 nodes it comes first below 1 MiB (43 against 44 µs), CollNetDirect
+// to 512 MiB, the ring after. Not checked against a measurement (no published multi-node NVLS + SHARP
+// curve found).
 //
 // Protocols (NCCL src/graph/tuning.cc and src/include/device.h): LL moves 8 bytes of data per
 // 16 on the wire, LL128 120 per 128, Simple all of them; each has a base latency per collective
@@ -379,8 +389,9 @@
 // 15-20% at 1-4 GiB on DGX A100, but NCCL's tuner has the ring ahead there (its tree ratio 1/2
 // against the ring's n / (2(n − 1))) and NCCL runs the ring: the published 2-node ND A100 v4
 // curve sits on the ring's NIC bound (tests/nccl_validation_test.cpp; regression: the model's
-// tree was 19-22% above it). AllGather and ReduceScatter across nodes take PAT where it can run
-// and NCCL's tuner ranks it first (with forced channels: the lesser closed form), else the ring;
+// tree was 19-22% above it). AllGather and ReduceScatter across nodes take PAT, CollNetDirect or
+// NVLS where they can run and NCCL's tuner ranks them first (nccl_model_allgather_algorithm; with
+// forced channels: the least closed form), else the ring;
 // Broadcast and Reduce always take the ring (NCCL's NCCL_ALGO=tree applies to AllReduce only).
 //
 // Protocol (CollectiveOptions::protocol_auto, no rule's): an AllReduce, AllGather or

@@ -96,8 +96,8 @@ bool sharp_reduces(ReduceOp op, DataType t, int sharp_version);
 /// Why NCCL cannot run CollNet algorithm `alg` (CollnetDirect or CollnetChain) for `kind` over
 /// these ranks ("" where it can; collective_plan.hpp, CollNet): an AllReduce, or with CollnetDirect
 /// an AllGather or ReduceScatter on SHARP 3 with a NIC for each GPU; `alg` Nvls: whether the
-/// communicator has CollNet for NVLS across nodes (an AllReduce; no limit of 8 GPUs a node, no
-/// NVSwitch condition).
+/// communicator has CollNet for NVLS across nodes (no limit of 8 GPUs a node, no NVSwitch
+/// condition; an AllGather or ReduceScatter on SHARP 3 with a NIC for each GPU, as CollnetDirect's).
 std::string collnet_unsupported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
                                 CollectiveAlgorithm alg, CollectiveKind kind = CollectiveKind::AllReduce);
 inline bool collnet_supported(const Topology& topo, const std::vector<int>& ranks, const CollectiveOptions& opt,
@@ -131,11 +131,12 @@ inline bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ra
 /// The NVLS_TREE AllReduce plan (collective_plan.hpp, NVLS_TREE). REQUIRES: nvls_tree_supported.
 CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                               double bytes, double nvls_loop_s = 0);
-/// The NVLS AllReduce plan across nodes, with CollNet (collective_plan.hpp, NVLS across nodes):
-/// bulk flows, on min(NCCL's NVLS channels, tuner.comm_channels) channels. REQUIRES:
-/// nvls_supported for an AllReduce over these ranks, on 2 or more nodes.
+/// The NVLS plan across nodes of an AllReduce, AllGather or ReduceScatter, with CollNet
+/// (collective_plan.hpp, NVLS across nodes): bulk flows, on min(NCCL's NVLS channels,
+/// tuner.comm_channels) channels. REQUIRES: nvls_supported for `kind` over these ranks, on 2 or
+/// more nodes.
 CollectivePlan plan_nvls_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                                 double bytes, double nvls_loop_s, const NcclTunerInputs& tuner);
+                                 CollectiveKind kind, double bytes, double nvls_loop_s, const NcclTunerInputs& tuner);
 /// What NCCL's tuner knows of an NVLS_TREE over these ranks (nccl_tuning.hpp): heads, the NVLS
 /// graph's intra- and inter-node bandwidth. REQUIRES: nvls_tree_supported.
 void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,

@@ -358,6 +358,20 @@ double nccl_model_allgather_s(CollectiveAlgorithm alg, Protocol proto, double by
     const double bus = ppn * std::min(in.collnet_intra_Bps / in.collnet_heads, 0.9 * in.collnet_inter_Bps);
     return nccl::collnet_latency_s(true, ppn) + bytes / bus;
   }
+  if (alg == CollectiveAlgorithm::Nvls && in.nodes > 1) {
+    // Across nodes, with CollNet's AllGather or ReduceScatter (src/graph/tuning.cc): busBw =
+    // h · min(intra · η · (h − 1)/h · (ppn − 1)/ppn, inter), not converted, and none where a node
+    // has more local ranks than CollNet's heads; lat = hwLat NVLink 25 µs + network 18 µs.
+    const int ppn = n / in.nodes;
+    if (!in.nvls || !in.collnet || proto != Protocol::Simple || in.nvls_heads < 2 || in.nvls_intra_Bps <= 0 ||
+        in.nvls_inter_Bps <= 0 || in.collnet_heads < ppn || ppn < 2 || nccl::kNvlsEfficiency[in.cc_index] <= 0)
+      return std::numeric_limits<double>::infinity();
+    const double h = in.nvls_heads;
+    const double bus =
+        std::min(in.nvls_intra_Bps * nccl::kNvlsEfficiency[in.cc_index] * (h - 1) / h * (ppn - 1.0) / ppn,
+                 in.nvls_inter_Bps);
+    return nccl::kNvlsCollNetLatency + bytes / bus;
+  }
   if (alg == CollectiveAlgorithm::Nvls) {
     if (!in.nvls || proto != Protocol::Simple || in.nodes != 1 || in.nvls_heads < 2 || in.nvls_intra_Bps <= 0 ||
         nccl::kNvlsEfficiency[in.cc_index] <= 0)

@@ -139,9 +139,9 @@ struct NcclTunerInputs {
   /// (bwInter · nChannels), bytes/s.
   bool nvls_tree = false;
   /// NVLS can run: inside the communicator's one node for an AllGather or ReduceScatter, with
-  /// nvls_heads (the members) and nvls_intra_Bps as for NVLS_TREE; across nodes (nodes >= 2) for
-  /// an AllReduce with CollNet, with the NVLS graph's heads and bandwidths as for NVLS_TREE
-  /// (collective_plan.hpp, NVLS across nodes).
+  /// nvls_heads (the members) and nvls_intra_Bps as for NVLS_TREE; across nodes (nodes >= 2) with
+  /// CollNet (an AllGather's or ReduceScatter's needs `collnet` set too, for its heads), with the
+  /// NVLS graph's heads and bandwidths as for NVLS_TREE (collective_plan.hpp, NVLS across nodes).
   bool nvls = false;
   int nvls_heads = 0;
   double nvls_intra_Bps = 0;
@@ -212,6 +212,9 @@ CollectiveAlgorithm nccl_model_allreduce_algorithm(double bytes, const NcclTuner
 ///         converted; lat = hwLat NVLink NVLS, 25 µs, no base latency. On a DGX H100 that is
 ///         0.65 of the port as algbw against the ring's 8/7 of its graph: NCCL's tuner never ranks
 ///         it first there, and NCCL runs it where NCCL_ALGO asks for it;
+///         across nodes (in.nvls and in.collnet, N >= 2, with CollNet's heads for every one of a
+///         node's ppn >= 2 GPUs) bw = h · min(intra · η · (h − 1)/h · (ppn − 1)/ppn, inter) with
+///         inter = nvls_inter_Bps / h, not converted; lat = hwLat NVLink 25 µs + network 18 µs;
 ///   CollNetDirect (Simple only, across nodes, in.collnet with a head for each of a node's ppn
 ///         GPUs) bw = ppn · min(collnet_intra_Bps / heads, 0.9 · collnet_inter_Bps), not converted;
 ///         lat = nccl::collnet_latency_s(direct, ppn).

@@ -187,9 +187,9 @@ TEST_CASE("import-nccl-tests records NCCL_COLLNET_ENABLE: said by the log, else 
   CHECK_FALSE(import_with("").collectives[0].collnet_enable);
   CHECK(import_with(info + "NCCL_COLLNET_ENABLE set by environment to 1.\n").collectives[0].collnet_enable);
   CHECK_FALSE(import_with(info + "NCCL_COLLNET_ENABLE set by environment to 0.\n").collectives[0].collnet_enable);
-  // NCCL runs CollNet only with it; NVLS across nodes needs it for an AllReduce, not this ReduceScatter.
+  // NCCL runs CollNet only with it, and NVLS across nodes (this ReduceScatter's 2 nodes) on CollNet's.
   CHECK(import_with(info + "NCCL_ALGO set by environment to CollNetDirect\n").collectives[0].collnet_enable);
-  CHECK_FALSE(import_with(info + "NCCL_ALGO set by environment to NVLS\n").collectives[0].collnet_enable);
+  CHECK(import_with(info + "NCCL_ALGO set by environment to NVLS\n").collectives[0].collnet_enable);
   CHECK_FALSE(import_with(info + "NCCL_COLLNET_ENABLE set by environment to 0.\n" + info +
                           "NCCL_ALGO set by environment to CollNetDirect\n")
                   .collectives[0]

@@ -252,9 +252,9 @@ TEST_CASE("overlapsim run: a list that leaves a collective nothing is refused, o
     CHECK(r.notes.find("NCCL_ALGO=NVLS did not run for ") == 0);
     CHECK(r.notes.find("AllGather of dp groups (4 ranks on 4 node(s): ") != std::string::npos);
     CHECK(r.notes.find("ReduceScatter of dp groups (4 ranks on 4 node(s): ") != std::string::npos);
-    CHECK(r.notes.find("ReduceScatter of dp groups (4 ranks on 4 node(s): dp.grad_sync; NVLS runs an AllGather or "
-                       "ReduceScatter inside one node here (NCCL's NVLS with CollNet across nodes is modelled for "
-                       "AllReduce only), and these 4 ranks are on 4 nodes): the ring ran instead (NCCL 2.24 and later") != std::string::npos);
+    CHECK(r.notes.find("ReduceScatter of dp groups (4 ranks on 4 node(s): dp.grad_sync; NVLS across nodes runs NVLS "
+                       "inside each node, and there NVLS needs 3 or more GPUs, found 1): the ring ran instead (NCCL "
+                       "2.24 and later") != std::string::npos);
     // NVLS runs the TP AllReduces of bfloat16 sums, not the cross entropy's float max.
     CHECK(r.notes.find("AllReduce of tp groups (8 ranks on 1 node(s): ar.ce.max; NVLS has no max of float") !=
           std::string::npos);
