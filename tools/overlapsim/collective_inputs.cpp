@@ -4,6 +4,7 @@
 #include "calibrate/nccl_tests_rows.hpp"
 #include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
+#include "sim/nccl_selection.hpp"
 #include "sim/nccl_constants.hpp"
 #include "sim/nccl_tuning.hpp"
 #include "sim/units.hpp"
@@ -74,6 +75,65 @@ DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, B
                                  "can run (the algorithm column says which ran)",
                                  to_string(type), nccl::kFp8RingMaxRanks, nccl::kFp8RingRelegation));
   return type;
+}
+
+std::string compared_algorithm(const NcclTestsLog& log, BenchOp op, const std::string& flag_algo, bool flag_collnet,
+                               int sharp_version, bool* collnet_enable, std::vector<std::string>* notes) {
+  std::string algo = flag_algo.empty() ? "auto" : flag_algo;
+  // A log that set NCCL_COLLNET_ENABLE (its NCCL INFO line) runs with it; one that set it to 0
+  // keeps CollNet off even where its NCCL_ALGO names an algorithm that needs it (below).
+  const char* no_sharp = sharp_version == 0 ? " (the topology's fabric does not reduce in its switches, no "
+                                              "fabric.sharp: CollNet cannot run here)"
+                                            : "";
+  if (log.collnet_enable == 1 && !flag_collnet) {
+    *collnet_enable = true;
+    notes->push_back(std::string("NCCL_COLLNET_ENABLE=1 as the log ran it") + no_sharp);
+  }
+  const bool log_algo_list = flag_algo.empty() && !is_single_nccl_name(log.algorithm);
+  if (flag_algo.empty() && log.algorithm != "auto") {
+    CollectiveAlgorithm probe = CollectiveAlgorithm::Auto;
+    const bool gather = op == BenchOp::AllGather || op == BenchOp::ReduceScatter;
+    const auto list_reads = [](const std::string& text) {
+      NcclSelection sel;
+      try {
+        parse_nccl_algo_list(text, sel);
+      } catch (const NcclListError&) {
+        return false;
+      }
+      return true;
+    };
+    if (log_algo_list ? list_reads(log.algorithm)
+                      : parse_algorithm(log.algorithm, &probe) &&
+                            (probe == CollectiveAlgorithm::Ring ||
+                             (probe == CollectiveAlgorithm::Pat ? gather
+                              : probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::Nvls
+                                  ? gather || op == BenchOp::AllReduce
+                                  : op == BenchOp::AllReduce))) {
+      algo = log.algorithm;
+      notes->push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
+      // NCCL runs CollNet, and NVLS across nodes, only with NCCL_COLLNET_ENABLE=1: a log that ran
+      // one and did not say how it was set had it on; one that set it to 0 could not run it.
+      const bool needs_collnet =
+          !log_algo_list && (probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::CollnetChain ||
+                             (probe == CollectiveAlgorithm::Nvls && op == BenchOp::AllReduce && log.nodes > 1));
+      if (needs_collnet && !*collnet_enable && log.collnet_enable == -1) {
+        *collnet_enable = true;
+        notes->push_back("NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=" + log.algorithm + " needs" +
+                         (probe == CollectiveAlgorithm::Nvls ? " across nodes" : "") + no_sharp);
+      } else if (needs_collnet && !*collnet_enable) {
+        notes->push_back("the log set NCCL_COLLNET_ENABLE=0, with which NCCL cannot run NCCL_ALGO=" + log.algorithm +
+                         (probe == CollectiveAlgorithm::Nvls ? " across nodes" : ""));
+      }
+    } else {
+      notes->push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which is not " +
+                       (log_algo_list ? "a list NCCL_ALGO reads" : "one algorithm modelled for " + log.collective) +
+                       ": chosen automatically here");
+    }
+  }
+  // A flag that overrides what the log ran is the user's question, said beside the result.
+  if (!flag_algo.empty() && log.algorithm != "auto")
+    notes->push_back("--algo " + flag_algo + " in place of the log's NCCL_ALGO=" + log.algorithm);
+  return algo;
 }
 
 Topology load_collective_topology(const std::string& path, TopologyOverrides* ov, int k, std::string* trimmed_note) {

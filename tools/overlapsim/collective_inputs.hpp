@@ -30,6 +30,17 @@ double counted_bytes(BenchOp op, int ranks, DataType type);
 DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, BenchOp op, int ranks,
                              const DeviceSpec& dev, std::vector<std::string>* notes);
 
+/// The algorithm `overlapsim collective --compare` runs for log `log` of collective `op`, as
+/// --algo takes it: `flag_algo` where given (--algo; "" where not), else the log's NCCL_ALGO where
+/// it reads as one algorithm modelled for `op` or as a list NCCL_ALGO takes, else "auto". Sets
+/// `*collnet_enable` (NCCL_COLLNET_ENABLE, from --collnet) where the log ran with it: set to 1 by
+/// its NCCL INFO lines, or not said beside an NCCL_ALGO that needs it (CollNet, an AllReduce's NVLS
+/// across nodes); `sharp_version` is the topology's (0: its fabric does not reduce, said in the
+/// notes). Appends to `*notes` what it took from the log and what a flag took in its place.
+/// Throws nothing.
+std::string compared_algorithm(const NcclTestsLog& log, BenchOp op, const std::string& flag_algo, bool flag_collnet,
+                               int sharp_version, bool* collnet_enable, std::vector<std::string>* notes);
+
 /// The topology of file `path` with the overrides `*ov`. Where node.count passes the machine
 /// limit at the nodes' full size and the collective takes `k` GPUs a node (k > 0: --ranks-per-node,
 /// or a --compare log's ranks per host), the nodes are loaded with their first k GPUs (their
