@@ -272,6 +272,24 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
     CHECK(r.output.find("--algo nvls") == std::string::npos);
     std::remove(path.c_str());
   }
+  SUBCASE("--collnet beside a log that set NCCL_COLLNET_ENABLE=0: CollNet on, the flag said in its place") {
+    const std::string path = temp_path("all_reduce_perf.log");
+    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 0.\n"
+                        << info << "NCCL_ALGO set by environment to NVLS\n"
+                        << rows;
+    const Run r = run_cli("collective --fidelity analytic --collnet" + topo + path);
+    REQUIRE(r.status == 0);
+    CAPTURE(r.output);
+    CHECK(r.output.find("# note: --collnet in place of the log's NCCL_COLLNET_ENABLE=0") != std::string::npos);
+    CHECK(r.output.find("nvls/Simple/16") != std::string::npos);
+    CHECK(r.output.find("with which NCCL cannot run") == std::string::npos);
+    // Without the log's setting the flag replaces nothing: no such note.
+    std::ofstream(path) << log << info << "NCCL_ALGO set by environment to NVLS\n" << rows;
+    const Run unset = run_cli("collective --fidelity analytic --collnet" + topo + path);
+    REQUIRE(unset.status == 0);
+    CHECK(unset.output.find("in place of the log's NCCL_COLLNET_ENABLE") == std::string::npos);
+    std::remove(path.c_str());
+  }
   SUBCASE("NCCL_COLLNET_ENABLE=1: Auto ranks CollNet and NVLS across nodes") {
     const std::string path = temp_path("all_reduce_perf.log");
     // As NCCL prints it (src/init.cc: "... to %d.").

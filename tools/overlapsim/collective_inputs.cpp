@@ -133,6 +133,8 @@ std::string compared_algorithm(const NcclTestsLog& log, BenchOp op, const std::s
   // A flag that overrides what the log ran is the user's question, said beside the result.
   if (!flag_algo.empty() && log.algorithm != "auto")
     notes->push_back("--algo " + flag_algo + " in place of the log's NCCL_ALGO=" + log.algorithm);
+  if (flag_collnet && log.collnet_enable == 0)
+    notes->push_back("--collnet in place of the log's NCCL_COLLNET_ENABLE=0");
   return algo;
 }
 
