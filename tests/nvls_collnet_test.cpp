@@ -290,6 +290,38 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
     CHECK(unset.output.find("in place of the log's NCCL_COLLNET_ENABLE") == std::string::npos);
     std::remove(path.c_str());
   }
+  SUBCASE("a list naming CollNet and NVLS: CollNet on as for one name, off with a '^' list or the log's 0") {
+    const std::string path = temp_path("all_reduce_perf.log");
+    std::ofstream(path) << log << info << "NCCL_ALGO set by environment to collnetchain,nvls\n" << rows;
+    const Run r = run_cli("collective --fidelity analytic" + topo + path);
+    REQUIRE(r.status == 0);
+    CAPTURE(r.output);
+    CHECK(r.output.find("# note: NCCL_COLLNET_ENABLE=1, which the CollNetChain and NVLS across nodes of "
+                        "NCCL_ALGO=collnetchain,nvls need") != std::string::npos);
+    CHECK(r.output.find("ring/") == std::string::npos);
+    CHECK(r.output.find("did not run") == std::string::npos);
+    // The log's 0: said, and the list leaves nothing that can run (the ring, said).
+    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 0.\n"
+                        << info << "NCCL_ALGO set by environment to collnetchain,nvls\n"
+                        << rows;
+    const Run off = run_cli("collective --fidelity analytic" + topo + path);
+    REQUIRE(off.status == 0);
+    CAPTURE(off.output);
+    CHECK(off.output.find("# note: the log set NCCL_COLLNET_ENABLE=0, with which NCCL cannot run the CollNetChain "
+                          "and NVLS across nodes of NCCL_ALGO=collnetchain,nvls") != std::string::npos);
+    CHECK(off.output.find("collnetchain/") == std::string::npos);
+    CHECK(off.output.find("nvls/") == std::string::npos);
+    // '^ring' enables CollNet without naming it: NCCL ran it only with NCCL_COLLNET_ENABLE=1,
+    // which this log does not say.
+    std::ofstream(path) << log << info << "NCCL_ALGO set by environment to ^ring\n" << rows;
+    const Run neg = run_cli("collective --fidelity analytic" + topo + path);
+    REQUIRE(neg.status == 0);
+    CAPTURE(neg.output);
+    CHECK(neg.output.find("NCCL_COLLNET_ENABLE") == std::string::npos);
+    CHECK(neg.output.find("collnet") == std::string::npos);
+    CHECK(neg.output.find("nvls/") == std::string::npos);
+    std::remove(path.c_str());
+  }
   SUBCASE("NCCL_COLLNET_ENABLE=1: Auto ranks CollNet and NVLS across nodes") {
     const std::string path = temp_path("all_reduce_perf.log");
     // As NCCL prints it (src/init.cc: "... to %d.").

@@ -111,18 +111,38 @@ std::string compared_algorithm(const NcclTestsLog& log, BenchOp op, const std::s
                                   : op == BenchOp::AllReduce))) {
       algo = log.algorithm;
       notes->push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
-      // NCCL runs CollNet, and NVLS across nodes, only with NCCL_COLLNET_ENABLE=1: a log that ran
-      // one and did not say how it was set had it on; one that set it to 0 could not run it.
-      const bool needs_collnet =
-          !log_algo_list && (probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::CollnetChain ||
-                             (probe == CollectiveAlgorithm::Nvls && op == BenchOp::AllReduce && log.nodes > 1));
-      if (needs_collnet && !*collnet_enable && log.collnet_enable == -1) {
+      // NCCL runs CollNet, and NVLS across nodes, only with NCCL_COLLNET_ENABLE=1. A log whose
+      // NCCL_ALGO names one for its collective (one name, or a list that lists it:
+      // "CollNetDirect,Ring") and does not say how NCCL_COLLNET_ENABLE was set had it on; one that
+      // set it to 0 could not run it. A list that excludes ("^ring") enables CollNet without
+      // naming it: NCCL ran CollNet there only where the job set NCCL_COLLNET_ENABLE=1 too, which
+      // such a log does not say, so CollNet stays as the log left it.
+      unsigned collnet_bits = algorithm_bit(CollectiveAlgorithm::CollnetDirect) |
+                              algorithm_bit(CollectiveAlgorithm::CollnetChain);
+      if (op == BenchOp::AllReduce && log.nodes > 1) collnet_bits |= algorithm_bit(CollectiveAlgorithm::Nvls);
+      const unsigned needs =
+          collnet_bits & (!log_algo_list ? algorithm_bit(probe)
+                          : op == BenchOp::SendRecv ? 0u
+                                                    : nccl_algo_list_named(log.algorithm, bench_collective_kind(op)));
+      // Of a list, what needs it: "the CollNetChain and NVLS across nodes of NCCL_ALGO=collnetchain,nvls".
+      std::string listed;
+      int named = 0;
+      for (CollectiveAlgorithm x : {CollectiveAlgorithm::CollnetDirect, CollectiveAlgorithm::CollnetChain,
+                                    CollectiveAlgorithm::Nvls})
+        if ((needs & algorithm_bit(x)) != 0)
+          listed += std::string(named++ == 0 ? "the " : " and ") + nccl_algo_name(x) +
+                    (x == CollectiveAlgorithm::Nvls ? " across nodes" : "");
+      listed += " of NCCL_ALGO=" + log.algorithm;
+      const char* across = probe == CollectiveAlgorithm::Nvls ? " across nodes" : "";
+      if (needs != 0 && !*collnet_enable && log.collnet_enable == -1) {
         *collnet_enable = true;
-        notes->push_back("NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=" + log.algorithm + " needs" +
-                         (probe == CollectiveAlgorithm::Nvls ? " across nodes" : "") + no_sharp);
-      } else if (needs_collnet && !*collnet_enable) {
-        notes->push_back("the log set NCCL_COLLNET_ENABLE=0, with which NCCL cannot run NCCL_ALGO=" + log.algorithm +
-                         (probe == CollectiveAlgorithm::Nvls ? " across nodes" : ""));
+        notes->push_back("NCCL_COLLNET_ENABLE=1, which " +
+                         (log_algo_list ? listed + (named > 1 ? " need" : " needs")
+                                        : "NCCL_ALGO=" + log.algorithm + " needs" + across) +
+                         no_sharp);
+      } else if (needs != 0 && !*collnet_enable) {
+        notes->push_back("the log set NCCL_COLLNET_ENABLE=0, with which NCCL cannot run " +
+                         (log_algo_list ? listed : "NCCL_ALGO=" + log.algorithm + across));
       }
     } else {
       notes->push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which is not " +

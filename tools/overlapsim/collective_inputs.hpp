@@ -34,8 +34,8 @@ DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, B
 /// --algo takes it: `flag_algo` where given (--algo; "" where not), else the log's NCCL_ALGO where
 /// it reads as one algorithm modelled for `op` or as a list NCCL_ALGO takes, else "auto". Sets
 /// `*collnet_enable` (NCCL_COLLNET_ENABLE, from --collnet) where the log ran with it: set to 1 by
-/// its NCCL INFO lines, or not said beside an NCCL_ALGO that needs it (CollNet, an AllReduce's NVLS
-/// across nodes); `sharp_version` is the topology's (0: its fabric does not reduce, said in the
+/// its NCCL INFO lines, or not said beside an NCCL_ALGO that names one that needs it (CollNet, an
+/// AllReduce's NVLS across nodes; one name, or a list that lists it, not one that excludes it); `sharp_version` is the topology's (0: its fabric does not reduce, said in the
 /// notes). Appends to `*notes` what it took from the log and what a flag took in its place.
 /// Throws nothing.
 std::string compared_algorithm(const NcclTestsLog& log, BenchOp op, const std::string& flag_algo, bool flag_collnet,
