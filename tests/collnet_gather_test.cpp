@@ -218,6 +218,45 @@ TEST_CASE("collective --compare: a 2-node ReduceScatter log that ran NCCL_ALGO=C
   CHECK(r.output.find("ring/") == std::string::npos);
 }
 
+TEST_CASE("collective --compare: a ReduceScatter log of NCCL before 2.20 ran no CollNetDirect, whatever CollNet said") {
+  // NCCL 2.20 brought CollNet's AllGather and ReduceScatter (the net plugin's API v8).
+  const std::string base = slurp(kSrc + "/tests/data/nccl-tests/reduce_scatter_perf_2x8xh100.log");
+  const std::string info = "dgx-h100-01:70110:70145 [0] NCCL INFO ";
+  const std::string path = temp_path("reduce_scatter_perf.log");
+  const auto compare = [&](const std::string& version, const std::string& algo) {
+    std::ofstream(path) << (version.empty() ? "" : info + "NCCL version " + version + "+cuda12.2\n") << info
+                        << "NCCL_COLLNET_ENABLE set by environment to 1.\n"
+                        << (algo.empty() ? "" : info + "NCCL_ALGO set by environment to " + algo + "\n") << base;
+    return run_cli("collective --fidelity analytic -t " + kSrc +
+                   "/topologies/dgx-h100-superpod.yaml --override node.count=2 --compare " + path);
+  };
+  // 2.20 and later, or a version the log does not say: CollNetDirect where NCCL's tuner ranks it first.
+  for (const char* v : {"2.20.3", ""}) {
+    CAPTURE(v);
+    const Run r = compare(v, "");
+    REQUIRE(r.status == 0);
+    CAPTURE(r.output);
+    CHECK(r.output.find("collnetdirect/Simple/8") != std::string::npos);
+    CHECK(r.output.find("came in NCCL 2.20") == std::string::npos);
+  }
+  const Run old = compare("2.18.5", "");
+  REQUIRE(old.status == 0);
+  CAPTURE(old.output);
+  CHECK(old.output.find("# note: NCCL 2.18.5 (the log's) cannot run CollNetDirect for reduce_scatter (CollNet's "
+                        "AllGather and ReduceScatter came in NCCL 2.20): left out here") != std::string::npos);
+  CHECK(old.output.find("collnetdirect/") == std::string::npos);
+  // Its NCCL_ALGO=CollNetDirect: the ring, said; NCCL_COLLNET_ENABLE is not inferred from it.
+  const Run forced = compare("2.19.3", "CollNetDirect");
+  REQUIRE(forced.status == 0);
+  CAPTURE(forced.output);
+  CHECK(forced.output.find("# note: the log ran NCCL_ALGO=CollNetDirect, which NCCL 2.19.3 (the log's) cannot run "
+                           "CollNetDirect for reduce_scatter") != std::string::npos);
+  CHECK(forced.output.find("collnetdirect/") == std::string::npos);
+  CHECK(forced.output.find("ring/") != std::string::npos);
+  CHECK(forced.output.find("as the log ran it") != std::string::npos);  // NCCL_COLLNET_ENABLE=1's
+  CHECK(forced.output.find("NCCL_ALGO=CollNetDirect as the log ran it") == std::string::npos);
+}
+
 TEST_CASE("import-nccl-tests: NCCL's TUNING lines choosing CollNetDirect for a ReduceScatter make a rule the profile keeps") {
   // NCCL's algorithm 2 is CollNetDirect, protocol 2 Simple (src/include/device.h).
   const std::string base = slurp(kSrc + "/tests/data/nccl-tests/reduce_scatter_perf_2x8xh100.log");

@@ -404,9 +404,13 @@ int collective_command(const CollectiveArgs& a) {
     }
   }
   // The log's NCCL_ALGO and NCCL_COLLNET_ENABLE where the flags do not say (collective_inputs.hpp).
-  if (comparing)
-    algo = compared_algorithm(log, op, a.algo, a.collnet, topo.sharp_version, &opt.replay.collectives.collnet_enable,
-                              &notes);
+  bool without_collnet_direct = false;
+  if (comparing) {
+    const ComparedAlgorithm c = compared_algorithm(log, op, a.algo, a.collnet, topo.sharp_version,
+                                                   &opt.replay.collectives.collnet_enable, &notes);
+    algo = c.algo;
+    without_collnet_direct = c.without_collnet_direct;
+  }
   const bool log_algo_list = comparing && a.algo.empty() && !is_single_nccl_name(log.algorithm);
   if (comparing && !a.protocol.empty() && log.protocol != "auto")
     notes.push_back("--protocol " + a.protocol + " in place of the log's NCCL_PROTO=" + log.protocol);
@@ -422,6 +426,9 @@ int collective_command(const CollectiveArgs& a) {
       throw list_error("--algo", algo, e);
     }
   }
+  if (without_collnet_direct)
+    opt.replay.collectives.allowed.kinds[static_cast<size_t>(bench_collective_kind(op))].algorithms &=
+        ~algorithm_bit(CollectiveAlgorithm::CollnetDirect);
   if (!is_single_nccl_name(protocol)) {
     try {
       parse_nccl_proto_list(protocol, opt.replay.collectives.allowed);
