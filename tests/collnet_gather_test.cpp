@@ -74,13 +74,7 @@ TEST_CASE("CollNetDirect AllGather and ReduceScatter run across nodes on SHARP 3
 }
 
 TEST_CASE("NCCL's tuner model of CollNetDirect AllGather: ppn · min(I / heads, 0.9 E), not converted, direct latency") {
-  NcclTunerInputs in;
-  in.ranks = 64;
-  in.nodes = 8;
-  in.cc_index = 2;
-  in.graph_channels = 8;
-  in.graph_busbw_Bps = 8 * 48e9;
-  in.comm_channels = 16;
+  NcclTunerInputs in = dgx_h100_8_nodes_tuner_inputs();
   in.collnet = true;
   in.collnet_heads = 8;
   in.collnet_intra_Bps = 450e9;
@@ -130,28 +124,12 @@ TEST_CASE("CollNetDirect AllGather and ReduceScatter move what they require: 7/8
   const double S = 256 * kMiB;
   for (K k : {K::AllGather, K::ReduceScatter}) {
     CAPTURE(static_cast<int>(k));
-    Schedule s;
-    s.world_size = 16;
-    const int g = s.intern_group(first(16), CommPurpose::DataParallel);
-    for (int r = 0; r < 16; ++r) s.programs.push_back({r, 1, {collective_op(g, 1, S, "gather", A::CollnetDirect, 0, k)}});
-    ReplayOptions ro;
-    ro.record_flows = true;
-    ro.collectives.collnet_enable = true;
-    const ReplayTimes t = replay(s, two, ro);
-    std::vector<double> intra_in(16, 0.0), intra_out(16, 0.0), inter_in(16, 0.0);
-    for (const FlowRecord& f : t.flows) {
-      if (two.node_of(f.src_rank) == two.node_of(f.dst_rank)) {
-        intra_in[f.dst_rank] += f.bytes;
-        intra_out[f.src_rank] += f.bytes;
-      } else {
-        inter_in[f.dst_rank] += f.bytes;
-      }
-    }
+    const RankFlowBytes b = flow_bytes_per_rank(two, k, A::CollnetDirect, S);
     for (int r = 0; r < 16; ++r) {
       CAPTURE(r);
-      CHECK(intra_in[r] == approx(7.0 / 8 * S).epsilon(1e-12));
-      CHECK(intra_out[r] == approx(7.0 / 8 * S).epsilon(1e-12));
-      CHECK(inter_in[r] == approx(S / 8).epsilon(1e-12));
+      CHECK(b.intra_in[r] == approx(7.0 / 8 * S).epsilon(1e-12));
+      CHECK(b.intra_out[r] == approx(7.0 / 8 * S).epsilon(1e-12));
+      CHECK(b.inter_in[r] == approx(S / 8).epsilon(1e-12));
     }
   }
 }

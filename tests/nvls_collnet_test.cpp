@@ -83,13 +83,7 @@ TEST_CASE("NVLS across nodes runs only for an AllReduce, with CollNet, on nodes 
 }
 
 TEST_CASE("NCCL's tuner model of NVLS across nodes: busBw = h · min(I/h · eta · (h−1)/h · 2, E/h), 25 + 18 us") {
-  NcclTunerInputs in;
-  in.ranks = 64;
-  in.nodes = 8;
-  in.cc_index = 2;
-  in.graph_channels = 8;
-  in.graph_busbw_Bps = 8 * 48e9;
-  in.comm_channels = 16;
+  NcclTunerInputs in = dgx_h100_8_nodes_tuner_inputs();
   in.nvls = true;
   in.nvls_heads = 8;
   in.nvls_intra_Bps = 450e9;
@@ -148,28 +142,12 @@ TEST_CASE("NVLS across nodes, closed form: 43 us + the slower of each node's NVL
 TEST_CASE("NVLS across nodes moves what it requires: S / eta through each GPU's switch port, S / 8 over each NIC") {
   const Topology two = h100_nodes(2);
   const double S = 256 * kMiB;
-  Schedule s;
-  s.world_size = 16;
-  const int g = s.intern_group(first(16), CommPurpose::DataParallel);
-  for (int r = 0; r < 16; ++r) s.programs.push_back({r, 1, {collective_op(g, 1, S, "ar", A::Nvls)}});
-  ReplayOptions ro;
-  ro.record_flows = true;
-  ro.collectives.collnet_enable = true;
-  const ReplayTimes t = replay(s, two, ro);
-  std::vector<double> intra(16, 0.0), inter_in(16, 0.0), inter_out(16, 0.0);
-  for (const FlowRecord& f : t.flows) {
-    if (two.node_of(f.src_rank) == two.node_of(f.dst_rank)) {
-      intra[f.dst_rank] += f.bytes;
-    } else {
-      inter_in[f.dst_rank] += f.bytes;
-      inter_out[f.src_rank] += f.bytes;
-    }
-  }
+  const RankFlowBytes b = flow_bytes_per_rank(two, CollectiveKind::AllReduce, A::Nvls, S);
   for (int r = 0; r < 16; ++r) {
     CAPTURE(r);
-    CHECK(intra[r] == approx(S / kEta).epsilon(1e-12));
-    CHECK(inter_in[r] == approx(S / 8).epsilon(1e-12));
-    CHECK(inter_out[r] == approx(S / 8).epsilon(1e-12));
+    CHECK(b.intra_in[r] == approx(S / kEta).epsilon(1e-12));
+    CHECK(b.inter_in[r] == approx(S / 8).epsilon(1e-12));
+    CHECK(b.inter_out[r] == approx(S / 8).epsilon(1e-12));
   }
   const CollectivePlan p =
       plan_collective(two, LinkEfficiency{}, first(16), CollectiveKind::AllReduce, S, 0, collnet_on(A::Nvls));
