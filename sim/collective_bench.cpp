@@ -243,7 +243,7 @@ BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& al
   row.plan = fmt::format("p2p/{}", p2p_channels);
   row.fallback = plan && plan->fallback;
   if (op != BenchOp::SendRecv && opt.replay.fidelity == Fidelity::Analytic &&
-      find_measured(opt.replay.measured, c, topo, all, opt.replay.collectives)) {
+      find_measured(opt.replay.measured, c, topo, all, opt.replay.collectives, plan)) {
     row.plan = "measured";
   } else if (plan) {
     row.plan = fmt::format("{}/{}/{}", plan->chain ? "chain" : to_string(plan->algorithm), to_string(plan->protocol),

@@ -94,7 +94,7 @@ void Replayer::coll_ready(int ri, int oi) {
       c.timed = true;
     }
     if (opt_.fidelity == Fidelity::Analytic && !opt_.measured.empty() && n > 1) {
-      if (const CollectiveFit* f = find_measured(opt_.measured, op, topo_, g, opt_.collectives)) {
+      if (const CollectiveFit* f = find_measured(opt_.measured, op, topo_, g, opt_.collectives, c.plan)) {
         c.fixed_s = measured_time_s(*f, op.bytes);
         c.timed = true;
       }

@@ -92,7 +92,7 @@ std::vector<CommOpSummary> summarize_communication(const Schedule& s, const Repl
           const CollectivePlan plan = plan_collective(topo, o.link_efficiency, ranks, op.collective, op.bytes,
                                                       op.channels, co);
           const CollectiveFit* fit =
-              o.fidelity == Fidelity::Analytic ? find_measured(o.measured, op, topo, ranks, o.collectives) : nullptr;
+              o.fidelity == Fidelity::Analytic ? find_measured(o.measured, op, topo, ranks, o.collectives, &plan) : nullptr;
           if (fit) {
             r.plan = "measured";
             r.alone_s = measured_time_s(*fit, op.bytes);

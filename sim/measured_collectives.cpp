@@ -32,7 +32,8 @@ const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, Colle
 }
 
 const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, const Op& op, const Topology& topo,
-                                   const std::vector<int>& group, const CollectiveOptions& options) {
+                                   const std::vector<int>& group, const CollectiveOptions& options,
+                                   const CollectivePlan* plan) {
   // Measured at NCCL's own channels: not the time of a collective whose channels are forced
   // (regression: --channels 1 read the log's 355 GB/s where one ring gives 300).
   if (op.channels > 0) return nullptr;
@@ -44,6 +45,9 @@ const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, const
   // A forced algorithm that cannot run here runs the ring (collective_plan.hpp): the fit of the
   // forced one is not its time (an NVLS + SHARP curve on a fabric without SHARP).
   if (f != nullptr && algorithm != CollectiveAlgorithm::Auto && op.collective != CollectiveKind::AllToAll) {
+    // The plan of a forced algorithm runs it exactly where algorithm_unavailable_reason finds no
+    // reason, and the ring elsewhere (plan_collective).
+    if (plan != nullptr) return plan->algorithm == algorithm ? f : nullptr;
     CollectiveOptions o = options;
     o.reduce_op = op.reduce_op;
     o.datatype = op.datatype;

@@ -37,9 +37,13 @@ const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, Colle
 /// The fit that times collective op `op` over `group` (global ranks) of `topo` in the replay:
 /// find_measured with the op's algorithm (else the options'), the options' forced protocol and
 /// NCCL_COLLNET_ENABLE; nullptr where the op forces its channels (Op::channels > 0: the fits are
-/// of NCCL's own) or forces an algorithm that cannot run over `group` (algorithm_unavailable_reason).
+/// of NCCL's own) or forces an algorithm that cannot run over `group`: one that `plan` does not
+/// run, where given (the op's plan with `options`, plan_collective after CollectiveOptions::take_op:
+/// the callers' own, so that the condition is not found again for every instance of the op), else
+/// one algorithm_unavailable_reason names a reason for.
 const CollectiveFit* find_measured(const std::vector<CollectiveFit>& fits, const Op& op, const Topology& topo,
-                                   const std::vector<int>& group, const CollectiveOptions& options);
+                                   const std::vector<int>& group, const CollectiveOptions& options,
+                                   const CollectivePlan* plan = nullptr);
 
 /// Time of `bytes` under fit `f` (rule above), seconds. REQUIRES: f.busbw_Bps > 0.
 double measured_time_s(const CollectiveFit& f, double bytes);

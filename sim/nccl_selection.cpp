@@ -82,9 +82,11 @@ size_t token_end(const std::string& text, size_t from, const char* stops) {
 }
 
 /// parseList (header) over `names`; `variable` ("NCCL_ALGO") and `what` ("algorithm") for the
-/// messages. Sets the rows of `rows` it names (bits) and `set` for them; returns NCCL's spelling.
+/// messages. Sets the rows of `rows` it names (bits) and `set` for them, and where `named` is
+/// given, those rows' names (0 for an entry that excludes, '^'); returns NCCL's spelling.
 std::string parse_list(const std::string& text, const std::vector<Name>& names, const char* variable, const char* what,
-                       bool algorithms, std::array<unsigned, 6>* rows, std::array<bool, 6>* set) {
+                       bool algorithms, std::array<unsigned, 6>* rows, std::array<bool, 6>* set,
+                       std::array<unsigned, 6>* named = nullptr) {
   if (text.empty()) throw NcclListError(0, fmt::format("expected a {} list such as {}, found an empty value", variable,
                                                        algorithms ? "ring,tree or ^nvls" : "LL,Simple or ^LL128"));
   std::string canonical;
@@ -157,6 +159,7 @@ std::string parse_list(const std::string& text, const std::vector<Name>& names, 
       if (prefixed && k != kind) continue;
       (*rows)[static_cast<size_t>(k)] = bits;
       (*set)[static_cast<size_t>(k)] = true;
+      if (named) (*named)[static_cast<size_t>(k)] = exclude ? 0 : listed;
     }
     canonical += (first ? "" : ";") + out;
     first = false;
@@ -186,6 +189,13 @@ void parse_nccl_algo_list(const std::string& text, NcclSelection& sel) {
   for (size_t k = 0; k < rows.size(); ++k)
     if (set[k]) sel.kinds[k].algorithms = rows[k];
   sel.algo_text = canonical;
+}
+
+unsigned nccl_algo_list_named(const std::string& text, CollectiveKind kind) {
+  std::array<unsigned, 6> rows{}, named{};
+  std::array<bool, 6> set{};
+  parse_list(text, algorithm_names(), "NCCL_ALGO", "algorithm", true, &rows, &set, &named);
+  return named[static_cast<size_t>(kind)] & nccl_algorithms_of(kind);
 }
 
 void parse_nccl_proto_list(const std::string& text, NcclSelection& sel) {

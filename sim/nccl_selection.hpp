@@ -90,6 +90,12 @@ bool is_single_nccl_name(const std::string& text);
 /// for its function (tuning.cc ncclTopoTuneModel: Broadcast and Reduce Ring only; AllGather and
 /// ReduceScatter Ring, PAT, NVLS, CollNetDirect; AllReduce all but PAT).
 void parse_nccl_algo_list(const std::string& text, NcclSelection& sel);
+/// The algorithms NCCL_ALGO's value `text` (header) enables for `kind` by naming them, as
+/// algorithm_bit of each that NCCL has for `kind`: the names of the entry that sets kind's row
+/// where that entry lists what it enables ("CollNetDirect,Ring": those two; AllGather's row of
+/// "collnetchain,ring": the ring alone); 0 where the entry excludes ("^ring" names none of what it
+/// enables) or no entry sets the row (NCCL's default). Throws NcclListError as parse_nccl_algo_list.
+unsigned nccl_algo_list_named(const std::string& text, CollectiveKind kind);
 /// Parses an NCCL_PROTO value (header) into sel's protocols and proto_text, leaving its
 /// algorithms. Throws NcclListError as parse_nccl_algo_list (an entry must leave a protocol).
 void parse_nccl_proto_list(const std::string& text, NcclSelection& sel);

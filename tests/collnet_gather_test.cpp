@@ -74,13 +74,7 @@ TEST_CASE("CollNetDirect AllGather and ReduceScatter run across nodes on SHARP 3
 }
 
 TEST_CASE("NCCL's tuner model of CollNetDirect AllGather: ppn · min(I / heads, 0.9 E), not converted, direct latency") {
-  NcclTunerInputs in;
-  in.ranks = 64;
-  in.nodes = 8;
-  in.cc_index = 2;
-  in.graph_channels = 8;
-  in.graph_busbw_Bps = 8 * 48e9;
-  in.comm_channels = 16;
+  NcclTunerInputs in = dgx_h100_8_nodes_tuner_inputs();
   in.collnet = true;
   in.collnet_heads = 8;
   in.collnet_intra_Bps = 450e9;
@@ -130,28 +124,12 @@ TEST_CASE("CollNetDirect AllGather and ReduceScatter move what they require: 7/8
   const double S = 256 * kMiB;
   for (K k : {K::AllGather, K::ReduceScatter}) {
     CAPTURE(static_cast<int>(k));
-    Schedule s;
-    s.world_size = 16;
-    const int g = s.intern_group(first(16), CommPurpose::DataParallel);
-    for (int r = 0; r < 16; ++r) s.programs.push_back({r, 1, {collective_op(g, 1, S, "gather", A::CollnetDirect, 0, k)}});
-    ReplayOptions ro;
-    ro.record_flows = true;
-    ro.collectives.collnet_enable = true;
-    const ReplayTimes t = replay(s, two, ro);
-    std::vector<double> intra_in(16, 0.0), intra_out(16, 0.0), inter_in(16, 0.0);
-    for (const FlowRecord& f : t.flows) {
-      if (two.node_of(f.src_rank) == two.node_of(f.dst_rank)) {
-        intra_in[f.dst_rank] += f.bytes;
-        intra_out[f.src_rank] += f.bytes;
-      } else {
-        inter_in[f.dst_rank] += f.bytes;
-      }
-    }
+    const RankFlowBytes b = flow_bytes_per_rank(two, k, A::CollnetDirect, S);
     for (int r = 0; r < 16; ++r) {
       CAPTURE(r);
-      CHECK(intra_in[r] == approx(7.0 / 8 * S).epsilon(1e-12));
-      CHECK(intra_out[r] == approx(7.0 / 8 * S).epsilon(1e-12));
-      CHECK(inter_in[r] == approx(S / 8).epsilon(1e-12));
+      CHECK(b.intra_in[r] == approx(7.0 / 8 * S).epsilon(1e-12));
+      CHECK(b.intra_out[r] == approx(7.0 / 8 * S).epsilon(1e-12));
+      CHECK(b.inter_in[r] == approx(S / 8).epsilon(1e-12));
     }
   }
 }
@@ -216,6 +194,45 @@ TEST_CASE("collective --compare: a 2-node ReduceScatter log that ran NCCL_ALGO=C
   CHECK(r.output.find("# note: NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=CollNetDirect needs") != std::string::npos);
   CHECK(r.output.find("collnetdirect/Simple/8") != std::string::npos);
   CHECK(r.output.find("ring/") == std::string::npos);
+}
+
+TEST_CASE("collective --compare: a ReduceScatter log of NCCL before 2.20 ran no CollNetDirect, whatever CollNet said") {
+  // NCCL 2.20 brought CollNet's AllGather and ReduceScatter (the net plugin's API v8).
+  const std::string base = slurp(kSrc + "/tests/data/nccl-tests/reduce_scatter_perf_2x8xh100.log");
+  const std::string info = "dgx-h100-01:70110:70145 [0] NCCL INFO ";
+  const std::string path = temp_path("reduce_scatter_perf.log");
+  const auto compare = [&](const std::string& version, const std::string& algo) {
+    std::ofstream(path) << (version.empty() ? "" : info + "NCCL version " + version + "+cuda12.2\n") << info
+                        << "NCCL_COLLNET_ENABLE set by environment to 1.\n"
+                        << (algo.empty() ? "" : info + "NCCL_ALGO set by environment to " + algo + "\n") << base;
+    return run_cli("collective --fidelity analytic -t " + kSrc +
+                   "/topologies/dgx-h100-superpod.yaml --override node.count=2 --compare " + path);
+  };
+  // 2.20 and later, or a version the log does not say: CollNetDirect where NCCL's tuner ranks it first.
+  for (const char* v : {"2.20.3", ""}) {
+    CAPTURE(v);
+    const Run r = compare(v, "");
+    REQUIRE(r.status == 0);
+    CAPTURE(r.output);
+    CHECK(r.output.find("collnetdirect/Simple/8") != std::string::npos);
+    CHECK(r.output.find("came in NCCL 2.20") == std::string::npos);
+  }
+  const Run old = compare("2.18.5", "");
+  REQUIRE(old.status == 0);
+  CAPTURE(old.output);
+  CHECK(old.output.find("# note: NCCL 2.18.5 (the log's) cannot run CollNetDirect for reduce_scatter (CollNet's "
+                        "AllGather and ReduceScatter came in NCCL 2.20): left out here") != std::string::npos);
+  CHECK(old.output.find("collnetdirect/") == std::string::npos);
+  // Its NCCL_ALGO=CollNetDirect: the ring, said; NCCL_COLLNET_ENABLE is not inferred from it.
+  const Run forced = compare("2.19.3", "CollNetDirect");
+  REQUIRE(forced.status == 0);
+  CAPTURE(forced.output);
+  CHECK(forced.output.find("# note: the log ran NCCL_ALGO=CollNetDirect, which NCCL 2.19.3 (the log's) cannot run "
+                           "CollNetDirect for reduce_scatter") != std::string::npos);
+  CHECK(forced.output.find("collnetdirect/") == std::string::npos);
+  CHECK(forced.output.find("ring/") != std::string::npos);
+  CHECK(forced.output.find("as the log ran it") != std::string::npos);  // NCCL_COLLNET_ENABLE=1's
+  CHECK(forced.output.find("NCCL_ALGO=CollNetDirect as the log ran it") == std::string::npos);
 }
 
 TEST_CASE("import-nccl-tests: NCCL's TUNING lines choosing CollNetDirect for a ReduceScatter make a rule the profile keeps") {

@@ -109,13 +109,7 @@ TEST_CASE("CollNet runs only with NCCL_COLLNET_ENABLE, a fabric with SHARP, 2 or
 }
 
 TEST_CASE("NCCL's tuner model of CollNet: chain busBw = I at ratio 1/2, direct I / f x 0.85 on Hopper, no base latency") {
-  NcclTunerInputs in;
-  in.ranks = 64;
-  in.nodes = 8;
-  in.cc_index = 2;
-  in.graph_channels = 8;
-  in.graph_busbw_Bps = 8 * 48e9;
-  in.comm_channels = 16;
+  NcclTunerInputs in = dgx_h100_8_nodes_tuner_inputs();
   in.collnet = true;
   in.collnet_heads = 8;
   in.collnet_intra_Bps = 400e9;
@@ -179,20 +173,10 @@ TEST_CASE("CollNet's flows: each head's NIC carries the channel's part to the sw
   const double S = 256 * kMiB;
   for (A alg : {A::CollnetChain, A::CollnetDirect}) {
     CAPTURE(static_cast<int>(alg));
-    Schedule s;
-    s.world_size = 16;
-    const int g = s.intern_group(first(16), CommPurpose::DataParallel);
-    for (int r = 0; r < 16; ++r) s.programs.push_back({r, 1, {collective_op(g, 1, S, "ar", alg)}});
-    ReplayOptions ro;
-    ro.record_flows = true;
-    ro.collectives.collnet_enable = true;
-    const ReplayTimes t = replay(s, two, ro);
-    std::vector<double> inter(16, 0.0);
-    for (const FlowRecord& f : t.flows)
-      if (two.node_of(f.src_rank) != two.node_of(f.dst_rank)) inter[f.dst_rank] += f.bytes;
+    const RankFlowBytes b = flow_bytes_per_rank(two, CollectiveKind::AllReduce, alg, S);
     for (int r = 0; r < 16; ++r) {
       CAPTURE(r);
-      CHECK(inter[r] == approx(S / 8).epsilon(1e-12));
+      CHECK(b.inter_in[r] == approx(S / 8).epsilon(1e-12));
     }
   }
 }

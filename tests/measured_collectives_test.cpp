@@ -172,6 +172,34 @@ TEST_CASE("measured collective: a fit times only collectives of its NCCL_COLLNET
   CHECK(run_collective_bench(plain, BenchOp::AllReduce, 16, {1048576}, b).at(0).plan.rfind("ring/", 0) == 0);
 }
 
+TEST_CASE("measured collective: given the op's plan, the fit of a forced algorithm times it where the plan runs it") {
+  // The NVLS + SHARP curve over 2 DGX H100 nodes: the callers pass the plan they made, which
+  // runs NVLS with CollNet and the ring without, as algorithm_unavailable_reason says.
+  CollectiveFit f = fit_8();
+  f.ranks = 16;
+  f.nodes = 2;
+  f.algorithm = "NVLS";
+  f.collnet_enable = true;
+  const std::vector<CollectiveFit> fits{f};
+  const Topology two = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "2"}});
+  const Op op = collective_op(0, 1, 1048576, "ar", CollectiveAlgorithm::Nvls);
+  CollectiveOptions on;
+  on.collnet_enable = true;
+  // Without a plan: algorithm_unavailable_reason, which has none for NVLS with CollNet.
+  CHECK(find_measured(fits, op, two, first(16), on) == &fits[0]);
+  // With one, the plan decides: one made without CollNet runs the ring, and gets no fit.
+  for (bool collnet : {true, false}) {
+    CAPTURE(collnet);
+    CollectiveOptions planned;
+    planned.collnet_enable = collnet;
+    planned.take_op(op);
+    const CollectivePlan plan =
+        plan_collective(two, LinkEfficiency{}, first(16), CollectiveKind::AllReduce, op.bytes, 0, planned);
+    REQUIRE((plan.algorithm == CollectiveAlgorithm::Nvls) == collnet);
+    CHECK(find_measured(fits, op, two, first(16), on, &plan) == (collnet ? &fits[0] : nullptr));
+  }
+}
+
 TEST_CASE("import-nccl-tests records NCCL_COLLNET_ENABLE: said by the log, else implied by a CollNet NCCL_ALGO") {
   // The shipped 2-node ReduceScatter log, its NCCL INFO lines as NCCL prints them ("to 1.").
   const std::string base = slurp(kSrc + "/tests/data/nccl-tests/reduce_scatter_perf_2x8xh100.log");

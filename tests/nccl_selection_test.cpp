@@ -91,6 +91,18 @@ TEST_CASE("NCCL_ALGO and NCCL_PROTO lists parse as NCCL's parseList reads them")
     CHECK(std::string(nccl_algo_name(CollectiveAlgorithm::CollnetChain)) == "CollNetChain");
     CHECK(std::string(to_string(CollectiveAlgorithm::CollnetDirect)) == "collnetdirect");
   }
+  SUBCASE("what a list names for a collective: its listed algorithms NCCL has there, none for a '^' entry") {
+    CHECK(nccl_algo_list_named("CollNetDirect,Ring", CollectiveKind::AllGather) == bits({A::CollnetDirect, A::Ring}));
+    // CollNetChain is no AllGather algorithm; an AllReduce has both.
+    CHECK(nccl_algo_list_named("collnetchain,ring", CollectiveKind::AllGather) == bits({A::Ring}));
+    CHECK(nccl_algo_list_named("collnetchain,nvls", CollectiveKind::AllReduce) == bits({A::CollnetChain, A::Nvls}));
+    // '^ring' enables CollNet without naming it; a row no entry sets is NCCL's default, named by none.
+    CHECK(nccl_algo_list_named("^ring", CollectiveKind::AllReduce) == 0);
+    CHECK(nccl_algo_list_named("allgather:ring;allreduce:^collnetdirect", CollectiveKind::AllReduce) == 0);
+    CHECK(nccl_algo_list_named("allgather:ring", CollectiveKind::ReduceScatter) == 0);
+    CHECK(nccl_algo_list_named("^ring;allreduce:collnetchain", CollectiveKind::AllReduce) == bits({A::CollnetChain}));
+    CHECK_THROWS_AS(nccl_algo_list_named("ring,,tree", CollectiveKind::AllReduce), NcclListError);
+  }
   SUBCASE("NCCL_PROTO: a list sets its rows, LL128 then enabled everywhere; NCCL's own example") {
     NcclSelection s;
     parse_nccl_proto_list("^LL128;allreduce:LL128", s);

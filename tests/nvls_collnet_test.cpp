@@ -82,13 +82,7 @@ TEST_CASE("NVLS across nodes runs only with CollNet, on nodes that run NVLS") {
 }
 
 TEST_CASE("NCCL's tuner model of NVLS across nodes: busBw = h · min(I/h · eta · (h−1)/h · 2, E/h), 25 + 18 us") {
-  NcclTunerInputs in;
-  in.ranks = 64;
-  in.nodes = 8;
-  in.cc_index = 2;
-  in.graph_channels = 8;
-  in.graph_busbw_Bps = 8 * 48e9;
-  in.comm_channels = 16;
+  NcclTunerInputs in = dgx_h100_8_nodes_tuner_inputs();
   in.nvls = true;
   in.nvls_heads = 8;
   in.nvls_intra_Bps = 450e9;
@@ -147,28 +141,12 @@ TEST_CASE("NVLS across nodes, closed form: 43 us + the slower of each node's NVL
 TEST_CASE("NVLS across nodes moves what it requires: S / eta through each GPU's switch port, S / 8 over each NIC") {
   const Topology two = h100_nodes(2);
   const double S = 256 * kMiB;
-  Schedule s;
-  s.world_size = 16;
-  const int g = s.intern_group(first(16), CommPurpose::DataParallel);
-  for (int r = 0; r < 16; ++r) s.programs.push_back({r, 1, {collective_op(g, 1, S, "ar", A::Nvls)}});
-  ReplayOptions ro;
-  ro.record_flows = true;
-  ro.collectives.collnet_enable = true;
-  const ReplayTimes t = replay(s, two, ro);
-  std::vector<double> intra(16, 0.0), inter_in(16, 0.0), inter_out(16, 0.0);
-  for (const FlowRecord& f : t.flows) {
-    if (two.node_of(f.src_rank) == two.node_of(f.dst_rank)) {
-      intra[f.dst_rank] += f.bytes;
-    } else {
-      inter_in[f.dst_rank] += f.bytes;
-      inter_out[f.src_rank] += f.bytes;
-    }
-  }
+  const RankFlowBytes b = flow_bytes_per_rank(two, CollectiveKind::AllReduce, A::Nvls, S);
   for (int r = 0; r < 16; ++r) {
     CAPTURE(r);
-    CHECK(intra[r] == approx(S / kEta).epsilon(1e-12));
-    CHECK(inter_in[r] == approx(S / 8).epsilon(1e-12));
-    CHECK(inter_out[r] == approx(S / 8).epsilon(1e-12));
+    CHECK(b.intra_in[r] == approx(S / kEta).epsilon(1e-12));
+    CHECK(b.inter_in[r] == approx(S / 8).epsilon(1e-12));
+    CHECK(b.inter_out[r] == approx(S / 8).epsilon(1e-12));
   }
   const CollectivePlan p =
       plan_collective(two, LinkEfficiency{}, first(16), CollectiveKind::AllReduce, S, 0, collnet_on(A::Nvls));
@@ -270,6 +248,56 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
     CHECK(r.output.find("# note: the log's NCCL_ALGO=nvls did not run at 2 of 2 size(s), ring ran instead") !=
           std::string::npos);
     CHECK(r.output.find("--algo nvls") == std::string::npos);
+    std::remove(path.c_str());
+  }
+  SUBCASE("--collnet beside a log that set NCCL_COLLNET_ENABLE=0: CollNet on, the flag said in its place") {
+    const std::string path = temp_path("all_reduce_perf.log");
+    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 0.\n"
+                        << info << "NCCL_ALGO set by environment to NVLS\n"
+                        << rows;
+    const Run r = run_cli("collective --fidelity analytic --collnet" + topo + path);
+    REQUIRE(r.status == 0);
+    CAPTURE(r.output);
+    CHECK(r.output.find("# note: --collnet in place of the log's NCCL_COLLNET_ENABLE=0") != std::string::npos);
+    CHECK(r.output.find("nvls/Simple/16") != std::string::npos);
+    CHECK(r.output.find("with which NCCL cannot run") == std::string::npos);
+    // Without the log's setting the flag replaces nothing: no such note.
+    std::ofstream(path) << log << info << "NCCL_ALGO set by environment to NVLS\n" << rows;
+    const Run unset = run_cli("collective --fidelity analytic --collnet" + topo + path);
+    REQUIRE(unset.status == 0);
+    CHECK(unset.output.find("in place of the log's NCCL_COLLNET_ENABLE") == std::string::npos);
+    std::remove(path.c_str());
+  }
+  SUBCASE("a list naming CollNet and NVLS: CollNet on as for one name, off with a '^' list or the log's 0") {
+    const std::string path = temp_path("all_reduce_perf.log");
+    std::ofstream(path) << log << info << "NCCL_ALGO set by environment to collnetchain,nvls\n" << rows;
+    const Run r = run_cli("collective --fidelity analytic" + topo + path);
+    REQUIRE(r.status == 0);
+    CAPTURE(r.output);
+    CHECK(r.output.find("# note: NCCL_COLLNET_ENABLE=1, which the CollNetChain and NVLS across nodes of "
+                        "NCCL_ALGO=collnetchain,nvls need") != std::string::npos);
+    CHECK(r.output.find("ring/") == std::string::npos);
+    CHECK(r.output.find("did not run") == std::string::npos);
+    // The log's 0: said, and the list leaves nothing that can run (the ring, said).
+    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 0.\n"
+                        << info << "NCCL_ALGO set by environment to collnetchain,nvls\n"
+                        << rows;
+    const Run off = run_cli("collective --fidelity analytic" + topo + path);
+    REQUIRE(off.status == 0);
+    CAPTURE(off.output);
+    CHECK(off.output.find("# note: the log set NCCL_COLLNET_ENABLE=0, with which NCCL cannot run the CollNetChain "
+                          "and NVLS across nodes of NCCL_ALGO=collnetchain,nvls") != std::string::npos);
+    CHECK(off.output.find("collnetchain/") == std::string::npos);
+    CHECK(off.output.find("nvls/") == std::string::npos);
+    // '^ring' enables CollNet without naming it: NCCL ran it only with NCCL_COLLNET_ENABLE=1,
+    // which this log does not say.
+    std::ofstream(path) << log << info << "NCCL_ALGO set by environment to ^ring\n" << rows;
+    const Run neg = run_cli("collective --fidelity analytic" + topo + path);
+    REQUIRE(neg.status == 0);
+    CAPTURE(neg.output);
+    CHECK(neg.output.find("NCCL_COLLNET_ENABLE") == std::string::npos);
+    CHECK(neg.output.find("collnet") == std::string::npos);
+    CHECK(neg.output.find("nvls/") == std::string::npos);
     std::remove(path.c_str());
   }
   SUBCASE("NCCL_COLLNET_ENABLE=1: Auto ranks CollNet and NVLS across nodes") {

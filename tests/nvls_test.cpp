@@ -381,21 +381,13 @@ TEST_CASE("NVLS_TREE's flows move what it requires: S / eta through each GPU's s
   // one tree, its child on the other), and every GPU receives S / eta from its switch port.
   const Topology two = h100_nodes(2);
   const double S = 256 * kMiB;
-  Schedule s;
-  s.world_size = 16;
-  const int g = s.intern_group(first(16), CommPurpose::DataParallel);
-  for (int r = 0; r < 16; ++r) s.programs.push_back({r, 1, {collective_op(g, 1, S, "ar", CollectiveAlgorithm::NvlsTree)}});
-  ReplayOptions ro;
-  ro.record_flows = true;
-  const ReplayTimes t = replay(s, two, ro);
+  const testing::RankFlowBytes b =
+      testing::flow_bytes_per_rank(two, CollectiveKind::AllReduce, CollectiveAlgorithm::NvlsTree, S, false);
   const double eta = 0.85 * 15.0 / 16.0;
-  std::vector<double> intra(16, 0.0), inter(16, 0.0);
-  for (const FlowRecord& f : t.flows)
-    (two.node_of(f.src_rank) == two.node_of(f.dst_rank) ? intra : inter)[f.dst_rank] += f.bytes;
   for (int r = 0; r < 16; ++r) {
     CAPTURE(r);
-    CHECK(intra[r] == testing::approx(S / eta).epsilon(1e-12));
-    CHECK(inter[r] == testing::approx(S / 8).epsilon(1e-12));
+    CHECK(b.intra_in[r] == testing::approx(S / eta).epsilon(1e-12));
+    CHECK(b.inter_in[r] == testing::approx(S / 8).epsilon(1e-12));
   }
 }
 

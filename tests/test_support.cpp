@@ -106,6 +106,37 @@ double makespan_beside_rail_send(const Topology& topo, CollectiveKind kind, Coll
   return replay(s, topo, ro).makespan_s;
 }
 
+RankFlowBytes flow_bytes_per_rank(const Topology& topo, CollectiveKind kind, CollectiveAlgorithm algorithm,
+                                  double bytes, bool collnet_enable) {
+  Schedule s;
+  s.world_size = 16;
+  const int g = s.intern_group(first(16), CommPurpose::DataParallel);
+  for (int r = 0; r < 16; ++r) s.programs.push_back({r, 1, {collective_op(g, 1, bytes, "coll", algorithm, 0, kind)}});
+  ReplayOptions ro;
+  ro.record_flows = true;
+  ro.collectives.collnet_enable = collnet_enable;
+  const ReplayTimes t = replay(s, topo, ro);
+  RankFlowBytes b{std::vector<double>(16, 0.0), std::vector<double>(16, 0.0), std::vector<double>(16, 0.0),
+                  std::vector<double>(16, 0.0)};
+  for (const FlowRecord& f : t.flows) {
+    const bool intra = topo.node_of(f.src_rank) == topo.node_of(f.dst_rank);
+    (intra ? b.intra_in : b.inter_in)[f.dst_rank] += f.bytes;
+    (intra ? b.intra_out : b.inter_out)[f.src_rank] += f.bytes;
+  }
+  return b;
+}
+
+NcclTunerInputs dgx_h100_8_nodes_tuner_inputs() {
+  NcclTunerInputs in;
+  in.ranks = 64;
+  in.nodes = 8;
+  in.cc_index = 2;
+  in.graph_channels = 8;
+  in.graph_busbw_Bps = 8 * 48e9;
+  in.comm_channels = 16;
+  return in;
+}
+
 LinkEfficiency shipped_link_efficiency(const std::string& gpu_model) {
   return LinkEfficiency::of_profile(load_profile(default_profile_path(gpu_model)));
 }

@@ -3,6 +3,7 @@
 
 #include "sim/collective_bench.hpp"
 #include "sim/link_efficiency.hpp"
+#include "sim/nccl_tuning.hpp"
 #include "sim/replay.hpp"
 #include "sim/schedule.hpp"
 
@@ -44,6 +45,22 @@ std::pair<Op, Op> send_recv_ops(int src, int dst, double bytes, int64_t match);
 /// stream 1. Flow slows the collective there where its flows share that rail; analytic does not.
 double makespan_beside_rail_send(const Topology& topo, CollectiveKind kind, CollectiveAlgorithm algorithm, double bytes,
                                  Fidelity f, bool with_send);
+
+/// The bytes a collective's flows carry, by global rank: into (`_in`) and out of (`_out`) each
+/// rank, between GPUs of one node (`intra`) and between nodes (`inter`).
+struct RankFlowBytes {
+  std::vector<double> intra_in, intra_out, inter_in, inter_out;
+};
+/// The bytes of every flow of one collective `kind` of `bytes` with `algorithm` over the first 16
+/// GPUs of `topo` (two 8-GPU nodes), replayed in flow fidelity with NCCL_COLLNET_ENABLE set to
+/// `collnet_enable`, per rank (RankFlowBytes, 16 entries each).
+RankFlowBytes flow_bytes_per_rank(const Topology& topo, CollectiveKind kind, CollectiveAlgorithm algorithm,
+                                  double bytes, bool collnet_enable = true);
+
+/// NCCL's tuner inputs (nccl_tuning.hpp) of 64 ranks on 8 DGX H100 nodes: compute capability 9.0
+/// (cc_index 2), the ring graph's 8 channels at 48 GB/s each, a communicator of 16 channels; no
+/// NVLS and no CollNet (the tests set theirs).
+NcclTunerInputs dgx_h100_8_nodes_tuner_inputs();
 
 /// The link efficiencies of the shipped profile for `gpu_model` (e.g. "a100-sxm4-80gb").
 LinkEfficiency shipped_link_efficiency(const std::string& gpu_model);

@@ -403,50 +403,15 @@ int collective_command(const CollectiveArgs& a) {
       notes.push_back("the log ran NCCL_PROTO=" + log.protocol + ", which NCCL_PROTO does not read: chosen automatically here");
     }
   }
-  // A log that set NCCL_COLLNET_ENABLE (its NCCL INFO line) runs with it; one that set it to 0
-  // keeps CollNet off even where its NCCL_ALGO names an algorithm that needs it (below).
-  const char* no_sharp = topo.sharp_version == 0 ? " (the topology's fabric does not reduce in its switches, no "
-                                                   "fabric.sharp: CollNet cannot run here)"
-                                                 : "";
-  if (comparing && log.collnet_enable == 1 && !a.collnet) {
-    opt.replay.collectives.collnet_enable = true;
-    notes.push_back(std::string("NCCL_COLLNET_ENABLE=1 as the log ran it") + no_sharp);
+  // The log's NCCL_ALGO and NCCL_COLLNET_ENABLE where the flags do not say (collective_inputs.hpp).
+  bool without_collnet_direct = false;
+  if (comparing) {
+    const ComparedAlgorithm c = compared_algorithm(log, op, a.algo, a.collnet, topo.sharp_version,
+                                                   &opt.replay.collectives.collnet_enable, &notes);
+    algo = c.algo;
+    without_collnet_direct = c.without_collnet_direct;
   }
   const bool log_algo_list = comparing && a.algo.empty() && !is_single_nccl_name(log.algorithm);
-  if (comparing && a.algo.empty() && log.algorithm != "auto") {
-    CollectiveAlgorithm probe;
-    const bool gather = op == BenchOp::AllGather || op == BenchOp::ReduceScatter;
-    if (log_algo_list ? list_reads(log.algorithm, true)
-                      : parse_algorithm(log.algorithm, &probe) &&
-                            (probe == CollectiveAlgorithm::Ring ||
-                             (probe == CollectiveAlgorithm::Pat ? gather
-                              : probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::Nvls
-                                  ? gather || op == BenchOp::AllReduce
-                                  : op == BenchOp::AllReduce))) {
-      algo = log.algorithm;
-      notes.push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
-      // NCCL runs CollNet, and NVLS across nodes, only with NCCL_COLLNET_ENABLE=1: a log that ran
-      // one and did not say how it was set had it on; one that set it to 0 could not run it.
-      const bool needs_collnet =
-          !log_algo_list && (probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::CollnetChain ||
-                             (probe == CollectiveAlgorithm::Nvls && op == BenchOp::AllReduce && log.nodes > 1));
-      if (needs_collnet && !opt.replay.collectives.collnet_enable && log.collnet_enable == -1) {
-        opt.replay.collectives.collnet_enable = true;
-        notes.push_back("NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=" + log.algorithm + " needs" +
-                        (probe == CollectiveAlgorithm::Nvls ? " across nodes" : "") + no_sharp);
-      } else if (needs_collnet && !opt.replay.collectives.collnet_enable) {
-        notes.push_back("the log set NCCL_COLLNET_ENABLE=0, with which NCCL cannot run NCCL_ALGO=" + log.algorithm +
-                        (probe == CollectiveAlgorithm::Nvls ? " across nodes" : ""));
-      }
-    } else {
-      notes.push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which is not " +
-                      (log_algo_list ? "a list NCCL_ALGO reads" : "one algorithm modelled for " + log.collective) +
-                      ": chosen automatically here");
-    }
-  }
-  // A flag that overrides what the log ran is the user's question, said beside the result.
-  if (comparing && !a.algo.empty() && log.algorithm != "auto")
-    notes.push_back("--algo " + a.algo + " in place of the log's NCCL_ALGO=" + log.algorithm);
   if (comparing && !a.protocol.empty() && log.protocol != "auto")
     notes.push_back("--protocol " + a.protocol + " in place of the log's NCCL_PROTO=" + log.protocol);
   // A list (NCCL_ALGO=ring,tree; NCCL_PROTO=^LL128): the automatic choice among what it enables.
@@ -461,6 +426,9 @@ int collective_command(const CollectiveArgs& a) {
       throw list_error("--algo", algo, e);
     }
   }
+  if (without_collnet_direct)
+    opt.replay.collectives.allowed.kinds[static_cast<size_t>(bench_collective_kind(op))].algorithms &=
+        ~algorithm_bit(CollectiveAlgorithm::CollnetDirect);
   if (!is_single_nccl_name(protocol)) {
     try {
       parse_nccl_proto_list(protocol, opt.replay.collectives.allowed);

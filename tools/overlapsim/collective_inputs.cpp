@@ -4,6 +4,7 @@
 #include "calibrate/nccl_tests_rows.hpp"
 #include "sim/collective_plan.hpp"
 #include "sim/error.hpp"
+#include "sim/nccl_selection.hpp"
 #include "sim/nccl_constants.hpp"
 #include "sim/nccl_tuning.hpp"
 #include "sim/units.hpp"
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 
@@ -19,6 +21,25 @@ namespace overlapsim::cli {
 
 namespace {
 const SourceLocation kCommandLine{"<command line>", 0, 0};
+
+/// Whether NCCL version `version` ("2.18.5") is before `major`.`minor`; false where it does not
+/// read as MAJOR.MINOR (unknown: "").
+bool nccl_version_before(const std::string& version, int major, int minor) {
+  int v_major = 0, v_minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &v_major, &v_minor) != 2) return false;
+  return v_major < major || (v_major == major && v_minor < minor);
+}
+
+/// Whether NCCL_ALGO's list `text` enables algorithm `a` for `kind` (false where it does not read).
+bool nccl_algo_list_enables(const std::string& text, CollectiveKind kind, CollectiveAlgorithm a) {
+  NcclSelection sel;
+  try {
+    parse_nccl_algo_list(text, sel);
+  } catch (const NcclListError&) {
+    return false;
+  }
+  return sel.of(kind).has(a);
+}
 }  // namespace
 
 double counted_bytes(BenchOp op, int ranks, DataType type) {
@@ -74,6 +95,112 @@ DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, B
                                  "can run (the algorithm column says which ran)",
                                  to_string(type), nccl::kFp8RingMaxRanks, nccl::kFp8RingRelegation));
   return type;
+}
+
+ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const std::string& flag_algo,
+                                     bool flag_collnet, int sharp_version, bool* collnet_enable,
+                                     std::vector<std::string>* notes) {
+  ComparedAlgorithm r;
+  std::string& algo = r.algo;
+  algo = flag_algo.empty() ? "auto" : flag_algo;
+  // NCCL added CollNet's AllGather and ReduceScatter in 2.20 (src/graph/tuning.cc enables them
+  // where the net plugin has ncclCollNet's iallgather and ireducescatter, its API v8): a log of an
+  // earlier NCCL ran no CollNetDirect for them. An unknown version changes nothing.
+  const bool gather = op == BenchOp::AllGather || op == BenchOp::ReduceScatter;
+  const bool no_collnet_gather = gather && log.nodes > 1 && nccl_version_before(log.nccl_version, 2, 20);
+  const std::string no_collnet_why =
+      "NCCL " + log.nccl_version + " (the log's) cannot run CollNetDirect for " + log.collective +
+      " (CollNet's AllGather and ReduceScatter came in NCCL 2.20)";
+  // A log that set NCCL_COLLNET_ENABLE (its NCCL INFO line) runs with it; one that set it to 0
+  // keeps CollNet off even where its NCCL_ALGO names an algorithm that needs it (below).
+  const char* no_sharp = sharp_version == 0 ? " (the topology's fabric does not reduce in its switches, no "
+                                              "fabric.sharp: CollNet cannot run here)"
+                                            : "";
+  if (log.collnet_enable == 1 && !flag_collnet) {
+    *collnet_enable = true;
+    notes->push_back(std::string("NCCL_COLLNET_ENABLE=1 as the log ran it") + no_sharp);
+  }
+  const bool log_algo_list = flag_algo.empty() && !is_single_nccl_name(log.algorithm);
+  if (flag_algo.empty() && log.algorithm != "auto") {
+    CollectiveAlgorithm probe = CollectiveAlgorithm::Auto;
+    const auto list_reads = [](const std::string& text) {
+      NcclSelection sel;
+      try {
+        parse_nccl_algo_list(text, sel);
+      } catch (const NcclListError&) {
+        return false;
+      }
+      return true;
+    };
+    if (log_algo_list ? list_reads(log.algorithm)
+                      : parse_algorithm(log.algorithm, &probe) &&
+                            (probe == CollectiveAlgorithm::Ring ||
+                             (probe == CollectiveAlgorithm::Pat ? gather
+                              : probe == CollectiveAlgorithm::CollnetDirect || probe == CollectiveAlgorithm::Nvls
+                                  ? gather || op == BenchOp::AllReduce
+                                  : op == BenchOp::AllReduce))) {
+      algo = log.algorithm;
+      if (!log_algo_list && probe == CollectiveAlgorithm::CollnetDirect && no_collnet_gather) {
+        algo = "ring";
+        notes->push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which " + no_collnet_why +
+                         ": the ring here (NCCL before 2.24 ran the ring where NCCL_ALGO left nothing that can run)");
+      } else {
+        notes->push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
+      }
+      // NCCL runs CollNet, and NVLS across nodes, only with NCCL_COLLNET_ENABLE=1. A log whose
+      // NCCL_ALGO names one for its collective (one name, or a list that lists it:
+      // "CollNetDirect,Ring") and does not say how NCCL_COLLNET_ENABLE was set had it on; one that
+      // set it to 0 could not run it. A list that excludes ("^ring") enables CollNet without
+      // naming it: NCCL ran CollNet there only where the job set NCCL_COLLNET_ENABLE=1 too, which
+      // such a log does not say, so CollNet stays as the log left it.
+      unsigned collnet_bits = algorithm_bit(CollectiveAlgorithm::CollnetDirect) |
+                              algorithm_bit(CollectiveAlgorithm::CollnetChain);
+      if (op == BenchOp::AllReduce && log.nodes > 1) collnet_bits |= algorithm_bit(CollectiveAlgorithm::Nvls);
+      if (no_collnet_gather) collnet_bits &= ~algorithm_bit(CollectiveAlgorithm::CollnetDirect);
+      const unsigned needs =
+          collnet_bits & (!log_algo_list ? algorithm_bit(probe)
+                          : op == BenchOp::SendRecv ? 0u
+                                                    : nccl_algo_list_named(log.algorithm, bench_collective_kind(op)));
+      // Of a list, what needs it: "the CollNetChain and NVLS across nodes of NCCL_ALGO=collnetchain,nvls".
+      std::string listed;
+      int named = 0;
+      for (CollectiveAlgorithm x : {CollectiveAlgorithm::CollnetDirect, CollectiveAlgorithm::CollnetChain,
+                                    CollectiveAlgorithm::Nvls})
+        if ((needs & algorithm_bit(x)) != 0)
+          listed += std::string(named++ == 0 ? "the " : " and ") + nccl_algo_name(x) +
+                    (x == CollectiveAlgorithm::Nvls ? " across nodes" : "");
+      listed += " of NCCL_ALGO=" + log.algorithm;
+      const char* across = probe == CollectiveAlgorithm::Nvls ? " across nodes" : "";
+      if (needs != 0 && !*collnet_enable && log.collnet_enable == -1) {
+        *collnet_enable = true;
+        notes->push_back("NCCL_COLLNET_ENABLE=1, which " +
+                         (log_algo_list ? listed + (named > 1 ? " need" : " needs")
+                                        : "NCCL_ALGO=" + log.algorithm + " needs" + across) +
+                         no_sharp);
+      } else if (needs != 0 && !*collnet_enable) {
+        notes->push_back("the log set NCCL_COLLNET_ENABLE=0, with which NCCL cannot run " +
+                         (log_algo_list ? listed : "NCCL_ALGO=" + log.algorithm + across));
+      }
+    } else {
+      notes->push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which is not " +
+                       (log_algo_list ? "a list NCCL_ALGO reads" : "one algorithm modelled for " + log.collective) +
+                       ": chosen automatically here");
+    }
+  }
+  // A flag that overrides what the log ran is the user's question, said beside the result.
+  if (!flag_algo.empty() && log.algorithm != "auto")
+    notes->push_back("--algo " + flag_algo + " in place of the log's NCCL_ALGO=" + log.algorithm);
+  if (flag_collnet && log.collnet_enable == 0)
+    notes->push_back("--collnet in place of the log's NCCL_COLLNET_ENABLE=0");
+  // The automatic choice, or the log's list where it enables CollNetDirect, with CollNet on: not
+  // CollNetDirect, which the log's NCCL did not have for the collective.
+  if (no_collnet_gather && *collnet_enable && flag_algo.empty() &&
+      (algo == "auto" || (!is_single_nccl_name(algo) &&
+                          nccl_algo_list_enables(algo, bench_collective_kind(op), CollectiveAlgorithm::CollnetDirect)))) {
+    r.without_collnet_direct = true;
+    notes->push_back(no_collnet_why + ": left out here");
+  }
+  return r;
 }
 
 Topology load_collective_topology(const std::string& path, TopologyOverrides* ov, int k, std::string* trimmed_note) {

@@ -30,6 +30,29 @@ double counted_bytes(BenchOp op, int ranks, DataType type);
 DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, BenchOp op, int ranks,
                              const DeviceSpec& dev, std::vector<std::string>* notes);
 
+/// What `overlapsim collective --compare` runs of a log's NCCL_ALGO (compared_algorithm).
+struct ComparedAlgorithm {
+  std::string algo;  ///< as --algo takes it: "auto", one name or a list
+  /// CollNetDirect is to be left out of the automatic choice (or the log's list) for the log's
+  /// collective: an AllGather or ReduceScatter across nodes by an NCCL before 2.20, which had none.
+  bool without_collnet_direct = false;
+};
+
+/// The algorithm `overlapsim collective --compare` runs for log `log` of collective `op`, as
+/// --algo takes it: `flag_algo` where given (--algo; "" where not), else the log's NCCL_ALGO where
+/// it reads as one algorithm modelled for `op` or as a list NCCL_ALGO takes, else "auto". Sets
+/// `*collnet_enable` (NCCL_COLLNET_ENABLE, from --collnet) where the log ran with it: set to 1 by
+/// its NCCL INFO lines, or not said beside an NCCL_ALGO that names one that needs it (CollNet, an
+/// AllReduce's NVLS across nodes; one name, or a list that lists it, not one that excludes it);
+/// `sharp_version` is the topology's (0: its fabric does not reduce, said in the notes). A log of
+/// an AllGather or ReduceScatter across nodes by an NCCL before 2.20 (its nccl_version; unknown:
+/// no matter) ran no CollNetDirect: its NCCL_ALGO=CollNetDirect runs the ring, and with CollNet
+/// on the automatic choice is without it (without_collnet_direct). Appends to `*notes` what it
+/// took from the log and what a flag took in its place. Throws nothing.
+ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const std::string& flag_algo,
+                                     bool flag_collnet, int sharp_version, bool* collnet_enable,
+                                     std::vector<std::string>* notes);
+
 /// The topology of file `path` with the overrides `*ov`. Where node.count passes the machine
 /// limit at the nodes' full size and the collective takes `k` GPUs a node (k > 0: --ranks-per-node,
 /// or a --compare log's ranks per host), the nodes are loaded with their first k GPUs (their
