@@ -256,3 +256,33 @@ TEST_CASE("import-nccl-tests: NCCL's TUNING lines choosing NVLS for a ReduceScat
   REQUIRE(r.profile.collectives.size() == 1);
   CHECK(r.profile.collectives[0].collnet_enable);
 }
+
+TEST_CASE("collective --compare: a 2-node ReduceScatter log that ran NCCL_ALGO=NVLS runs NVLS across nodes, with CollNet") {
+  const std::string base = slurp(kSrc + "/tests/data/nccl-tests/reduce_scatter_perf_2x8xh100.log");
+  const std::string info = "dgx-h100-01:70110:70145 [0] NCCL INFO ";
+  const std::string path = temp_path("reduce_scatter_perf.log");
+  const auto compare = [&](const std::string& lines) {
+    std::ofstream(path) << lines << base;
+    return run_cli("collective --fidelity analytic -t " + kSrc +
+                   "/topologies/dgx-h100-superpod.yaml --override node.count=2 --compare " + path);
+  };
+  SUBCASE("the log's NCCL: NVLS with CollNet, which it needed") {
+    const Run r = compare(info + "NCCL_ALGO set by environment to NVLS\n");
+    REQUIRE(r.status == 0);
+    CAPTURE(r.output);
+    CHECK(r.output.find("# note: NCCL_ALGO=NVLS as the log ran it") != std::string::npos);
+    CHECK(r.output.find("# note: NCCL_COLLNET_ENABLE=1, which NCCL_ALGO=NVLS needs across nodes") != std::string::npos);
+    CHECK(r.output.find("nvls/Simple/16") != std::string::npos);
+    CHECK(r.output.find("ring/") == std::string::npos);
+  }
+  SUBCASE("NCCL 2.18 had no CollNet AllGather or ReduceScatter: CollNet stays off, the ring runs, said") {
+    const Run r = compare(info + "NCCL version 2.18.5+cuda12.2\n" + info + "NCCL_ALGO set by environment to NVLS\n");
+    REQUIRE(r.status == 0);
+    CAPTURE(r.output);
+    CHECK(r.output.find("NCCL_COLLNET_ENABLE=1, which") == std::string::npos);
+    CHECK(r.output.find("# note: NCCL 2.18.5 (the log's) cannot run NVLS across nodes for reduce_scatter (it runs on "
+                        "CollNet's AllGather and ReduceScatter, which came in NCCL 2.20)") != std::string::npos);
+    CHECK(r.output.find("nvls/") == std::string::npos);
+    CHECK(r.output.find("ring/") != std::string::npos);
+  }
+}

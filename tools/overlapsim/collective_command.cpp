@@ -106,7 +106,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                 "auto | ll | ll128 | simple (NCCL_PROTO), or a list as NCCL_PROTO takes it: LL,Simple; ^LL128; "
                 "allreduce:LL128;allgather:Simple (the automatic choice among those)")
       ->check(non_empty);
-  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat | collnetdirect | collnetchain (NCCL_ALGO; tree, nvlstree and collnetchain apply to allreduce only, nvls and collnetdirect to allreduce, allgather and reducescatter; nvls inside one Hopper NVSwitch node (an allreduce also across such nodes with --collnet on a fabric with SHARP), nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; collnet* across nodes with --collnet on a fabric with SHARP, collnetdirect also allgather and reducescatter on SHARP 3; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
+  c->add_option("--algo", a.algo, "auto | ring | tree | nvls | nvlstree | pat | collnetdirect | collnetchain (NCCL_ALGO; tree, nvlstree and collnetchain apply to allreduce only, nvls and collnetdirect to allreduce, allgather and reducescatter; nvls inside one Hopper NVSwitch node, also across such nodes with --collnet on a fabric with SHARP (allgather and reducescatter there on SHARP 3), nvlstree across such nodes; pat to allgather and reducescatter over one GPU per node; collnet* across nodes with --collnet on a fabric with SHARP, collnetdirect also allgather and reducescatter on SHARP 3; else the ring), or a list as NCCL_ALGO takes it: ring,tree; ^nvls; allreduce:tree,ring;allgather:ring (the automatic choice among those; refused where none can run)")
       ->check(non_empty);
   c->add_option("--redop,-o", a.redop,
                 "sum | prod | max | min | avg | mulsum: the reduction of allreduce, reducescatter and reduce (nccl-tests -o; "
@@ -426,9 +426,9 @@ int collective_command(const CollectiveArgs& a) {
       throw list_error("--algo", algo, e);
     }
   }
-  if (without_collnet_direct)
+  if (without_collnet_direct)  // (and NVLS across nodes, which runs on CollNet's AllGather and ReduceScatter)
     opt.replay.collectives.allowed.kinds[static_cast<size_t>(bench_collective_kind(op))].algorithms &=
-        ~algorithm_bit(CollectiveAlgorithm::CollnetDirect);
+        ~(algorithm_bit(CollectiveAlgorithm::CollnetDirect) | algorithm_bit(CollectiveAlgorithm::Nvls));
   if (!is_single_nccl_name(protocol)) {
     try {
       parse_nccl_proto_list(protocol, opt.replay.collectives.allowed);

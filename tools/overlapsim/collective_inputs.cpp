@@ -105,7 +105,8 @@ ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const 
   algo = flag_algo.empty() ? "auto" : flag_algo;
   // NCCL added CollNet's AllGather and ReduceScatter in 2.20 (src/graph/tuning.cc enables them
   // where the net plugin has ncclCollNet's iallgather and ireducescatter, its API v8): a log of an
-  // earlier NCCL ran no CollNetDirect for them. An unknown version changes nothing.
+  // earlier NCCL ran no CollNetDirect for them, nor NVLS across nodes, which runs on CollNet's.
+  // An unknown version changes nothing.
   const bool gather = op == BenchOp::AllGather || op == BenchOp::ReduceScatter;
   const bool no_collnet_gather = gather && log.nodes > 1 && nccl_version_before(log.nccl_version, 2, 20);
   const std::string no_collnet_why =
@@ -146,6 +147,9 @@ ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const 
                          ": the ring here (NCCL before 2.24 ran the ring where NCCL_ALGO left nothing that can run)");
       } else {
         notes->push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
+        if (!log_algo_list && probe == CollectiveAlgorithm::Nvls && no_collnet_gather)
+          notes->push_back("NCCL " + log.nccl_version + " (the log's) cannot run NVLS across nodes for " +
+                           log.collective + " (it runs on CollNet's AllGather and ReduceScatter, which came in NCCL 2.20)");
       }
       // NCCL runs CollNet, and NVLS across nodes, only with NCCL_COLLNET_ENABLE=1. A log whose
       // NCCL_ALGO names one for its collective (one name, or a list that lists it:
@@ -155,8 +159,9 @@ ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const 
       // such a log does not say, so CollNet stays as the log left it.
       unsigned collnet_bits = algorithm_bit(CollectiveAlgorithm::CollnetDirect) |
                               algorithm_bit(CollectiveAlgorithm::CollnetChain);
-      if (op == BenchOp::AllReduce && log.nodes > 1) collnet_bits |= algorithm_bit(CollectiveAlgorithm::Nvls);
-      if (no_collnet_gather) collnet_bits &= ~algorithm_bit(CollectiveAlgorithm::CollnetDirect);
+      if ((op == BenchOp::AllReduce || gather) && log.nodes > 1) collnet_bits |= algorithm_bit(CollectiveAlgorithm::Nvls);
+      if (no_collnet_gather)
+        collnet_bits &= ~(algorithm_bit(CollectiveAlgorithm::CollnetDirect) | algorithm_bit(CollectiveAlgorithm::Nvls));
       const unsigned needs =
           collnet_bits & (!log_algo_list ? algorithm_bit(probe)
                           : op == BenchOp::SendRecv ? 0u
@@ -193,7 +198,8 @@ ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const 
   if (flag_collnet && log.collnet_enable == 0)
     notes->push_back("--collnet in place of the log's NCCL_COLLNET_ENABLE=0");
   // The automatic choice, or the log's list where it enables CollNetDirect, with CollNet on: not
-  // CollNetDirect, which the log's NCCL did not have for the collective.
+  // CollNetDirect, which the log's NCCL did not have for the collective (nor NVLS across these
+  // nodes: collective_command.cpp leaves both out).
   if (no_collnet_gather && *collnet_enable && flag_algo.empty() &&
       (algo == "auto" || (!is_single_nccl_name(algo) &&
                           nccl_algo_list_enables(algo, bench_collective_kind(op), CollectiveAlgorithm::CollnetDirect)))) {

@@ -33,8 +33,9 @@ DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, B
 /// What `overlapsim collective --compare` runs of a log's NCCL_ALGO (compared_algorithm).
 struct ComparedAlgorithm {
   std::string algo;  ///< as --algo takes it: "auto", one name or a list
-  /// CollNetDirect is to be left out of the automatic choice (or the log's list) for the log's
-  /// collective: an AllGather or ReduceScatter across nodes by an NCCL before 2.20, which had none.
+  /// CollNetDirect (and NVLS, which runs across nodes on CollNet's) is to be left out of the
+  /// automatic choice (or the log's list) for the log's collective: an AllGather or ReduceScatter
+  /// across nodes by an NCCL before 2.20, which had neither.
   bool without_collnet_direct = false;
 };
 
@@ -42,8 +43,8 @@ struct ComparedAlgorithm {
 /// --algo takes it: `flag_algo` where given (--algo; "" where not), else the log's NCCL_ALGO where
 /// it reads as one algorithm modelled for `op` or as a list NCCL_ALGO takes, else "auto". Sets
 /// `*collnet_enable` (NCCL_COLLNET_ENABLE, from --collnet) where the log ran with it: set to 1 by
-/// its NCCL INFO lines, or not said beside an NCCL_ALGO that names one that needs it (CollNet, an
-/// AllReduce's NVLS across nodes; one name, or a list that lists it, not one that excludes it);
+/// its NCCL INFO lines, or not said beside an NCCL_ALGO that names one that needs it (CollNet,
+/// NVLS across nodes; one name, or a list that lists it, not one that excludes it);
 /// `sharp_version` is the topology's (0: its fabric does not reduce, said in the notes). A log of
 /// an AllGather or ReduceScatter across nodes by an NCCL before 2.20 (its nccl_version; unknown:
 /// no matter) ran no CollNetDirect: its NCCL_ALGO=CollNetDirect runs the ring, and with CollNet
