@@ -112,7 +112,7 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
   };
   // NVLS: inside one node, or across nodes with CollNet.
   const auto in_switch = [&]() {
-    return nodes > 1 ? plan_nvls_collnet(topo, eff, ranks, kind, bytes, opt.nvls_loop_s, group_inputs())
+    return nodes > 1 ? plan_nvls_collnet(topo, eff, ranks, kind, bytes, opt.nvls_loop_s, group_inputs(), forced)
                      : plan_nvls(topo, eff, ranks, bytes, opt.nvls_loop_s, kind);
   };
   if (alg == CollectiveAlgorithm::Nvls && nvls) return in_switch();

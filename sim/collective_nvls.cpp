@@ -48,10 +48,11 @@ std::vector<int> node_ranks_of(const std::vector<int>& ranks, const std::vector<
 /// NVLS_TREE's and NVLS across nodes' intra-node part.
 double nodes_nvls_port_s(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                          const std::vector<std::vector<int>>& nodes, double bytes, double nvls_loop_s,
-                         CollectiveKind kind = CollectiveKind::AllReduce) {
+                         CollectiveKind kind = CollectiveKind::AllReduce, int channels = 0) {
   double port_s = 0;
   for (const auto& members : nodes) {
-    const CollectivePlan in_node = plan_nvls(topo, eff, node_ranks_of(ranks, members), bytes, nvls_loop_s, kind);
+    const CollectivePlan in_node =
+        plan_nvls(topo, eff, node_ranks_of(ranks, members), bytes, nvls_loop_s, kind, channels);
     for (const Hop2& h : in_node.rings[0].hops)
       port_s = std::max(port_s, h.step_latency_s - std::max(h.route_latency_s, kNvlsLatency) +
                                     in_node.wire_bytes / h.share_Bps);
@@ -123,7 +124,7 @@ std::string nvls_unsupported(const Topology& topo, const std::vector<int>& ranks
 }
 
 CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
-                         double loop_s, CollectiveKind kind) {
+                         double loop_s, CollectiveKind kind, int channels) {
   const int cc = device_spec(topo.gpu_model()).compute_capability;
   CollectivePlan p;
   p.kind = kind;
@@ -132,7 +133,7 @@ CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const 
   p.members = static_cast<int>(ranks.size());
   // NCCL's nvlsChannels (src/transport/nvls.cc ncclNvlsTuning): NCCL_MIN/MAX_NCHANNELS, what a
   // forced channel count stands for, do not set them (NCCL_MIN/MAX_CTAS would).
-  p.channels = cc >= 100 ? 24 : 16;
+  p.channels = channels > 0 ? channels : cc >= 100 ? 24 : 16;
   p.sm_blocks = p.channels;
   p.steps = 1;
   p.step_bytes = bytes;
@@ -257,7 +258,8 @@ CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, c
 }
 
 CollectivePlan plan_nvls_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                                 CollectiveKind kind, double bytes, double nvls_loop_s, const NcclTunerInputs& tuner) {
+                                 CollectiveKind kind, double bytes, double nvls_loop_s, const NcclTunerInputs& tuner,
+                                 int channels_forced) {
   const int cc_index = compute_capability_index(topo);
   const std::vector<std::vector<int>> nodes = members_by_node(topo, ranks);
   const int N = static_cast<int>(nodes.size());
@@ -270,8 +272,9 @@ CollectivePlan plan_nvls_collnet(const Topology& topo, const LinkEfficiency& eff
   p.protocol = Protocol::Simple;
   p.members = n;
   // NCCL's channels across nodes: min(nvlsChannels, comm->nChannels) (src/enqueue.cc
-  // getChannnelThreadInfo), whatever an op forces (as plan_nvls).
-  p.channels = std::min(cc_index >= 3 ? 24 : 16, std::max(1, tuner.comm_channels));
+  // getChannnelThreadInfo), the communicator's being what an op forces (NCCL_MIN/MAX_NCHANNELS
+  // bound comm->nChannels: src/graph/connect.cc); inside each node the kernel's same channels.
+  p.channels = std::min(cc_index >= 3 ? 24 : 16, channels_forced > 0 ? channels_forced : std::max(1, tuner.comm_channels));
   p.sm_blocks = p.channels;
   p.steps = 1;
   p.step_bytes = bytes;
@@ -281,7 +284,7 @@ CollectivePlan plan_nvls_collnet(const Topology& topo, const LinkEfficiency& eff
   if (bytes <= 0) return p;
   // Inside each node: its NVLS port time with the pipeline's fill, as NVLS alone of the same
   // collective (header), and its NVLS ring's flows.
-  const double intra_s = nodes_nvls_port_s(topo, eff, ranks, nodes, bytes, nvls_loop_s, kind);
+  const double intra_s = nodes_nvls_port_s(topo, eff, ranks, nodes, bytes, nvls_loop_s, kind, p.channels);
   add_node_nvls_rings(nodes, bytes / efficiency, &p.bulk);
   // Between the nodes: head r of each node (the GPU of NIC rail r) hands its shard S / h to the
   // network's switches and takes the reduced shard back (an AllGather's head sends its part and

@@ -203,7 +203,8 @@
 // Nvls) and every node can run NVLS. Inside each node the GPUs scatter into and gather from the
 // switch as NVLS does; each of the h heads (h = min(m, NICs)) sends its shard S / h through its
 // NIC to the network's switches, which reduce across nodes, and receives the reduced shard. On C
-// NVLS channels (16 Hopper, 24 Blackwell; fewer where the communicator has fewer) it takes
+// NVLS channels (16 Hopper, 24 Blackwell; fewer where the communicator has fewer, as forced channels
+// make it: NCCL_MIN/MAX_NCHANNELS, which NVLS inside one node and NVLS_TREE do not heed) it takes
 //   T = 25 µs + 18 µs + max(T_nvls, T_net)
 // (NCCL's tuning model's latency for it: hwLat on NVLink plus the network's NVLS hwLat; no base
 // latency), with T_nvls the node's NVLS port time with its pipeline's fill, as NVLS alone above

@@ -87,9 +87,11 @@ inline bool nvls_supported(const Topology& topo, const std::vector<int>& ranks, 
 }
 /// The NVLS plan of an AllReduce, AllGather or ReduceScatter (collective_plan.hpp, NVLS), `loop_s`
 /// seconds per loop after the first (CollectiveOptions::nvls_loop_s), on NCCL's NVLS channels
-/// whatever channels an op forces. REQUIRES: nvls_supported for `kind`.
+/// (`channels` 0) whatever channels an op forces (NCCL_MIN/MAX_NCHANNELS do not set them), or on
+/// `channels` > 0 (NVLS across nodes runs the node's part on the communicator's, when fewer).
+/// REQUIRES: nvls_supported for `kind`.
 CollectivePlan plan_nvls(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks, double bytes,
-                         double loop_s = 0, CollectiveKind kind = CollectiveKind::AllReduce);
+                         double loop_s = 0, CollectiveKind kind = CollectiveKind::AllReduce, int channels = 0);
 /// Whether SHARP reduces `op` of `t` on switches of generation `sharp_version` (Topology::
 /// sharp_version; collective_plan.hpp, CollNet).
 bool sharp_reduces(ReduceOp op, DataType t, int sharp_version);
@@ -132,11 +134,12 @@ inline bool nvls_tree_supported(const Topology& topo, const std::vector<int>& ra
 CollectivePlan plan_nvls_tree(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
                               double bytes, double nvls_loop_s = 0);
 /// The NVLS plan across nodes of an AllReduce, AllGather or ReduceScatter, with CollNet
-/// (collective_plan.hpp, NVLS across nodes): bulk flows, on min(NCCL's NVLS channels,
-/// tuner.comm_channels) channels. REQUIRES: nvls_supported for `kind` over these ranks, on 2 or
-/// more nodes.
+/// (collective_plan.hpp, NVLS across nodes): bulk flows, on min(NCCL's NVLS channels, the
+/// communicator's channels: `channels_forced` where > 0, else tuner.comm_channels) channels.
+/// REQUIRES: nvls_supported for `kind` over these ranks, on 2 or more nodes.
 CollectivePlan plan_nvls_collnet(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,
-                                 CollectiveKind kind, double bytes, double nvls_loop_s, const NcclTunerInputs& tuner);
+                                 CollectiveKind kind, double bytes, double nvls_loop_s, const NcclTunerInputs& tuner,
+                                 int channels_forced = 0);
 /// What NCCL's tuner knows of an NVLS_TREE over these ranks (nccl_tuning.hpp): heads, the NVLS
 /// graph's intra- and inter-node bandwidth. REQUIRES: nvls_tree_supported.
 void nvls_tree_tuner_inputs(const Topology& topo, const LinkEfficiency& eff, const std::vector<int>& ranks,

@@ -247,7 +247,7 @@ const char* nccl_function_name(CollectiveKind k) {
 std::string forced_algorithm_reason(const std::string& nccl_algo) {
   return "NCCL runs Tree and NVLSTree for AllReduce only, NVLS for AllReduce, AllGather and ReduceScatter; NVLS "
          "inside one node of 3 or more Hopper-or-later GPUs on NVSwitch (AllGather and ReduceScatter: at most 32), or "
-         "for AllReduce across such nodes with CollNet (below), NVLSTree across 2 or more such nodes with NICs and the same "
+         "across such nodes with CollNet (below; AllGather and ReduceScatter on CollNet's), NVLSTree across 2 or more such nodes with NICs and the same "
          "number of GPUs each, both with Simple, 2 or more channels and (but for AllGather) a reduction NVLS has (a sum "
          "of 32/64-bit integers, half, bfloat16, float or double, a max or min of those but float and double); PAT for "
          "AllGather and ReduceScatter over 2 or more ranks each on a node of its own, with Simple, not for a ReduceScatter that averages (avg, mulsum); "

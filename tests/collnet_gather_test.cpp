@@ -220,8 +220,11 @@ TEST_CASE("collective --compare: a ReduceScatter log of NCCL before 2.20 ran no 
   const Run old = compare("2.18.5", "");
   REQUIRE(old.status == 0);
   CAPTURE(old.output);
-  CHECK(old.output.find("# note: NCCL 2.18.5 (the log's) cannot run CollNetDirect for reduce_scatter (CollNet's "
-                        "AllGather and ReduceScatter came in NCCL 2.20): left out here") != std::string::npos);
+  CHECK(old.output.find("# note: NCCL 2.18.5 (the log's) cannot run CollNetDirect for reduce_scatter (it came in NCCL "
+                        "2.20): left out here") != std::string::npos);
+  // NVLS across nodes runs on CollNet's ReduceScatter too: left out as well, said.
+  CHECK(old.output.find("# note: NCCL 2.18.5 (the log's) cannot run NVLS across nodes for reduce_scatter (it came in "
+                        "NCCL 2.20): left out here") != std::string::npos);
   CHECK(old.output.find("collnetdirect/") == std::string::npos);
   // Its NCCL_ALGO=CollNetDirect: the ring, said; NCCL_COLLNET_ENABLE is not inferred from it.
   const Run forced = compare("2.19.3", "CollNetDirect");

@@ -275,14 +275,109 @@ TEST_CASE("collective --compare: a 2-node ReduceScatter log that ran NCCL_ALGO=N
     CHECK(r.output.find("nvls/Simple/16") != std::string::npos);
     CHECK(r.output.find("ring/") == std::string::npos);
   }
-  SUBCASE("NCCL 2.18 had no CollNet AllGather or ReduceScatter: CollNet stays off, the ring runs, said") {
-    const Run r = compare(info + "NCCL version 2.18.5+cuda12.2\n" + info + "NCCL_ALGO set by environment to NVLS\n");
+  const std::string v218 = info + "NCCL version 2.18.5+cuda12.2\n";
+  const std::string on = info + "NCCL_COLLNET_ENABLE set by environment to 1.\n";
+  const char* const lacks = "NCCL 2.18.5 (the log's) cannot run NVLS across nodes for reduce_scatter (it came in NCCL 2.20)";
+  SUBCASE("NCCL 2.18 had no NVLS ReduceScatter across nodes: its NCCL_ALGO=NVLS runs the ring, said, CollNet or not") {
+    for (const std::string& collnet : {std::string(), on}) {
+      CAPTURE(collnet);
+      const Run r = compare(v218 + collnet + info + "NCCL_ALGO set by environment to NVLS\n");
+      REQUIRE(r.status == 0);
+      CAPTURE(r.output);
+      CHECK(r.output.find("NCCL_COLLNET_ENABLE=1, which") == std::string::npos);
+      CHECK(r.output.find(std::string("# note: the log ran NCCL_ALGO=NVLS, which ") + lacks + ": the ring here") !=
+            std::string::npos);
+      CHECK(r.output.find("nvls/") == std::string::npos);
+      CHECK(r.output.find("ring/") != std::string::npos);
+    }
+  }
+  SUBCASE("NCCL 2.18, a list naming NVLS, CollNet on: NVLS left out, said") {
+    const Run r = compare(v218 + on + info + "NCCL_ALGO set by environment to nvls,ring\n");
     REQUIRE(r.status == 0);
     CAPTURE(r.output);
-    CHECK(r.output.find("NCCL_COLLNET_ENABLE=1, which") == std::string::npos);
-    CHECK(r.output.find("# note: NCCL 2.18.5 (the log's) cannot run NVLS across nodes for reduce_scatter (it runs on "
-                        "CollNet's AllGather and ReduceScatter, which came in NCCL 2.20)") != std::string::npos);
+    CHECK(r.output.find(std::string("# note: ") + lacks + ": left out here") != std::string::npos);
     CHECK(r.output.find("nvls/") == std::string::npos);
-    CHECK(r.output.find("ring/") != std::string::npos);
   }
+  SUBCASE("NCCL 2.18, CollNet on: --algo auto leaves out what the default does") {
+    std::ofstream(path) << v218 << on << base;
+    const std::string cmd = "collective --fidelity analytic -t " + kSrc +
+                            "/topologies/dgx-h100-superpod.yaml --override node.count=2 --compare " + path;
+    const Run plain = run_cli(cmd), automatic = run_cli(cmd + " --algo auto");
+    REQUIRE(plain.status == 0);
+    REQUIRE(automatic.status == 0);
+    CAPTURE(automatic.output);
+    for (const Run* r : {&plain, &automatic}) {
+      CHECK(r->output.find(std::string("# note: ") + lacks + ": left out here") != std::string::npos);
+      CHECK(r->output.find("collnetdirect/") == std::string::npos);
+      CHECK(r->output.find("nvls/") == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("collective --compare: an AllReduce log of NCCL 2.17 across nodes runs no NVLS across nodes, nor NVLSTree") {
+  // A 2-node all_reduce_perf log of 16 H100s (busbw = 2 (n − 1)/n · algbw).
+  std::string log = "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 67108864 step: 64(factor) warmup iters: 5 "
+                    "iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n";
+  for (int r = 0; r < 16; ++r)
+    log += "#  Rank " + std::to_string(r) + " Group  0 Pid  " + std::to_string(70110 + r) + " on dgx-h100-0" +
+           std::to_string(1 + r / 8) + " device  " + std::to_string(r % 8) + " [0x18] NVIDIA H100 80GB HBM3\n";
+  const std::string info = "dgx-h100-01:70110:70145 [0] NCCL INFO ";
+  log += info + "NCCL version 2.17.1+cuda12.1\n" + info + "NCCL_COLLNET_ENABLE set by environment to 1.\n";
+  log += "#\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+         "busbw #wrong\n"
+         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+         "(GB/s)       \n"
+         "     1048576        262144     float     sum      -1   100.00   10.49   19.66      0   100.00   10.49   "
+         "19.66      0\n"
+         "    67108864      16777216     float     sum      -1   400.00  167.77  314.57      0   400.00  167.77  "
+         "314.57      0\n"
+         "# Out of bounds values : 0 OK\n"
+         "# Avg bus bandwidth    : 167.115\n";
+  const std::string path = temp_path("all_reduce_perf.log");
+  std::ofstream(path) << log;
+  const Run r = run_cli("collective --fidelity analytic -t " + kSrc +
+                        "/topologies/dgx-h100-superpod.yaml --override node.count=2 --compare " + path);
+  REQUIRE(r.status == 0);
+  CAPTURE(r.output);
+  CHECK(r.output.find("# note: NCCL 2.17.1 (the log's) cannot run NVLS across nodes for all_reduce (it came in NCCL "
+                      "2.18): left out here") != std::string::npos);
+  CHECK(r.output.find("# note: NCCL 2.17.1 (the log's) cannot run NVLSTree for all_reduce (it came in NCCL 2.18): left "
+                      "out here") != std::string::npos);
+  CHECK(r.output.find("nvls/") == std::string::npos);
+  CHECK(r.output.find("nvlstree/") == std::string::npos);
+}
+
+TEST_CASE("NVLS across nodes on forced channels: the fewer of NCCL's NVLS channels and the communicator's") {
+  // src/enqueue.cc: nc = min(nvlsChannels, comm->nChannels) across nodes, and NCCL_MIN/MAX_NCHANNELS
+  // set comm->nChannels (src/graph/connect.cc); inside one node NVLS keeps its own 16.
+  const Topology two = h100_nodes(2);
+  const double S = 1024 * kMiB;
+  for (K k : {K::AllReduce, K::AllGather, K::ReduceScatter}) {
+    CAPTURE(static_cast<int>(k));
+    const CollectivePlan all16 = plan_collective(two, LinkEfficiency{}, first(16), k, S, 0, collnet_on(A::Nvls));
+    const CollectivePlan c8 = plan_collective(two, LinkEfficiency{}, first(16), k, S, 8, collnet_on(A::Nvls));
+    const CollectivePlan c32 = plan_collective(two, LinkEfficiency{}, first(16), k, S, 32, collnet_on(A::Nvls));
+    REQUIRE(c8.algorithm == A::Nvls);
+    CHECK(all16.channels == 16);
+    CHECK(c8.channels == 8);
+    CHECK(c32.channels == 16);
+    // Fewer channels, less of NCCL's NVLS efficiency ((C − 1)/C): slower through the ports.
+    CHECK(c8.closed_form_s() > all16.closed_form_s());
+    CHECK(c32.closed_form_s() == approx(all16.closed_form_s()).epsilon(1e-12));
+  }
+  CollectiveOptions in_node;
+  in_node.algorithm = A::Nvls;
+  CHECK(plan_collective(two, LinkEfficiency{}, first(8), K::AllGather, S, 8, in_node).channels == 16);
+  // The collective command says where --channels leaves NVLS's channels as they are.
+  const Run one = run_cli("collective --op allreduce -t " + kSrc +
+                          "/topologies/dgx-h100-superpod.yaml --override node.count=1 --sizes 1GiB:1GiB --channels 4");
+  REQUIRE(one.status == 0);
+  CHECK(one.output.find("# note: --channels 4: the 1 size(s) run on NVLS or NVLSTree use NCCL's NVLS channels, which "
+                        "NCCL_MIN/MAX_NCHANNELS do not set") != std::string::npos);
+  const Run across = run_cli("collective --op allgather -t " + kSrc +
+                             "/topologies/dgx-h100-superpod.yaml --override node.count=2 --sizes 1GiB:1GiB --collnet "
+                             "--algo nvls --channels 8");
+  REQUIRE(across.status == 0);
+  CHECK(across.output.find("nvls/Simple/8") != std::string::npos);
+  CHECK(across.output.find("--channels 8:") == std::string::npos);
 }

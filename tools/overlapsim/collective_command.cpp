@@ -134,7 +134,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_flag("--collnet", a.collnet,
               "NCCL_COLLNET_ENABLE=1: NCCL's CollNet (CollNetDirect, CollNetChain, and NVLS across Hopper NVSwitch "
               "nodes) may run an allreduce across nodes where the topology's fabric reduces in its switches "
-              "(fabric.sharp: InfiniBand SHARP), and CollNetDirect an allgather or reducescatter on SHARP 3");
+              "(fabric.sharp: InfiniBand SHARP), and CollNetDirect or NVLS an allgather or reducescatter on SHARP 3");
   c->add_option("--tree-slice-flows", a.tree_slice_flows,
                 fmt::format("flow fidelity: a tree allreduce of more per-slice flows than this runs in bulk, one flow "
                             "per hop and tree (a scenario's flow.tree_slice_flows; default {}; 0: every tree in bulk, "
@@ -404,12 +404,13 @@ int collective_command(const CollectiveArgs& a) {
     }
   }
   // The log's NCCL_ALGO and NCCL_COLLNET_ENABLE where the flags do not say (collective_inputs.hpp).
-  bool without_collnet_direct = false;
+  unsigned left_out = 0;  // algorithms the log's NCCL did not have
   if (comparing) {
     const ComparedAlgorithm c = compared_algorithm(log, op, a.algo, a.collnet, topo.sharp_version,
-                                                   &opt.replay.collectives.collnet_enable, &notes);
+                                                   dev.compute_capability, &opt.replay.collectives.collnet_enable,
+                                                   &notes);
     algo = c.algo;
-    without_collnet_direct = c.without_collnet_direct;
+    left_out = c.left_out;
   }
   const bool log_algo_list = comparing && a.algo.empty() && !is_single_nccl_name(log.algorithm);
   if (comparing && !a.protocol.empty() && log.protocol != "auto")
@@ -426,9 +427,8 @@ int collective_command(const CollectiveArgs& a) {
       throw list_error("--algo", algo, e);
     }
   }
-  if (without_collnet_direct)  // (and NVLS across nodes, which runs on CollNet's AllGather and ReduceScatter)
-    opt.replay.collectives.allowed.kinds[static_cast<size_t>(bench_collective_kind(op))].algorithms &=
-        ~(algorithm_bit(CollectiveAlgorithm::CollnetDirect) | algorithm_bit(CollectiveAlgorithm::Nvls));
+  if (left_out != 0)
+    opt.replay.collectives.allowed.kinds[static_cast<size_t>(bench_collective_kind(op))].algorithms &= ~left_out;
   if (!is_single_nccl_name(protocol)) {
     try {
       parse_nccl_proto_list(protocol, opt.replay.collectives.allowed);
@@ -646,6 +646,21 @@ int collective_command(const CollectiveArgs& a) {
                             // The log's NCCL_ALGO, where --algo did not name one.
                             (comparing && a.algo.empty() ? "the log's NCCL_ALGO=" : "--algo ") + algo_shown, other,
                             rows.size(), ran, why, algo_shown));
+  }
+
+  // NVLS inside one node and NVLS_TREE run on NCCL's NVLS channels (NCCL_NVLS_NCHANNELS, bounded
+  // by the CTA settings), which NCCL_MIN/MAX_NCHANNELS do not set (src/transport/nvls.cc):
+  // --channels leaves their rows as they are, said once (NVLS across nodes takes the fewer of
+  // those and the communicator's, which --channels sets).
+  if (a.channels > 1) {
+    const bool one_node = node_count(topo, members) <= 1;
+    int nvls_rows = 0;
+    for (const BenchRow& r : rows)
+      if ((one_node && r.plan.rfind("nvls/", 0) == 0) || r.plan.rfind("nvlstree/", 0) == 0) ++nvls_rows;
+    if (nvls_rows > 0)
+      notes.push_back(fmt::format("--channels {}: the {} size(s) run on NVLS or NVLSTree use NCCL's NVLS channels, "
+                                  "which NCCL_MIN/MAX_NCHANNELS do not set",
+                                  a.channels, nvls_rows));
   }
 
   if (!stream) {

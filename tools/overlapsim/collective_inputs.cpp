@@ -40,6 +40,39 @@ bool nccl_algo_list_enables(const std::string& text, CollectiveKind kind, Collec
   }
   return sel.of(kind).has(a);
 }
+
+/// An algorithm a log's NCCL did not have for its collective: what it is called there and the
+/// first NCCL that has it, and whether it runs only with CollNet.
+struct Missing {
+  CollectiveAlgorithm alg;
+  std::string what;  // "NVLS across nodes"
+  const char* since;
+  bool collnet;
+};
+
+/// The algorithms NCCL `version` ("" or unreadable: none) lacks for `op` over `nodes` nodes, by
+/// the NCCL release that brought each (the first NCCL that has it, as collective_plan.hpp gives
+/// it): NVLS, an AllReduce in one node, 2.17; NVLS_TREE and NVLS across nodes with CollNet (an
+/// AllReduce) 2.18; NVLS AllGather and ReduceScatter in one node 2.19; CollNet's AllGather and
+/// ReduceScatter, CollNetDirect's and NVLS's across nodes, 2.20; PAT 2.23.
+std::vector<Missing> missing_algorithms(const std::string& version, BenchOp op, int nodes) {
+  const bool gather = op == BenchOp::AllGather || op == BenchOp::ReduceScatter;
+  const bool across = nodes > 1;
+  std::vector<Missing> out;
+  const auto before = [&](int minor) { return nccl_version_before(version, 2, minor); };
+  using A = CollectiveAlgorithm;
+  if (op == BenchOp::AllReduce) {
+    if (across ? before(18) : before(17))
+      out.push_back({A::Nvls, across ? "NVLS across nodes" : "NVLS", across ? "2.18" : "2.17", across});
+    if (across && before(18)) out.push_back({A::NvlsTree, "NVLSTree", "2.18", false});
+  } else if (gather) {
+    if (across ? before(20) : before(19))
+      out.push_back({A::Nvls, across ? "NVLS across nodes" : "NVLS", across ? "2.20" : "2.19", across});
+    if (across && before(20)) out.push_back({A::CollnetDirect, "CollNetDirect", "2.20", true});
+    if (across && before(23)) out.push_back({A::Pat, "PAT", "2.23", false});
+  }
+  return out;
+}
 }  // namespace
 
 double counted_bytes(BenchOp op, int ranks, DataType type) {
@@ -98,20 +131,22 @@ DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, B
 }
 
 ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const std::string& flag_algo,
-                                     bool flag_collnet, int sharp_version, bool* collnet_enable,
-                                     std::vector<std::string>* notes) {
+                                     bool flag_collnet, int sharp_version, int compute_capability,
+                                     bool* collnet_enable, std::vector<std::string>* notes) {
   ComparedAlgorithm r;
   std::string& algo = r.algo;
   algo = flag_algo.empty() ? "auto" : flag_algo;
-  // NCCL added CollNet's AllGather and ReduceScatter in 2.20 (src/graph/tuning.cc enables them
-  // where the net plugin has ncclCollNet's iallgather and ireducescatter, its API v8): a log of an
-  // earlier NCCL ran no CollNetDirect for them, nor NVLS across nodes, which runs on CollNet's.
-  // An unknown version changes nothing.
+  // What the log's NCCL did not have for its collective (missing_algorithms; unknown version:
+  // nothing) runs in no comparison: a forced one runs the ring, and the automatic choice or a
+  // list goes without it (below).
   const bool gather = op == BenchOp::AllGather || op == BenchOp::ReduceScatter;
-  const bool no_collnet_gather = gather && log.nodes > 1 && nccl_version_before(log.nccl_version, 2, 20);
-  const std::string no_collnet_why =
-      "NCCL " + log.nccl_version + " (the log's) cannot run CollNetDirect for " + log.collective +
-      " (CollNet's AllGather and ReduceScatter came in NCCL 2.20)";
+  const std::vector<Missing> missing = missing_algorithms(log.nccl_version, op, log.nodes);
+  unsigned missing_bits = 0;
+  for (const Missing& x : missing) missing_bits |= algorithm_bit(x.alg);
+  const auto missing_why = [&](const Missing& x) {
+    return "NCCL " + log.nccl_version + " (the log's) cannot run " + x.what + " for " + log.collective + " (it came in NCCL " +
+           x.since + ")";
+  };
   // A log that set NCCL_COLLNET_ENABLE (its NCCL INFO line) runs with it; one that set it to 0
   // keeps CollNet off even where its NCCL_ALGO names an algorithm that needs it (below).
   const char* no_sharp = sharp_version == 0 ? " (the topology's fabric does not reduce in its switches, no "
@@ -141,15 +176,13 @@ ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const 
                                   ? gather || op == BenchOp::AllReduce
                                   : op == BenchOp::AllReduce))) {
       algo = log.algorithm;
-      if (!log_algo_list && probe == CollectiveAlgorithm::CollnetDirect && no_collnet_gather) {
+      const auto lacks = std::find_if(missing.begin(), missing.end(), [&](const Missing& x) { return x.alg == probe; });
+      if (!log_algo_list && lacks != missing.end()) {
         algo = "ring";
-        notes->push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which " + no_collnet_why +
+        notes->push_back("the log ran NCCL_ALGO=" + log.algorithm + ", which " + missing_why(*lacks) +
                          ": the ring here (NCCL before 2.24 ran the ring where NCCL_ALGO left nothing that can run)");
       } else {
         notes->push_back("NCCL_ALGO=" + log.algorithm + " as the log ran it");
-        if (!log_algo_list && probe == CollectiveAlgorithm::Nvls && no_collnet_gather)
-          notes->push_back("NCCL " + log.nccl_version + " (the log's) cannot run NVLS across nodes for " +
-                           log.collective + " (it runs on CollNet's AllGather and ReduceScatter, which came in NCCL 2.20)");
       }
       // NCCL runs CollNet, and NVLS across nodes, only with NCCL_COLLNET_ENABLE=1. A log whose
       // NCCL_ALGO names one for its collective (one name, or a list that lists it:
@@ -160,8 +193,7 @@ ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const 
       unsigned collnet_bits = algorithm_bit(CollectiveAlgorithm::CollnetDirect) |
                               algorithm_bit(CollectiveAlgorithm::CollnetChain);
       if ((op == BenchOp::AllReduce || gather) && log.nodes > 1) collnet_bits |= algorithm_bit(CollectiveAlgorithm::Nvls);
-      if (no_collnet_gather)
-        collnet_bits &= ~(algorithm_bit(CollectiveAlgorithm::CollnetDirect) | algorithm_bit(CollectiveAlgorithm::Nvls));
+      collnet_bits &= ~missing_bits;  // (which the log's NCCL did not run)
       const unsigned needs =
           collnet_bits & (!log_algo_list ? algorithm_bit(probe)
                           : op == BenchOp::SendRecv ? 0u
@@ -197,14 +229,25 @@ ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const 
     notes->push_back("--algo " + flag_algo + " in place of the log's NCCL_ALGO=" + log.algorithm);
   if (flag_collnet && log.collnet_enable == 0)
     notes->push_back("--collnet in place of the log's NCCL_COLLNET_ENABLE=0");
-  // The automatic choice, or the log's list where it enables CollNetDirect, with CollNet on: not
-  // CollNetDirect, which the log's NCCL did not have for the collective (nor NVLS across these
-  // nodes: collective_command.cpp leaves both out).
-  if (no_collnet_gather && *collnet_enable && flag_algo.empty() &&
-      (algo == "auto" || (!is_single_nccl_name(algo) &&
-                          nccl_algo_list_enables(algo, bench_collective_kind(op), CollectiveAlgorithm::CollnetDirect)))) {
-    r.without_collnet_direct = true;
-    notes->push_back(no_collnet_why + ": left out here");
+  // The automatic choice (no --algo, or --algo auto), or the log's list: without what the log's
+  // NCCL did not have among what it would take (what runs only with CollNet where CollNet is on);
+  // collective_command.cpp leaves them out.
+  const bool automatic = ascii_lower(algo) == "auto";
+  if ((flag_algo.empty() || automatic) && op != BenchOp::SendRecv && op != BenchOp::AllToAll) {
+    std::vector<std::string> said;
+    for (const Missing& x : missing) {
+      const bool enabled =
+          automatic || (!is_single_nccl_name(algo) && nccl_algo_list_enables(algo, bench_collective_kind(op), x.alg));
+      // (Said only where it could run here: NVLS on Hopper or later, PAT over one rank a node.)
+      const bool could_run = x.alg == CollectiveAlgorithm::Pat ? log.ranks == log.nodes
+                             : x.alg == CollectiveAlgorithm::Nvls || x.alg == CollectiveAlgorithm::NvlsTree
+                                 ? compute_capability >= 90
+                                 : true;
+      if (!enabled || !could_run || (x.collnet && !*collnet_enable)) continue;
+      r.left_out |= algorithm_bit(x.alg);
+      said.push_back(missing_why(x));
+    }
+    for (const std::string& why : said) notes->push_back(why + ": left out here");
   }
   return r;
 }

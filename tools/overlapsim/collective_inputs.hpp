@@ -33,10 +33,9 @@ DataType collective_datatype(const std::string& flag, const NcclTestsLog* log, B
 /// What `overlapsim collective --compare` runs of a log's NCCL_ALGO (compared_algorithm).
 struct ComparedAlgorithm {
   std::string algo;  ///< as --algo takes it: "auto", one name or a list
-  /// CollNetDirect (and NVLS, which runs across nodes on CollNet's) is to be left out of the
-  /// automatic choice (or the log's list) for the log's collective: an AllGather or ReduceScatter
-  /// across nodes by an NCCL before 2.20, which had neither.
-  bool without_collnet_direct = false;
+  /// algorithm_bit of each algorithm to leave out of the automatic choice (or the log's list) for
+  /// the log's collective: what the log's NCCL did not have for it (compared_algorithm).
+  unsigned left_out = 0;
 };
 
 /// The algorithm `overlapsim collective --compare` runs for log `log` of collective `op`, as
@@ -45,14 +44,18 @@ struct ComparedAlgorithm {
 /// `*collnet_enable` (NCCL_COLLNET_ENABLE, from --collnet) where the log ran with it: set to 1 by
 /// its NCCL INFO lines, or not said beside an NCCL_ALGO that names one that needs it (CollNet,
 /// NVLS across nodes; one name, or a list that lists it, not one that excludes it);
-/// `sharp_version` is the topology's (0: its fabric does not reduce, said in the notes). A log of
-/// an AllGather or ReduceScatter across nodes by an NCCL before 2.20 (its nccl_version; unknown:
-/// no matter) ran no CollNetDirect: its NCCL_ALGO=CollNetDirect runs the ring, and with CollNet
-/// on the automatic choice is without it (without_collnet_direct). Appends to `*notes` what it
-/// took from the log and what a flag took in its place. Throws nothing.
+/// `sharp_version` is the topology's (0: its fabric does not reduce, said in the notes). What the
+/// log's NCCL (its nccl_version; unknown: no matter) did not have for the collective ran in no
+/// comparison: NVLS (an AllReduce in one node) before 2.17, NVLS_TREE and an AllReduce's NVLS
+/// across nodes before 2.18, NVLS AllGather/ReduceScatter in one node before 2.19, across nodes
+/// (and CollNetDirect's) before 2.20, PAT before 2.23: the log's NCCL_ALGO naming one runs the
+/// ring, and the automatic choice (no --algo, or --algo auto) or the log's list is without them
+/// (left_out; what runs only with CollNet where CollNet is on, NVLS where the topology's GPUs'
+/// `compute_capability` is 9.0 or more, PAT where the log has one rank a node), each said in a note. Appends to
+/// `*notes` what it took from the log and what a flag took in its place. Throws nothing.
 ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const std::string& flag_algo,
-                                     bool flag_collnet, int sharp_version, bool* collnet_enable,
-                                     std::vector<std::string>* notes);
+                                     bool flag_collnet, int sharp_version, int compute_capability,
+                                     bool* collnet_enable, std::vector<std::string>* notes);
 
 /// The topology of file `path` with the overrides `*ov`. Where node.count passes the machine
 /// limit at the nodes' full size and the collective takes `k` GPUs a node (k > 0: --ranks-per-node,
