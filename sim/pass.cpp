@@ -90,10 +90,11 @@ void OpBudget::rewritten(size_t old_ops, size_t new_ops) {
   const double growth = static_cast<double>(new_seen_) / static_cast<double>(old_seen_);
   const double projected = static_cast<double>(new_seen_) + growth * static_cast<double>(old_total_ - old_seen_);
   if (projected <= static_cast<double>(limit_)) return;
-  throw OpBudgetExceeded(fmt::format(
-      "its pass '{}' would turn the iteration into about {:.0f} ops on {} simulated rank(s) (projected from the first {}, "
-      "{:.2f}x their ops); the limit is {} (--max-ops)",
-      pass_, std::ceil(projected - 1e-6), programs_, seen_, growth, limit_));
+  const double ops = std::ceil(projected - 1e-6);
+  throw OpBudgetExceeded(fmt::format("its pass '{}' would turn the iteration into about {:.0f} ops on {} simulated "
+                                     "rank(s) (projected from the first {}, {:.2f}x their ops)",
+                                     pass_, ops, programs_, seen_, growth),
+                         limit_, static_cast<long long>(ops));
 }
 
 // ---- Ids, streams ------------------------------------------------------------------------------

@@ -96,7 +96,20 @@ class ProgramRewriter {
 /// without the strategy's name (the caller adds it: sim/simulate.cpp).
 class OpBudgetExceeded : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  /// `growth`: what the pass would have made ("its pass 'x' would turn the iteration into about N
+  /// ops ..."); `limit`: the limit it stopped at; `projected_ops`: N. what() says both.
+  OpBudgetExceeded(const std::string& growth, long long limit, long long projected_ops)
+      : std::runtime_error(growth + "; the limit is " + std::to_string(limit) + " (--max-ops)"),
+        growth_(growth),
+        projected_ops_(projected_ops) {}
+  /// What the pass would have made, without the limit.
+  const std::string& growth() const { return growth_; }
+  /// The ops the pass projected the schedule to hold when it stopped.
+  long long projected_ops() const { return projected_ops_; }
+
+ private:
+  std::string growth_;
+  long long projected_ops_;
 };
 
 /// The memory guard of a pass that rewrites the programs of a schedule one after the other: after

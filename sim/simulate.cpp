@@ -290,10 +290,14 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
             },
             take);
       } catch (const OpBudgetExceeded& e) {  // a probe 8x over the limit
-        refuse(i, fmt::format("'{}': even its probe (one rank per pipeline stage, {} micro-batches at most) was stopped: "
-                              "{}: raise --max-ops",
-                              names[i], std::min(m, par.pp + 1), e.what()),
-               0);
+        // (Its limit is the probe's, 8 × --max-ops: said as such, and the ops it projected are a
+        // floor for the run's, which holds more micro-batches.)
+        const long long ops = e.projected_ops();
+        refuse(i, fmt::format("'{}': even its probe (one rank per pipeline stage, {} micro-batches at most) was stopped "
+                              "past 8 times --max-ops ({}), where the probe's passes stop: {}: raise --max-ops to more "
+                              "than {}",
+                              names[i], std::min(m, par.pp + 1), opt.max_ops, e.growth(), ops),
+               ops);
       }
     }
   OpRefusalContext orc;

@@ -163,3 +163,23 @@ TEST_CASE("format_ops rounds to the nearest unit shown and moves up where that u
   CHECK(format_ops(999'950'000) == "1.0 G");  // not "1000.0 M"
   CHECK(format_ops(36'009'472) == "36.0 M");
 }
+
+TEST_CASE("--max-ops: a probe stopped past 8 times the limit says that limit, and the ops it projected") {
+  Scenario sc = load_scenario(kSrc + "/scenarios/gpt3-175b-h100-tp8.yaml");
+  SimulateOptions opt;
+  opt.strategies = {"megatron", "wang-decomp"};
+  opt.fidelity = Fidelity::Analytic;
+  opt.max_ops = 1000;
+  const RunResult r = simulate(sc, opt);
+  REQUIRE(r.strategies.size() == 2);
+  const auto& refused = r.strategies[1].refusal;
+  REQUIRE(refused);
+  CAPTURE(refused->why);
+  CHECK(refused->why.find("'wang-decomp': even its probe (one rank per pipeline stage, ") == 0);
+  CHECK(refused->why.find("was stopped past 8 times --max-ops (1000), where the probe's passes stop: its pass '") !=
+        std::string::npos);
+  // Not the probe's own limit as if it were the user's.
+  CHECK(refused->why.find("the limit is 8000") == std::string::npos);
+  CHECK(refused->ops > 8000);
+  CHECK(refused->why.find("raise --max-ops to more than " + std::to_string(refused->ops)) != std::string::npos);
+}
