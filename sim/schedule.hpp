@@ -141,15 +141,26 @@ class OpName {
 /// copying a schedule of 10^5–10^6 ops is a few memcpy-like moves).
 using OpDeps = boost::container::small_vector<int32_t, 2>;
 
+/// (Fields in order of size, the one-byte kinds first: 136 bytes, no padding.)
 struct Op {
   OpType type = OpType::Compute;
   Phase phase = Phase::Forward;
   ComputeKind compute = ComputeKind::Gemm;      ///< Compute only
   CollectiveKind collective = CollectiveKind::AllReduce;  ///< Collective only
   CommPurpose purpose = CommPurpose::TensorParallel;      ///< Collective/Send/Recv
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;  ///< Collective only
+  ReduceOp reduce_op = ReduceOp::Sum;  ///< AllReduce, ReduceScatter, Reduce: the reduction
+  DataType datatype = DataType::Float32;  ///< Collective: its elements' type (nccl-tests' default
+                                          ///< float; a training job's: the model's, TransformerBuilder)
   int16_t stream = 0;
   int16_t overlap_stream = 0; ///< stream Megatron-LM issues this op on when it overlaps it with
                               ///< computation (0: it blocks the compute stream); strategies read it
+  int16_t channels = 0;      ///< Collective: parallel rings/trees (NCCL channels); 0: NCCL's choice
+  int16_t num_sm = -1;       ///< Collective/Send/Recv: SMs the communication kernel occupies while it
+                             ///< runs (slowing compute on that GPU); -1: NCCL's, one per channel its
+                             ///< kernel launches (a Send/Recv: per p2p channel of the message,
+                             ///< collective_plan.hpp p2p_split; replay.hpp);
+                             ///< 0: a copy-engine transfer that takes no SM
   int32_t layer = -1;        ///< transformer layer (global index), -1 for none
   int32_t micro_batch = -1;  ///< -1 for per-iteration ops
   int32_t group = -1;        ///< Collective: index into Schedule::groups. Send/Recv: the group whose
@@ -158,16 +169,6 @@ struct Op {
                              ///< (PyTorch's; ReplayOptions' collectives.p2p_comm)
   int32_t peer = -1;         ///< Send/Recv: global rank of the other side
   int64_t match = -1;        ///< Collective instance id, or send/recv pair id
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;  ///< Collective only
-  ReduceOp reduce_op = ReduceOp::Sum;  ///< AllReduce, ReduceScatter, Reduce: the reduction
-  DataType datatype = DataType::Float32;  ///< Collective: its elements' type (nccl-tests' default
-                                          ///< float; a training job's: the model's, TransformerBuilder)
-  int16_t channels = 0;      ///< Collective: parallel rings/trees (NCCL channels); 0: NCCL's choice
-  int16_t num_sm = -1;       ///< Collective/Send/Recv: SMs the communication kernel occupies while it
-                             ///< runs (slowing compute on that GPU); -1: NCCL's, one per channel its
-                             ///< kernel launches (a Send/Recv: per p2p channel of the message,
-                             ///< collective_plan.hpp p2p_split; replay.hpp);
-                             ///< 0: a copy-engine transfer that takes no SM
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 0;  ///< Compute GEMMs: C[m×n] = A[m×k]·B[k×n],
                                                               ///< batch times (0 for other kernels)
   double duration_s = 0;     ///< Compute: stand-alone kernel time, seconds
