@@ -29,17 +29,6 @@ constexpr double kMiB = 1024.0 * 1024.0;
 using A = CollectiveAlgorithm;
 using K = CollectiveKind;
 
-Topology h100_nodes(int nodes) {
-  return load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", std::to_string(nodes)}});
-}
-
-CollectiveOptions collnet_on(A alg = A::Auto) {
-  CollectiveOptions o;
-  o.collnet_enable = true;
-  o.algorithm = alg;
-  return o;
-}
-
 }  // namespace
 
 TEST_CASE("CollNetDirect AllGather and ReduceScatter run across nodes on SHARP 3, with NCCL_COLLNET_ENABLE") {

@@ -31,19 +31,6 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 using A = CollectiveAlgorithm;
 
-Topology h100_nodes(int nodes, const TopologyOverrides& more = {}) {
-  TopologyOverrides ov = more;
-  ov["node.count"] = std::to_string(nodes);
-  return load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", ov);
-}
-
-CollectiveOptions collnet_on(A alg = A::Auto) {
-  CollectiveOptions o;
-  o.collnet_enable = true;
-  o.algorithm = alg;
-  return o;
-}
-
 }  // namespace
 
 TEST_CASE("SHARP reduces sum, avg, max and min of half, float, double and 32 and 64-bit integers, v3 also bf16 and 8-bit") {

@@ -24,10 +24,6 @@ namespace {
 const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 constexpr double kMiB = 1024.0 * 1024.0;
 
-Topology h100_nodes(int n) {
-  return load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", std::to_string(n)}});
-}
-
 CollectivePlan plan(const Topology& topo, int ranks, CollectiveKind kind, double bytes, DataType t,
                     ReduceOp r = ReduceOp::Sum, CollectiveOptions o = {}) {
   o.datatype = t;

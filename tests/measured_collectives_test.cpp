@@ -36,6 +36,17 @@ CollectiveFit fit_8() {
   return f;
 }
 
+// An NVLS + SHARP curve over 2 DGX H100 nodes (NCCL_ALGO=NVLS with CollNet): fit_8's points,
+// taken as 16 ranks on 2 nodes.
+CollectiveFit nvls_sharp_fit() {
+  CollectiveFit f = fit_8();
+  f.ranks = 16;
+  f.nodes = 2;
+  f.algorithm = "NVLS";
+  f.collnet_enable = true;
+  return f;
+}
+
 }  // namespace
 
 TEST_CASE("measured collective time: mean at a measured size, linear between, the fit outside") {
@@ -143,13 +154,7 @@ TEST_CASE("run --fidelity analytic with an imported nccl-tests profile times TP 
 }
 
 TEST_CASE("measured collective: a fit times only collectives of its NCCL_COLLNET_ENABLE, and a forced algorithm that runs") {
-  // An NVLS + SHARP curve over 2 DGX H100 nodes (NCCL_ALGO=NVLS with CollNet).
-  CollectiveFit f = fit_8();
-  f.ranks = 16;
-  f.nodes = 2;
-  f.algorithm = "NVLS";
-  f.collnet_enable = true;
-  const std::vector<CollectiveFit> fits{f};
+  const std::vector<CollectiveFit> fits{nvls_sharp_fit()};
   const auto nvls = CollectiveAlgorithm::Nvls;
   CHECK(find_measured(fits, CollectiveKind::AllReduce, 16, 2, nvls, "", true) == &fits[0]);
   CHECK(find_measured(fits, CollectiveKind::AllReduce, 16, 2, nvls, "", false) == nullptr);
@@ -175,12 +180,7 @@ TEST_CASE("measured collective: a fit times only collectives of its NCCL_COLLNET
 TEST_CASE("measured collective: given the op's plan, the fit of a forced algorithm times it where the plan runs it") {
   // The NVLS + SHARP curve over 2 DGX H100 nodes: the callers pass the plan they made, which
   // runs NVLS with CollNet and the ring without, as algorithm_unavailable_reason says.
-  CollectiveFit f = fit_8();
-  f.ranks = 16;
-  f.nodes = 2;
-  f.algorithm = "NVLS";
-  f.collnet_enable = true;
-  const std::vector<CollectiveFit> fits{f};
+  const std::vector<CollectiveFit> fits{nvls_sharp_fit()};
   const Topology two = load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", "2"}});
   const Op op = collective_op(0, 1, 1048576, "ar", CollectiveAlgorithm::Nvls);
   CollectiveOptions on;

@@ -18,7 +18,6 @@
 
 #include <cmath>
 #include <fstream>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -31,19 +30,6 @@ const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 constexpr double kMiB = 1024.0 * 1024.0;
 using A = CollectiveAlgorithm;
 using K = CollectiveKind;
-
-Topology h100_nodes(int nodes, const std::string& sharp = "") {
-  std::map<std::string, std::string> o{{"node.count", std::to_string(nodes)}};
-  if (!sharp.empty()) o["fabric.sharp"] = sharp;
-  return load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", o);
-}
-
-CollectiveOptions collnet_on(A alg = A::Auto) {
-  CollectiveOptions o;
-  o.collnet_enable = true;
-  o.algorithm = alg;
-  return o;
-}
 
 // NCCL's NVLS efficiency on Hopper over 16 channels (nvlsEfficiency · 15/16).
 constexpr double kEta = 0.85 * 15 / 16;
@@ -62,7 +48,7 @@ TEST_CASE("NVLS AllGather and ReduceScatter run across nodes with CollNet's, on 
           "NVLS runs across nodes only with CollNet (NVLSTree runs without): CollNet needs NCCL_COLLNET_ENABLE=1 "
           "(collective --collnet, nccl.collnet_enable)");
     // SHARP 2 switches have no AllGather or ReduceScatter for CollNet's communicator.
-    CHECK(why(h100_nodes(2, "2"), k, collnet_on()) ==
+    CHECK(why(h100_nodes(2, {{"fabric.sharp", "2"}}), k, collnet_on()) ==
           "NVLS runs across nodes only with CollNet (NVLSTree runs without): CollNet runs an AllGather or "
           "ReduceScatter on SHARP 3 switches, and the topology's fabric.sharp is 2");
     // Nodes of one GPU each cannot run NVLS inside, whatever the network.
@@ -92,13 +78,7 @@ TEST_CASE("NVLS AllGather and ReduceScatter run across nodes with CollNet's, on 
 }
 
 TEST_CASE("NCCL's tuner model of NVLS AllGather across nodes: h · min(I/h · eta · (h−1)/h · (ppn−1)/ppn, E/h), 43 us") {
-  NcclTunerInputs in;
-  in.ranks = 64;
-  in.nodes = 8;
-  in.cc_index = 2;  // Hopper
-  in.graph_channels = 8;
-  in.graph_busbw_Bps = 8 * 48e9;
-  in.comm_channels = 32;
+  NcclTunerInputs in = dgx_h100_8_nodes_tuner_inputs();
   in.nvls = true;
   in.nvls_heads = 8;
   in.nvls_intra_Bps = 450e9;
@@ -165,26 +145,13 @@ TEST_CASE("NVLS AllGather and ReduceScatter across nodes move S / eta through ea
   const double S = 256 * kMiB;
   for (K k : {K::AllGather, K::ReduceScatter}) {
     CAPTURE(static_cast<int>(k));
-    Schedule s;
-    s.world_size = 16;
-    const int g = s.intern_group(first(16), CommPurpose::DataParallel);
-    for (int r = 0; r < 16; ++r) s.programs.push_back({r, 1, {collective_op(g, 1, S, "gather", A::Nvls, 0, k)}});
-    ReplayOptions ro;
-    ro.record_flows = true;
-    ro.collectives.collnet_enable = true;
-    const ReplayTimes t = replay(s, two, ro);
-    std::vector<double> intra_in(16, 0.0), intra_out(16, 0.0), inter_in(16, 0.0), inter_out(16, 0.0);
-    for (const FlowRecord& f : t.flows) {
-      const bool intra = two.node_of(f.src_rank) == two.node_of(f.dst_rank);
-      (intra ? intra_in : inter_in)[f.dst_rank] += f.bytes;
-      (intra ? intra_out : inter_out)[f.src_rank] += f.bytes;
-    }
+    const RankFlowBytes b = flow_bytes_per_rank(two, k, A::Nvls, S);
     for (int r = 0; r < 16; ++r) {
       CAPTURE(r);
-      CHECK(intra_in[r] == approx(S / kEta).epsilon(1e-12));
-      CHECK(intra_out[r] == approx(S / kEta).epsilon(1e-12));
-      CHECK(inter_in[r] == approx(S / 8).epsilon(1e-12));
-      CHECK(inter_out[r] == approx(S / 8).epsilon(1e-12));
+      CHECK(b.intra_in[r] == approx(S / kEta).epsilon(1e-12));
+      CHECK(b.intra_out[r] == approx(S / kEta).epsilon(1e-12));
+      CHECK(b.inter_in[r] == approx(S / 8).epsilon(1e-12));
+      CHECK(b.inter_out[r] == approx(S / 8).epsilon(1e-12));
     }
   }
 }
@@ -315,26 +282,10 @@ TEST_CASE("collective --compare: a 2-node ReduceScatter log that ran NCCL_ALGO=N
 }
 
 TEST_CASE("collective --compare: an AllReduce log of NCCL 2.17 across nodes runs no NVLS across nodes, nor NVLSTree") {
-  // A 2-node all_reduce_perf log of 16 H100s (busbw = 2 (n − 1)/n · algbw).
-  std::string log = "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 67108864 step: 64(factor) warmup iters: 5 "
-                    "iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n";
-  for (int r = 0; r < 16; ++r)
-    log += "#  Rank " + std::to_string(r) + " Group  0 Pid  " + std::to_string(70110 + r) + " on dgx-h100-0" +
-           std::to_string(1 + r / 8) + " device  " + std::to_string(r % 8) + " [0x18] NVIDIA H100 80GB HBM3\n";
   const std::string info = "dgx-h100-01:70110:70145 [0] NCCL INFO ";
-  log += info + "NCCL version 2.17.1+cuda12.1\n" + info + "NCCL_COLLNET_ENABLE set by environment to 1.\n";
-  log += "#\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
-         "busbw #wrong\n"
-         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
-         "(GB/s)       \n"
-         "     1048576        262144     float     sum      -1   100.00   10.49   19.66      0   100.00   10.49   "
-         "19.66      0\n"
-         "    67108864      16777216     float     sum      -1   400.00  167.77  314.57      0   400.00  167.77  "
-         "314.57      0\n"
-         "# Out of bounds values : 0 OK\n"
-         "# Avg bus bandwidth    : 167.115\n";
   const std::string path = temp_path("all_reduce_perf.log");
-  std::ofstream(path) << log;
+  std::ofstream(path) << h100_2x8_allreduce_log(info + "NCCL version 2.17.1+cuda12.1\n" + info +
+                                                "NCCL_COLLNET_ENABLE set by environment to 1.\n");
   const Run r = run_cli("collective --fidelity analytic -t " + kSrc +
                         "/topologies/dgx-h100-superpod.yaml --override node.count=2 --compare " + path);
   REQUIRE(r.status == 0);

@@ -30,17 +30,6 @@ const std::string kSrc = OVERLAPSIM_SOURCE_DIR;
 constexpr double kMiB = 1024.0 * 1024.0;
 using A = CollectiveAlgorithm;
 
-Topology h100_nodes(int nodes) {
-  return load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", std::to_string(nodes)}});
-}
-
-CollectiveOptions collnet_on(A alg = A::Auto) {
-  CollectiveOptions o;
-  o.collnet_enable = true;
-  o.algorithm = alg;
-  return o;
-}
-
 // NCCL's NVLS efficiency on Hopper over 16 channels (nvlsEfficiency · 15/16).
 constexpr double kEta = 0.85 * 15.0 / 16.0;
 
@@ -201,27 +190,11 @@ TEST_CASE("NVLS across nodes in Auto: NCCL's tuner ranks it first for large AllR
 
 TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_ALGO=NVLS across nodes, runs CollNet") {
   // A 2-node all_reduce_perf log of 16 H100s with NCCL's INFO lines.
-  std::string log = "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 67108864 step: 64(factor) warmup iters: 5 "
-                    "iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n";
-  for (int r = 0; r < 16; ++r)
-    log += "#  Rank " + std::to_string(r) + " Group  0 Pid  " + std::to_string(70110 + r) + " on dgx-h100-0" +
-           std::to_string(1 + r / 8) + " device  " + std::to_string(r % 8) + " [0x18] NVIDIA H100 80GB HBM3\n";
   const std::string info = "dgx-h100-01:70110:70145 [0] NCCL INFO ";
-  const std::string rows =
-      "#\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
-      "busbw #wrong\n"
-      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
-      "(GB/s)       \n"
-      "     1048576        262144     float     sum      -1   100.00   10.49   19.66      0   100.00   10.49   "
-      "19.66      0\n"
-      "    67108864      16777216     float     sum      -1   400.00  167.77  314.57      0   400.00  167.77  "
-      "314.57      0\n"
-      "# Out of bounds values : 0 OK\n"
-      "# Avg bus bandwidth    : 167.115\n";
   const std::string topo = " -t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override node.count=2 --compare ";
   SUBCASE("NCCL_ALGO=NVLS: NVLS with CollNet, which it needed") {
     const std::string path = temp_path("all_reduce_perf.log");
-    std::ofstream(path) << log << info << "NCCL_ALGO set by environment to NVLS\n" << rows;
+    std::ofstream(path) << h100_2x8_allreduce_log(info + "NCCL_ALGO set by environment to NVLS\n");
     const Run r = run_cli("collective --fidelity analytic" + topo + path);
     REQUIRE(r.status == 0);
     CAPTURE(r.output);
@@ -235,9 +208,8 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
   }
   SUBCASE("NCCL_COLLNET_ENABLE=0 beside NCCL_ALGO=NVLS: CollNet stays off, NVLS cannot run, said") {
     const std::string path = temp_path("all_reduce_perf.log");
-    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 0.\n"
-                        << info << "NCCL_ALGO set by environment to NVLS\n"
-                        << rows;
+    std::ofstream(path) << h100_2x8_allreduce_log(info + "NCCL_COLLNET_ENABLE set by environment to 0.\n" +
+                                                  info + "NCCL_ALGO set by environment to NVLS\n");
     const Run r = run_cli("collective --fidelity analytic" + topo + path);
     REQUIRE(r.status == 0);
     CAPTURE(r.output);
@@ -252,9 +224,8 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
   }
   SUBCASE("--collnet beside a log that set NCCL_COLLNET_ENABLE=0: CollNet on, the flag said in its place") {
     const std::string path = temp_path("all_reduce_perf.log");
-    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 0.\n"
-                        << info << "NCCL_ALGO set by environment to NVLS\n"
-                        << rows;
+    std::ofstream(path) << h100_2x8_allreduce_log(info + "NCCL_COLLNET_ENABLE set by environment to 0.\n" +
+                                                  info + "NCCL_ALGO set by environment to NVLS\n");
     const Run r = run_cli("collective --fidelity analytic --collnet" + topo + path);
     REQUIRE(r.status == 0);
     CAPTURE(r.output);
@@ -262,7 +233,7 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
     CHECK(r.output.find("nvls/Simple/16") != std::string::npos);
     CHECK(r.output.find("with which NCCL cannot run") == std::string::npos);
     // Without the log's setting the flag replaces nothing: no such note.
-    std::ofstream(path) << log << info << "NCCL_ALGO set by environment to NVLS\n" << rows;
+    std::ofstream(path) << h100_2x8_allreduce_log(info + "NCCL_ALGO set by environment to NVLS\n");
     const Run unset = run_cli("collective --fidelity analytic --collnet" + topo + path);
     REQUIRE(unset.status == 0);
     CHECK(unset.output.find("in place of the log's NCCL_COLLNET_ENABLE") == std::string::npos);
@@ -270,7 +241,7 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
   }
   SUBCASE("a list naming CollNet and NVLS: CollNet on as for one name, off with a '^' list or the log's 0") {
     const std::string path = temp_path("all_reduce_perf.log");
-    std::ofstream(path) << log << info << "NCCL_ALGO set by environment to collnetchain,nvls\n" << rows;
+    std::ofstream(path) << h100_2x8_allreduce_log(info + "NCCL_ALGO set by environment to collnetchain,nvls\n");
     const Run r = run_cli("collective --fidelity analytic" + topo + path);
     REQUIRE(r.status == 0);
     CAPTURE(r.output);
@@ -279,9 +250,8 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
     CHECK(r.output.find("ring/") == std::string::npos);
     CHECK(r.output.find("did not run") == std::string::npos);
     // The log's 0: said, and the list leaves nothing that can run (the ring, said).
-    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 0.\n"
-                        << info << "NCCL_ALGO set by environment to collnetchain,nvls\n"
-                        << rows;
+    std::ofstream(path) << h100_2x8_allreduce_log(info + "NCCL_COLLNET_ENABLE set by environment to 0.\n" +
+                                                  info + "NCCL_ALGO set by environment to collnetchain,nvls\n");
     const Run off = run_cli("collective --fidelity analytic" + topo + path);
     REQUIRE(off.status == 0);
     CAPTURE(off.output);
@@ -291,7 +261,7 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
     CHECK(off.output.find("nvls/") == std::string::npos);
     // '^ring' enables CollNet without naming it: NCCL ran it only with NCCL_COLLNET_ENABLE=1,
     // which this log does not say.
-    std::ofstream(path) << log << info << "NCCL_ALGO set by environment to ^ring\n" << rows;
+    std::ofstream(path) << h100_2x8_allreduce_log(info + "NCCL_ALGO set by environment to ^ring\n");
     const Run neg = run_cli("collective --fidelity analytic" + topo + path);
     REQUIRE(neg.status == 0);
     CAPTURE(neg.output);
@@ -303,14 +273,14 @@ TEST_CASE("collective --compare: a log run with NCCL_COLLNET_ENABLE=1, or NCCL_A
   SUBCASE("NCCL_COLLNET_ENABLE=1: Auto ranks CollNet and NVLS across nodes") {
     const std::string path = temp_path("all_reduce_perf.log");
     // As NCCL prints it (src/init.cc: "... to %d.").
-    std::ofstream(path) << log << info << "NCCL_COLLNET_ENABLE set by environment to 1.\n" << rows;
+    std::ofstream(path) << h100_2x8_allreduce_log(info + "NCCL_COLLNET_ENABLE set by environment to 1.\n");
     const Run r = run_cli("collective --fidelity analytic" + topo + path);
     REQUIRE(r.status == 0);
     CAPTURE(r.output);
     CHECK(r.output.find("# note: NCCL_COLLNET_ENABLE=1 as the log ran it") != std::string::npos);
     CHECK(r.output.find("nvls/Simple/16") != std::string::npos);
     // Without it, the same log runs NVLS_TREE at 64 MiB.
-    std::ofstream(path) << log << rows;
+    std::ofstream(path) << h100_2x8_allreduce_log("");
     const Run off = run_cli("collective --fidelity analytic" + topo + path);
     REQUIRE(off.status == 0);
     CHECK(off.output.find("nvls/") == std::string::npos);

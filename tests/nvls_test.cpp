@@ -179,14 +179,6 @@ TEST_CASE("an nvls tuning rule where NVLS cannot run gives the ring with its own
   CHECK(p.protocol == Protocol::LL);
 }
 
-namespace {
-
-Topology h100_nodes(int n) {
-  return load_topology(kSrc + "/topologies/dgx-h100-superpod.yaml", {{"node.count", std::to_string(n)}});
-}
-
-}  // namespace
-
 TEST_CASE("NVLS_TREE closed form over 2 DGX H100 nodes: NCCL's per-channel ceiling, or the rails' tree") {
   const Topology two = h100_nodes(2);
   CollectiveOptions o;

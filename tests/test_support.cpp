@@ -126,6 +126,38 @@ RankFlowBytes flow_bytes_per_rank(const Topology& topo, CollectiveKind kind, Col
   return b;
 }
 
+Topology h100_nodes(int nodes, const TopologyOverrides& more) {
+  TopologyOverrides ov = more;
+  ov["node.count"] = std::to_string(nodes);
+  return load_topology(std::string(OVERLAPSIM_SOURCE_DIR) + "/topologies/dgx-h100-superpod.yaml", ov);
+}
+
+CollectiveOptions collnet_on(CollectiveAlgorithm alg) {
+  CollectiveOptions o;
+  o.collnet_enable = true;
+  o.algorithm = alg;
+  return o;
+}
+
+std::string h100_2x8_allreduce_log(const std::string& info) {
+  std::string log = "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 67108864 step: 64(factor) warmup iters: 5 "
+                    "iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n";
+  for (int r = 0; r < 16; ++r)
+    log += "#  Rank " + std::to_string(r) + " Group  0 Pid  " + std::to_string(70110 + r) + " on dgx-h100-0" +
+           std::to_string(1 + r / 8) + " device  " + std::to_string(r % 8) + " [0x18] NVIDIA H100 80GB HBM3\n";
+  return log + info +
+         "#\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+         "busbw #wrong\n"
+         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+         "(GB/s)       \n"
+         "     1048576        262144     float     sum      -1   100.00   10.49   19.66      0   100.00   10.49   "
+         "19.66      0\n"
+         "    67108864      16777216     float     sum      -1   400.00  167.77  314.57      0   400.00  167.77  "
+         "314.57      0\n"
+         "# Out of bounds values : 0 OK\n"
+         "# Avg bus bandwidth    : 167.115\n";
+}
+
 NcclTunerInputs dgx_h100_8_nodes_tuner_inputs() {
   NcclTunerInputs in;
   in.ranks = 64;

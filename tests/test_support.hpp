@@ -6,6 +6,7 @@
 #include "sim/nccl_tuning.hpp"
 #include "sim/replay.hpp"
 #include "sim/schedule.hpp"
+#include "sim/topology.hpp"
 
 #include <doctest/doctest.h>
 
@@ -61,6 +62,16 @@ RankFlowBytes flow_bytes_per_rank(const Topology& topo, CollectiveKind kind, Col
 /// (cc_index 2), the ring graph's 8 channels at 48 GB/s each, a communicator of 16 channels; no
 /// NVLS and no CollNet (the tests set theirs).
 NcclTunerInputs dgx_h100_8_nodes_tuner_inputs();
+
+/// topologies/dgx-h100-superpod.yaml with `nodes` nodes (node.count) and the overrides `more`.
+Topology h100_nodes(int nodes, const TopologyOverrides& more = {});
+
+/// Collective options with NCCL_COLLNET_ENABLE=1 and algorithm `alg`, the rest their defaults.
+CollectiveOptions collnet_on(CollectiveAlgorithm alg = CollectiveAlgorithm::Auto);
+
+/// An all_reduce_perf log of 16 H100s on 2 hosts (8 ranks each, one process per GPU), rows of
+/// 1 MiB and 64 MiB, with `info` (NCCL INFO lines, "" for none) between its rank lines and rows.
+std::string h100_2x8_allreduce_log(const std::string& info);
 
 /// The link efficiencies of the shipped profile for `gpu_model` (e.g. "a100-sxm4-80gb").
 LinkEfficiency shipped_link_efficiency(const std::string& gpu_model);
