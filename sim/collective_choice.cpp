@@ -233,24 +233,14 @@ CollectivePlan plan_collective(const Topology& topo, const LinkEfficiency& eff, 
     std::optional<CollectivePlan> best;
     if (ring_ok) best = std::move(ring);
     double least = best ? ring_weight * best->closed_form_s() : std::numeric_limits<double>::infinity();
-    if (pat_ok) {
-      CollectivePlan q = plan_pat(topo, eff, ranks, kind, bytes, forced, in);
-      if (q.closed_form_s() < least) {
-        least = q.closed_form_s();
-        best = std::move(q);
-      }
-    }
-    if (direct_ok) {
-      CollectivePlan q = collnet(CollectiveAlgorithm::CollnetDirect);
-      if (q.closed_form_s() < least) {
-        least = q.closed_form_s();
-        best = std::move(q);
-      }
-    }
-    if (nvls_ok) {
-      CollectivePlan q = in_switch();
-      if (q.closed_form_s() < least) best = std::move(q);
-    }
+    const auto consider = [&](CollectivePlan q) {
+      if (q.closed_form_s() >= least) return;
+      least = q.closed_form_s();
+      best = std::move(q);
+    };
+    if (pat_ok) consider(plan_pat(topo, eff, ranks, kind, bytes, forced, in));
+    if (direct_ok) consider(collnet(CollectiveAlgorithm::CollnetDirect));
+    if (nvls_ok) consider(in_switch());
     return std::move(*best);
   }
   if (kind != CollectiveKind::AllReduce) return ring_ok ? ring : none_left();

@@ -31,10 +31,6 @@ double nvls_chunk_bytes(double bytes, double concurrent_ops) {
   return c;
 }
 
-}  // namespace
-
-namespace {
-
 /// The global ranks of one node's members (`members`: positions in `ranks`, members_by_node).
 std::vector<int> node_ranks_of(const std::vector<int>& ranks, const std::vector<int>& members) {
   std::vector<int> out;
