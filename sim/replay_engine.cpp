@@ -73,7 +73,7 @@ void Replayer::drain() {
 
 void Replayer::complete(int ri, int oi) {
   OpState* st = &ops_[op_base_[static_cast<size_t>(ri)]];
-  st[oi].end_s = be_.now();
+  end_of(ri, oi) = be_.now();
   // Only a Send or Recv holds a peer kernel's SMs (p2p_hold): no lookup for the other ops.
   if (!p2p_holds_.empty() && (st[oi].type == OpType::Send || st[oi].type == OpType::Recv)) p2p_release(ri, oi);
   ++completed_;
@@ -189,7 +189,7 @@ void Replayer::set_gpu_state(int ri) {
 
 void Replayer::on_ready(int ri, int oi) {
   OpState& st = state(ri, oi);
-  st.start_s = be_.now();
+  start_of(ri, oi) = be_.now();
   switch (st.type) {
     case OpType::Compute: {
       // A kernel, or the first of a run for the run's summed time (its Op is not read).
@@ -434,7 +434,7 @@ void Replayer::on_activity_done(Task& t) {
       if (st.recv_ready) {
         const int ri = st.recv_rank_idx, oi = st.recv_op;
         // Waiting for the sender to start is idle time (a pipeline bubble), not communication.
-        double& start = state(ri, oi).start_s;
+        double& start = start_of(ri, oi);
         start = std::max(start, t.started_s);
         p2p_.erase(t.match);
         complete(ri, oi);
@@ -456,7 +456,7 @@ ReplayTimes Replayer::run() {
   if (completed_ != static_cast<long long>(ops_.size()) - 1) {
     for (size_t ri = 0; ri < s_.programs.size(); ++ri)
       for (size_t oi = 0; oi < s_.programs[ri].ops.size(); ++oi)
-        if (state(static_cast<int>(ri), static_cast<int>(oi)).end_s < 0)
+        if (end_of(static_cast<int>(ri), static_cast<int>(oi)) < 0)
           throw std::runtime_error("replay deadlock: rank " + std::to_string(s_.programs[ri].rank) + " op " +
                                    std::to_string(oi) + " (" + s_.programs[ri].ops[oi].name + ") never completed");
   }
@@ -466,21 +466,10 @@ ReplayTimes Replayer::run() {
   OVERLAPSIM_CHECK(p2p_holds_.empty() && p2p_kernels_.empty(),
                    std::to_string(p2p_holds_.size()) + " point-to-point SM holds left");
   OVERLAPSIM_CHECK(flow_floors_.empty(), std::to_string(flow_floors_.size()) + " rate-bound flows never ended");
-  for (size_t ri = 0; ri < s_.programs.size(); ++ri) {
-    const OpState* st = &ops_[op_base_[ri]];
-    const size_t n = s_.programs[ri].ops.size();
-    auto& start = times_.start_s[ri];
-    auto& end = times_.end_s[ri];
-    start.resize(n);
-    end.resize(n);
-    for (size_t oi = 0; oi < n; ++oi) {
-      start[oi] = st[oi].start_s;
-      end[oi] = st[oi].end_s;
-      times_.makespan_s = std::max(times_.makespan_s, end[oi]);
-    }
-  }
+  for (const auto& end : times_.end_s)
+    for (const double e : end) times_.makespan_s = std::max(times_.makespan_s, e);
   if (opt_.record_flows) times_.flows = flows_.take();
-  return times_;
+  return std::move(times_);  // (a copy would touch as much fresh memory again)
 }
 
 }  // namespace detail

@@ -38,6 +38,14 @@ void Replayer::build() {
   succ_.reserve(2 * total);  // about an edge of stream order and one dependency per op
   times_.start_s.resize(nr);
   times_.end_s.resize(nr);
+  start_.resize(static_cast<size_t>(nr));
+  end_.resize(static_cast<size_t>(nr));
+  for (int ri = 0; ri < nr; ++ri) {
+    times_.start_s[ri].assign(s_.programs[ri].ops.size(), -1.0);
+    times_.end_s[ri].assign(s_.programs[ri].ops.size(), -1.0);
+    start_[ri] = times_.start_s[ri].data();
+    end_[ri] = times_.end_s[ri].data();
+  }
   std::vector<std::vector<int>> comm_ops(nr);
   // By op of the rank at hand: successors counted, next op on its stream, deps, its one dependency
   // (-1: none, -2: more than one op); its deps, op by op.
@@ -179,15 +187,15 @@ void Replayer::kernel_done(int ri, int oi) {
   }
   // A run: its ops tile [its start, now] in proportion to their work.
   const auto& ops = s_.programs[ri].ops;
-  const double t0 = st[oi].start_s, span = be_.now() - t0, total = st[oi].run_s;
+  const double t0 = start_of(ri, oi), span = be_.now() - t0, total = st[oi].run_s;
   double done = 0;
   int k = oi;
   for (; st[k].run_next >= 0; k = st[k].run_next) {
     // (The first op's run_s is the run's; a later one's its own kernel_s, OpState.)
     done += k == oi ? kernel_s(ops[k]) : st[k].run_s;
     const double end = total > 0 ? t0 + span * (done / total) : t0;
-    st[k].end_s = end;
-    st[st[k].run_next].start_s = end;
+    end_of(ri, k) = end;
+    start_of(ri, st[k].run_next) = end;
     ++completed_;
   }
   complete(ri, k);

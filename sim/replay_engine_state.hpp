@@ -293,8 +293,10 @@ class Replayer {
   /// and completes, side by side (five arrays per rank had each completion touch five cache
   /// lines: on the unfolded default scenario, 4.5 M ops a replay, complete() was the hottest
   /// function, 15% of samples; its simulated D1 read misses went from 42.1 M to 15.9 M).
+  /// (Its start and end are written straight into times_, start_of and end_of: an array the
+  /// replay fills and then copied out again was 16 more bytes an op of fresh memory, whose first
+  /// touch is most of an analytic replay's time on a 373 k-op schedule.)
   struct OpState {
-    double start_s = -1, end_s = -1;  ///< as ReplayTimes (copied there at the end), seconds
     double run_s = 0;    ///< Compute: kernel_s; a kernel run's first op: the run's summed kernel_s, seconds
     int succ_begin = 0;  ///< its successors (op indices of its rank): succ_[succ_begin, next op's succ_begin)
     int pending = 0;     ///< its predecessors (stream order and deps) not yet completed
@@ -304,6 +306,10 @@ class Replayer {
   std::vector<OpState> ops_;        // every simulated rank's ops, rank by rank, and one past the last
   std::vector<size_t> op_base_;     // per rank index: its first op's index in ops_
   std::vector<int> succ_;           // successors of every op, op by op (OpState::succ_begin)
+  std::vector<double*> start_, end_;  // per rank index: times_.start_s[ri].data(), times_.end_s[ri].data()
+  /// When op oi of rank index ri started, ended (−1 until then), seconds: its entry in times_.
+  double& start_of(int ri, int oi) { return start_[static_cast<size_t>(ri)][oi]; }
+  double& end_of(int ri, int oi) { return end_[static_cast<size_t>(ri)][oi]; }
   OpState& state(int ri, int oi) { return ops_[op_base_[static_cast<size_t>(ri)] + static_cast<size_t>(oi)]; }
   const OpState& state(int ri, int oi) const {
     return ops_[op_base_[static_cast<size_t>(ri)] + static_cast<size_t>(oi)];
