@@ -1,5 +1,7 @@
 #include "sim/op_estimate.hpp"
 
+#include "models/transformer.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,6 +27,28 @@ OpProbe build_op_probe(const ModelConfig& model, const Parallelism& par, const C
   probe.at_a = build(probe.a);
   if (probe.b > probe.a) probe.at_b = build(probe.b);
   return probe;
+}
+
+OpLine projected_workload(const ModelConfig& model, const Parallelism& par, const CostModel& cost) {
+  const auto built = [&](int layers_per_stage, int micro_batches) {
+    ModelConfig mc = model;
+    mc.layers = layers_per_stage * par.pp;
+    Parallelism p = par;
+    p.global_batch = micro_batches * par.dp * par.micro_batch;
+    return static_cast<double>(count_ops(build_iteration(mc, p, cost, Folding::Representatives)));
+  };
+  // ops(L, m) = o11 + a·(L − 1) + b·(m − 1) + d·(L − 1)(m − 1) through the four corners, L the
+  // layers per stage: a line in m of slope b + d·(L − 1). (In doubles: 2^30 layers of hundreds of
+  // ops pass 64-bit integers once multiplied by the micro-batches.)
+  const double o11 = built(1, 1), o21 = built(2, 1), o12 = built(1, 2), o22 = built(2, 2);
+  const double a = o21 - o11, b = o12 - o11, d = o22 - o21 - o12 + o11;
+  const double l1 = model.layers / par.pp - 1;
+  const double per_mb = b + d * l1, at_one = o11 + a * l1;
+  constexpr double kHeld = 1e18;
+  OpLine line;
+  line.per_mb = static_cast<long long>(std::min(per_mb, kHeld));
+  line.fixed = static_cast<long long>(std::clamp(at_one - per_mb, -kHeld, kHeld));
+  return line;
 }
 
 OpEstimate estimate_ops(OpProbe& probe, const Parallelism& par, Folding folding, const ApplyStrategy& apply,

@@ -37,8 +37,12 @@ namespace overlapsim {
 struct OpLine {
   long long fixed = 0;   ///< ops that do not grow with the micro-batches (optimizer, gradient reduction, ...)
   long long per_mb = 0;  ///< ops each micro-batch adds
-  /// Ops at `m` micro-batches (m ≥ 1).
-  long long at(int m) const { return fixed + per_mb * static_cast<long long>(m); }
+  /// Ops at `m` micro-batches (m ≥ 1); held at 10^18 (a projected line of a huge model,
+  /// projected_workload, would pass 64-bit integers).
+  long long at(int m) const {
+    const double v = static_cast<double>(fixed) + static_cast<double>(per_mb) * m;
+    return v >= 1e18 ? 1'000'000'000'000'000'000LL : fixed + per_mb * static_cast<long long>(m);
+  }
 };
 
 /// What a run will hold for one strategy: the workload it is built from and the schedule the
@@ -72,6 +76,16 @@ struct OpProbe {
 
 /// Builds the probe of `model` under layout `par`. Throws what build_iteration throws.
 OpProbe build_op_probe(const ModelConfig& model, const Parallelism& par, const CostModel& cost);
+
+/// The ops of the workloads build_iteration(model, par at m micro-batches, cost,
+/// Folding::Representatives) would hold, as a line in m, without building any of them: the
+/// probe of 10^6 layers in 32 stages is itself billions of ops (it took 24 GB before the guard
+/// could refuse it). Each layer adds the same ops to its stage in every micro-batch, and each
+/// micro-batch the same ops, so the count is bilinear in (layers per stage, micro-batches): the
+/// four workloads of 1 and 2 layers per stage at 1 and 2 micro-batches (PP ranks, a few hundred
+/// ops each) fix it (exact: tests/max_ops_test.cpp against the workloads built). Figures past
+/// 10^18 ops are held there. Throws what build_iteration throws.
+OpLine projected_workload(const ModelConfig& model, const Parallelism& par, const CostModel& cost);
 
 /// Estimates the ops of `apply`'s schedule under `probe`'s layout `par` at any number of micro-
 /// batches: applies the strategy to each of the probe's workloads (a copy of it, or, with

@@ -71,7 +71,8 @@ void check_output_path(const std::string& path, const std::string& flag, const s
 namespace {
 
 // Temporary files being written, removed if the process is interrupted (SIGINT, SIGTERM, SIGHUP)
-// so that a killed run leaves no half-written file. Fixed storage: the handler may only call
+// or aborts (SIGABRT: an internal check failed, sim/error.hpp) so that a killed run leaves no
+// half-written file. Fixed storage: the handler may only call
 // async-signal-safe functions (unlink, signal, raise).
 constexpr int kMaxTemps = 8;
 char g_temps[kMaxTemps][4096];
@@ -86,7 +87,7 @@ extern "C" void remove_temps_and_reraise(int sig) {
 
 void track_temp(const std::string& path) {
   static const bool installed = [] {
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, remove_temps_and_reraise);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGABRT}) std::signal(sig, remove_temps_and_reraise);
     return true;
   }();
   (void)installed;

@@ -133,7 +133,17 @@ void load_model(const YamlFile& f, const YAML::Node& n, ModelConfig& m) {
   m.layers = positive_int(f, require(f, n, "layers"), "model.layers");
   m.hidden = positive_int(f, require(f, n, "hidden"), "model.hidden");
   m.heads = positive_int(f, require(f, n, "heads"), "model.heads");
-  m.ffn_hidden = n["ffn_hidden"] ? positive_int(f, n["ffn_hidden"], "model.ffn_hidden") : 4 * m.hidden;
+  if (n["ffn_hidden"]) {
+    m.ffn_hidden = positive_int(f, n["ffn_hidden"], "model.ffn_hidden");
+  } else {
+    // (4 · hidden in 64 bits: in an int it wrapped for hidden >= 2^29, to 0 or a negative size.)
+    const long long ffn = 4LL * m.hidden;
+    if (ffn > (1LL << 30))
+      fail(f, n["hidden"], "model.hidden",
+           "ffn_hidden defaults to 4 * hidden = " + std::to_string(ffn) +
+               ", above 2^30: give a hidden of at most 2^28, or model.ffn_hidden");
+    m.ffn_hidden = static_cast<int>(ffn);
+  }
   m.seq_len = positive_int(f, require(f, n, "seq_len"), "model.seq_len");
   m.vocab = positive_int(f, require(f, n, "vocab"), "model.vocab");
   m.dtype = n["dtype"] ? parse_with(f, n["dtype"], "model.dtype", parse_dtype) : DType::FP16;

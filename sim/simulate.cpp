@@ -259,10 +259,40 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
     refusal[i] = StrategyResult::Refusal{std::move(why), ops, opt.max_ops, replays[i]};
     applied[i].clear();
   };
+  OpRefusalContext orc;
+  orc.micro_batches = m;
+  orc.ranks_per_stage = folding == Folding::None ? static_cast<long long>(par.tp) * par.dp : 1;
+  orc.unfolded_on_request = opt.folding == Folding::None && folding == Folding::None;
+  orc.every_micro_batch = opt.every_micro_batch && m >= 2 * (3 * m0 + 3);
+  orc.needs_every_op = (opt.on_replayed || opt.record_flows) && !opt.every_micro_batch && m >= 2 * (3 * m0 + 3);
   std::vector<OpEstimate> est(names.size());
+  // The probe's workload, projected before it is built: where it alone passes the limit, every
+  // strategy's schedules would (they hold at least the workload of as many micro-batches as the
+  // probe), and building the probe could take more memory than the machine has (10^6 layers in
+  // 32 stages: 24 GB before the guard could say a word).
+  bool probe_refused = false;
+  if (!oom) {
+    OpLine work = projected_workload(sc.model, par, cost);
+    work.fixed *= orc.ranks_per_stage;  // (an unfolded run: every rank of a stage holds its representative's ops)
+    work.per_mb *= orc.ranks_per_stage;
+    const int a = std::max(1, std::min(m, par.pp));
+    if (work.at(a) > opt.max_ops) {
+      probe_refused = true;
+      for (size_t i = 0; i < names.size(); ++i) {
+        est[i].workload = est[i].schedule = work;  // (what the run would hold at least)
+        refuse(i,
+               op_refusal(names[i],
+                          fmt::format("its workload alone, at {} micro-batch(es) (fewer than its replays hold; projected "
+                                      "from workloads of one and two layers per stage)",
+                                      a),
+                          work.at(a), sim_ranks, opt.max_ops, orc, false),
+               work.at(a));
+      }
+    }
+  }
   OpProbe probe;  // built once; its workloads are the first samples' where the run is folded (below)
-  if (!oom) probe = build_op_probe(sc.model, par, cost);
-  if (!oom)
+  if (!oom && !probe_refused) probe = build_op_probe(sc.model, par, cost);
+  if (!oom && !probe_refused)
     for (size_t i = 0; i < names.size(); ++i) {
       try {
         // A lone strategy takes the probe's workloads where its schedules of them are kept (none
@@ -300,12 +330,6 @@ RunResult simulate(const Scenario& sc, const SimulateOptions& opt) {
                ops);
       }
     }
-  OpRefusalContext orc;
-  orc.micro_batches = m;
-  orc.ranks_per_stage = folding == Folding::None ? static_cast<long long>(par.tp) * par.dp : 1;
-  orc.unfolded_on_request = opt.folding == Folding::None && folding == Folding::None;
-  orc.every_micro_batch = opt.every_micro_batch && m >= 2 * (3 * m0 + 3);
-  orc.needs_every_op = (opt.on_replayed || opt.record_flows) && !opt.every_micro_batch && m >= 2 * (3 * m0 + 3);
   // Refuses strategy i where its estimate at k micro-batches passes the limit; `what` names that
   // schedule, `all`: it replays every micro-batch.
   const auto over_limit = [&](size_t i, int k, const std::string& what, bool all) {

@@ -56,6 +56,8 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
        "'workload-partition' twice"},
       // Cross-field checks name the scenario file (regression: they used to say "<input>").
       {"micro-batch-too-large.yaml", "micro-batch-too-large.yaml:4:49:", "parallelism.micro_batch: 16 is larger than"},
+      {"ffn-hidden-overflow.yaml", "ffn-hidden-overflow.yaml:4:28:",
+       "model.hidden: ffn_hidden defaults to 4 * hidden = 2147483648, above 2^30"},
       // A schedule too large to hold is refused before it is built (regression: it ran out of
       // memory), where all of it must be replayed.
       {"too-many-ops.yaml", "too-many-ops.yaml", "--max-ops", " --every-micro-batch"},
@@ -144,6 +146,17 @@ TEST_CASE("bad command-line values name the flag") {
     const Run r = run_cli("run -q " + scenario + " --strategy nope");
     CHECK(r.status == 2);
     CHECK(r.output.find("nope") != std::string::npos);
+  }
+  SUBCASE("a repeatable flag takes one value: the scenario after it stays the scenario") {
+    // (regression: CLI11 let -s, --set and --override take the words after them, so that
+    // `-s megatron scenario.yaml --json F` said "scenario is required")
+    const std::string json = temp_path(".json");
+    const Run r = run_cli("run -q --fidelity analytic -s megatron " + scenario + " --json " + json);
+    CHECK(r.status == 0);
+    CHECK(std::filesystem::exists(json));
+    std::filesystem::remove(json);
+    CHECK(run_cli("run -q --set parallelism.global_batch=4 " + scenario + " -s megatron --fidelity analytic").status == 0);
+    CHECK(run_cli("topo --override node.count=2 " + kSrc + "/topologies/dgx-a100-superpod.yaml").status == 0);
   }
   SUBCASE("setting") {
     const Run r = run_cli("run -q " + scenario + " --set parallelism.tp=zero");

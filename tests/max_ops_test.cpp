@@ -1,6 +1,9 @@
 // --max-ops (sim/op_estimate.hpp): the estimate made before any schedule is built against the
 // schedules built, refusals that come before the work, and a refused strategy leaving the
 // others' figures (table, JSON, exit status 2).
+#include "calibrate/profile.hpp"
+#include "models/device_catalog.hpp"
+#include "models/transformer.hpp"
 #include "sim/op_estimate.hpp"
 #include "sim/scenario.hpp"
 #include "sim/simulate.hpp"
@@ -11,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 using namespace overlapsim;
@@ -167,19 +171,75 @@ TEST_CASE("format_ops rounds to the nearest unit shown and moves up where that u
 TEST_CASE("--max-ops: a probe stopped past 8 times the limit says that limit, and the ops it projected") {
   Scenario sc = load_scenario(kSrc + "/scenarios/gpt3-175b-h100-tp8.yaml");
   SimulateOptions opt;
-  opt.strategies = {"megatron", "wang-decomp"};
+  // The probe's workload (13,654 ops at 4 micro-batches) is within the limit (past it, every
+  // strategy is refused from its projection before the probe is built); 64 chunks per site of
+  // the partition pass are not, by far.
+  opt.strategies = {"megatron", "megatron+workload-partition:64"};
   opt.fidelity = Fidelity::Analytic;
-  opt.max_ops = 1000;
+  opt.max_ops = 14000;
   const RunResult r = simulate(sc, opt);
   REQUIRE(r.strategies.size() == 2);
   const auto& refused = r.strategies[1].refusal;
   REQUIRE(refused);
   CAPTURE(refused->why);
-  CHECK(refused->why.find("'wang-decomp': even its probe (one rank per pipeline stage, ") == 0);
-  CHECK(refused->why.find("was stopped past 8 times --max-ops (1000), where the probe's passes stop: its pass '") !=
-        std::string::npos);
+  CHECK(refused->why.find("'megatron+workload-partition:64': even its probe (one rank per pipeline stage, ") == 0);
+  CHECK(refused->why.find("was stopped past 8 times --max-ops (14000), where the probe's passes stop: its pass "
+                          "'workload-partition'") != std::string::npos);
   // Not the probe's own limit as if it were the user's.
-  CHECK(refused->why.find("the limit is 8000") == std::string::npos);
-  CHECK(refused->ops > 8000);
+  CHECK(refused->why.find("the limit is 112000") == std::string::npos);
+  CHECK(refused->ops > 112000);
   CHECK(refused->why.find("raise --max-ops to more than " + std::to_string(refused->ops)) != std::string::npos);
+}
+
+TEST_CASE("--max-ops: the workload projected from four small builds equals the workload built") {
+  const CostModel cost(device_spec("a100-sxm4-80gb"), load_profile(default_profile_path("a100-sxm4-80gb")));
+  ModelConfig m = model_preset("gpt3-175b");
+  for (const int pp : {1, 4, 8})
+    for (const int layers_per_stage : {1, 2, 3, 12})
+      for (const PipelineSchedule ps : {PipelineSchedule::OneFOneB, PipelineSchedule::GPipe})
+        for (const Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full})
+          for (const int zero : {0, 1, 3}) {
+            m.layers = layers_per_stage * pp;
+            Parallelism p;
+            p.tp = 8;
+            p.pp = pp;
+            p.dp = 4;
+            p.sp = zero == 1;
+            p.pipeline_schedule = ps;
+            p.recompute = rc;
+            p.zero_stage = zero;
+            p.overlap_grad_reduce = zero != 3;
+            const OpLine line = projected_workload(m, p, cost);
+            for (const int mb : {1, 2, 3, 7, 2 * pp + 1}) {
+              CAPTURE(pp);
+              CAPTURE(layers_per_stage);
+              CAPTURE(static_cast<int>(ps));
+              CAPTURE(static_cast<int>(rc));
+              CAPTURE(zero);
+              CAPTURE(mb);
+              p.global_batch = mb * p.dp * p.micro_batch;
+              CHECK(line.at(mb) == count_ops(build_iteration(m, p, cost, Folding::Representatives)));
+            }
+          }
+}
+
+TEST_CASE("--max-ops: a workload too large to probe is refused from its projection, before any build") {
+  // 10^6 layers in 32 stages: the probe alone held about 768 M ops, and building it took 24 GB
+  // before any strategy could be refused.
+  const std::string scenario = temp_path(".yaml");
+  {
+    std::ofstream f(scenario);
+    f << "name: huge-layers\nmodel: {layers: 1000000, hidden: 64, heads: 1, seq_len: 16, vocab: 64}\n"
+         "topology: " << kSrc << "/topologies/dgx-a100-superpod.yaml\ntopology_overrides: {node.count: 4}\n"
+         "parallelism: {tp: 1, pp: 32, dp: 1, global_batch: 32}\nstrategies: [megatron, centauri]\n";
+  }
+  const Run r = run_cli("run -q " + scenario + " --fidelity analytic");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("refused 'megatron': its workload alone, at 32 micro-batch(es) (fewer than its replays hold; "
+                      "projected from workloads of one and two layers per stage) would hold about 768004290 ops "
+                      "(768.0 M) on 32 simulated rank(s), estimated before building it; the limit is 20000000") !=
+        std::string::npos);
+  CHECK(r.output.find("refused 'centauri': its workload alone") != std::string::npos);
+  CHECK(r.output.find("--max-ops: 2 of 2 strategies refused") != std::string::npos);
+  std::filesystem::remove(scenario);
 }

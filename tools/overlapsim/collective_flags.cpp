@@ -61,7 +61,8 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
   c->add_option("--topology,-t", a.topology, "topology YAML file")
       ->required()
       ->check([](const std::string& v) { return v.empty() ? std::string("expected a YAML file, found an empty value") : std::string(); });
-  c->add_option("--override", a.overrides, "topology override KEY=VALUE, e.g. node.count=16 (repeatable)");
+  c->add_option("--override", a.overrides, "topology override KEY=VALUE, e.g. node.count=16 (repeatable)")
+      ->allow_extra_args(false);  // one value per flag (CLI11 lets a vector option take the words after it)
   c->add_option("--sizes", a.sizes, "FROM:TO with units, default 8B:8GiB (nccl-tests -b/-e); each size is the one nccl-tests runs for "
                 "it: whole elements of --datatype (a rank's, for allgather, reducescatter, alltoall)")
       ->check([](const std::string& v) { return v.empty() ? std::string("expected FROM:TO, found an empty value") : std::string(); });

@@ -29,7 +29,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
   run->add_option("scenario", a.scenario, "scenario YAML file")->required();
   run->add_option("--strategy,-s", a.strategies, "strategy to simulate (repeatable; default: the scenario's): " + names +
                       "; all of them (all, as a scenario's strategies: all); or a composition BASE+PASS[:ARG]+... "
-                      "such as megatron+workload-partition:4 (docs/extending.md)");
+                      "such as megatron+workload-partition:4 (docs/extending.md)")
+      ->allow_extra_args(false);  // one value per flag: `-s megatron scenario.yaml --json F` leaves the scenario positional
   // An empty value would read as not given (the scenario's): refused, as the other flags' are.
   run->add_option("--fidelity", a.fidelity, "flow | analytic (default: the scenario's)")
       ->check([](const std::string& v) {
@@ -42,7 +43,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                   "also write a Chrome/Perfetto trace (one track per simulated rank and stream, one per link "
                   "that carried their flows) to this file")
       ->check(non_empty);
-  run->add_option("--set", a.settings, "override a scenario setting, e.g. --set parallelism.tp=4 (repeatable)");
+  run->add_option("--set", a.settings, "override a scenario setting, e.g. --set parallelism.tp=4 (repeatable)")
+      ->allow_extra_args(false);  // one value per flag: `--set K=V scenario.yaml` leaves the scenario positional
   // topo's and collective's --override, given to run, is named with the --set that does it here
   // rather than as CLI11's "arguments were not expected"; hidden from --help. (Thrown from the
   // callback: a hidden option's validator would name no option.)

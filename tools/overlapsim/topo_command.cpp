@@ -14,7 +14,8 @@ namespace overlapsim::cli {
 void add_topo_command(CLI::App& app, TopoArgs& a) {
   CLI::App* t = app.add_subcommand("topo", "print the expanded topology of a topology file");
   t->add_option("topology", a.file, "topology YAML file")->required();
-  t->add_option("--override", a.overrides, "KEY=VALUE, e.g. node.count=4 (repeatable)");
+  t->add_option("--override", a.overrides, "KEY=VALUE, e.g. node.count=4 (repeatable)")
+      ->allow_extra_args(false);  // one value per flag: `--override K=V topology.yaml` leaves the file positional
   t->add_flag("--dot", a.dot, "print Graphviz dot instead of a summary");
 }
 
