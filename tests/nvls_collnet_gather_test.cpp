@@ -298,6 +298,26 @@ TEST_CASE("collective --compare: an AllReduce log of NCCL 2.17 across nodes runs
   CHECK(r.output.find("nvlstree/") == std::string::npos);
 }
 
+TEST_CASE("collective --compare: --algo naming what the log's NCCL did not have runs as that NCCL ran it, the ring") {
+  // (regression: --algo nvls on an NCCL 2.18.5 AllGather log ran NVLS, which came in 2.19)
+  const std::string cmd = "collective --fidelity analytic -t " + kSrc +
+                          "/topologies/dgx-h100-superpod.yaml --override node.count=1 --compare " + kSrc +
+                          "/tests/data/nccl-tests/all_gather_perf_8xh100.log --algo ";
+  const Run one = run_cli(cmd + "nvls");
+  REQUIRE(one.status == 0);
+  CAPTURE(one.output);
+  CHECK(one.output.find("# note: --algo nvls: NCCL 2.18.5 (the log's) cannot run NVLS for all_gather (it came in NCCL "
+                        "2.19): the ring here, as that NCCL ran NCCL_ALGO=nvls") != std::string::npos);
+  CHECK(one.output.find("nvls/") == std::string::npos);
+  CHECK(one.output.find("ring/") != std::string::npos);
+  // A list given by the flag leaves it out, as the log's own list would.
+  const Run list = run_cli(cmd + "nvls,ring");
+  REQUIRE(list.status == 0);
+  CHECK(list.output.find("# note: NCCL 2.18.5 (the log's) cannot run NVLS for all_gather (it came in NCCL 2.19): left "
+                         "out here") != std::string::npos);
+  CHECK(list.output.find("nvls/") == std::string::npos);
+}
+
 TEST_CASE("NVLS across nodes on forced channels: the fewer of NCCL's NVLS channels and the communicator's") {
   // src/enqueue.cc: nc = min(nvlsChannels, comm->nChannels) across nodes, and NCCL_MIN/MAX_NCHANNELS
   // set comm->nChannels (src/graph/connect.cc); inside one node NVLS keeps its own 16.

@@ -227,13 +227,27 @@ ComparedAlgorithm compared_algorithm(const NcclTestsLog& log, BenchOp op, const 
   // A flag that overrides what the log ran is the user's question, said beside the result.
   if (!flag_algo.empty() && log.algorithm != "auto")
     notes->push_back("--algo " + flag_algo + " in place of the log's NCCL_ALGO=" + log.algorithm);
+  // A forced name the log's NCCL did not have runs as NCCL_ALGO=that name ran there: the ring
+  // (regression: --algo nvls on an NCCL 2.18 AllGather log ran NVLS, which came in 2.19).
+  if (!flag_algo.empty() && is_single_nccl_name(flag_algo)) {
+    CollectiveAlgorithm forced = CollectiveAlgorithm::Auto;
+    if (parse_algorithm(flag_algo, &forced)) {
+      const auto lacks = std::find_if(missing.begin(), missing.end(), [&](const Missing& x) { return x.alg == forced; });
+      if (lacks != missing.end()) {
+        algo = "ring";
+        notes->push_back("--algo " + flag_algo + ": " + missing_why(*lacks) +
+                         ": the ring here, as that NCCL ran NCCL_ALGO=" + flag_algo);
+      }
+    }
+  }
   if (flag_collnet && log.collnet_enable == 0)
     notes->push_back("--collnet in place of the log's NCCL_COLLNET_ENABLE=0");
   // The automatic choice (no --algo, or --algo auto), or the log's list: without what the log's
   // NCCL did not have among what it would take (what runs only with CollNet where CollNet is on);
   // collective_command.cpp leaves them out.
   const bool automatic = ascii_lower(algo) == "auto";
-  if ((flag_algo.empty() || automatic) && op != BenchOp::SendRecv && op != BenchOp::AllToAll) {
+  if ((flag_algo.empty() || automatic || !is_single_nccl_name(algo)) && op != BenchOp::SendRecv &&
+      op != BenchOp::AllToAll) {
     std::vector<std::string> said;
     for (const Missing& x : missing) {
       const bool enabled =
