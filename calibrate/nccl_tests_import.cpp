@@ -108,7 +108,30 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
         }
       }
     }
+    // One data type per log (-d all prints every type's rows in one table, whose times the fit
+    // would average size by size), as --compare has it.
+    {
+      int first = 0;
+      std::string type;
+      for (const NcclTestsRow& r : l.rows) {
+        if (r.type.empty()) continue;
+        if (type.empty()) {
+          type = r.type;
+          first = r.line;
+        } else if (r.type != type) {
+          throw InputError(SourceLocation{l.path, r.line, 0}, "type",
+                           fmt::format("expected one data type per log, as line {} ran ({}), found {} (a run of "
+                                       "nccl-tests -d all: import a run of one type, e.g. -d float)",
+                                       first, type, r.type));
+        }
+      }
+    }
     res.warnings.insert(res.warnings.end(), l.warnings.begin(), l.warnings.end());
+    // Send/Recv is timed by the point-to-point model (collective_plan.hpp p2p_rate_cap_Bps, fitted
+    // to published sendrecv_perf curves), never by a measured fit: kept, and said so.
+    if (l.collective == "sendrecv")
+      res.warnings.push_back(l.path + ": sendrecv is kept in the profile's measured collectives for reference, but "
+                             "no simulation takes Send/Recv times from it (the point-to-point model times them)");
     // NCCL_COLLNET_ENABLE as the log ran: said by its INFO line, else implied by a forced
     // algorithm NCCL runs only with it (CollNet, NVLS across nodes).
     const std::string forced = ascii_lower(l.algorithm);

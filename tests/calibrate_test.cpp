@@ -397,6 +397,37 @@ TEST_CASE("nccl-tests: malformed logs are errors naming the file and the line") 
     CHECK(contains(msg, "all_reduce's largest size measured, 32768 B, spends 2% of its fitted time"));
     CHECK(contains(msg, "too little to measure a bandwidth"));
   }
+  SUBCASE("the import takes one data type per log (nccl-tests -d all is refused), and says a sendrecv fit times nothing") {
+    // (regression: float and half rows of one log were fitted as one curve, their times averaged
+    // size by size)
+    std::ifstream in(kLogs + "all_reduce_perf_8xh100.log");
+    std::stringstream text;
+    int row = 0, half_line = 0, line_no = 0;
+    for (std::string l; std::getline(in, l);) {
+      ++line_no;
+      const size_t at = l.find(" float ");
+      if (!l.empty() && l[0] != '#' && at != std::string::npos && ++row == 3) {
+        l.replace(at, 7, "  half ");
+        half_line = line_no;
+      }
+      text << l << "\n";
+    }
+    REQUIRE(half_line > 0);
+    const std::string path = temp_path("_all_reduce_perf.log");
+    {
+      std::ofstream out(path);
+      out << text.str();
+    }
+    const auto [msg, line] = input_error([&] { import_nccl_tests({path}, ImportOptions{}); });
+    CHECK(line == half_line);
+    CHECK(contains(msg, "found half (a run of nccl-tests -d all: import a run of one type, e.g. -d float)"));
+    CHECK(contains(msg, "expected one data type per log, as line "));
+    const ImportResult sr = import_nccl_tests({kLogs + "sendrecv_perf_8xh100.log"}, ImportOptions{});
+    CHECK(std::any_of(sr.warnings.begin(), sr.warnings.end(), [](const std::string& w) {
+      return contains(w, "sendrecv is kept in the profile's measured collectives for reference, but no simulation takes "
+                         "Send/Recv times from it");
+    }));
+  }
   SUBCASE("the import takes one reduction per log, and only the ones nccl-tests has") {
     const std::string mixed = kLogs + "bad/all_reduce_perf_mixed_redop.log";
     const auto [msg, line] = input_error([&] { import_nccl_tests({mixed}, ImportOptions{}); });
@@ -529,7 +560,7 @@ TEST_CASE("nccl-tests import: alpha and busbw recovered per collective and group
   CHECK(p.collective("all_gather", 8)->algorithm == "Ring");
   // AllReduce points from two logs: 31 rows · 2 halves, plus 7 · 2 − 3 usable halves.
   CHECK(p.collective("all_reduce", 8)->points.size() == 62 + 11);
-  CHECK(r.warnings.size() == 3);
+  CHECK(r.warnings.size() == 4);  // (the fourth: the sendrecv fit times no simulation)
 
   SUBCASE("the written profile loads back with the same fits") {
     const std::string out = temp_path(".json");
