@@ -282,6 +282,11 @@ FitResult fit_profile(const RawMeasurements& raw, const FitOptions& options) {
   }
   const DeviceSpec& spec = device_spec(device);
   FitResult res;
+  // --device over a run the catalog knows as another model (an H200 run written as an A100
+  // profile: its GEMM efficiencies taken against the A100's peaks), said as the import says it.
+  if (const std::string m = device_model_for_gpu_name(raw.gpu); !options.device.empty() && !m.empty() && m != device)
+    res.notes.push_back("measured on '" + raw.gpu + "' (" + m + "), fitted and written as " + device +
+                        " as --device asks: its efficiencies are against " + device + "'s peaks");
   Profile& p = res.profile;
   p = load_profile(default_profile_path(device));
   const std::string run = fmt::format("{} run of overlapsim-calibrate-harness on {} ({}), {}", raw.quick ? "quick" : "full",

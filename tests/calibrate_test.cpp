@@ -706,6 +706,21 @@ TEST_CASE("fit: a single-GPU run of an unknown GPU") {
   CHECK(contains(fit.profile.attention_source, "not measured"));
 }
 
+TEST_CASE("fit: --device over a run of another catalog GPU is said in the notes") {
+  // (regression: an H200 run written as an A100 profile, silently)
+  const RawMeasurements raw = load_raw_measurements(kRaw + "raw_h200_small.json");
+  FitOptions o;
+  o.device = "a100-sxm4-80gb";
+  const FitResult fit = fit_profile(raw, o);
+  CHECK(std::any_of(fit.notes.begin(), fit.notes.end(), [](const std::string& n) {
+    return contains(n, "(h200-sxm-141gb), fitted and written as a100-sxm4-80gb as --device asks");
+  }));
+  o.device = "h200-sxm-141gb";  // the run's own model: nothing to say
+  const FitResult same = fit_profile(raw, o);
+  CHECK(std::none_of(same.notes.begin(), same.notes.end(),
+                     [](const std::string& n) { return contains(n, "as --device asks"); }));
+}
+
 TEST_CASE("raw measurements: errors name the file and the key") {
   CHECK(contains(input_error([] { load_raw_measurements(kRaw + "raw_bad_time.json"); }).first,
                  "raw_bad_time.json: gemm.points[0].time_s.median: expected a time in seconds > 0, found -1.0"));
