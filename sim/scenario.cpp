@@ -182,17 +182,23 @@ void load_parallelism(const YamlFile& f, const YAML::Node& n, Scenario& s) {
 
 std::vector<std::string> parse_strategies(const YamlFile& f, const YAML::Node& n) {
   std::vector<std::string> out;
-  if (n.IsScalar() && n.as<std::string>() == "all") return strategy_names();
+  if (n.IsScalar() && ascii_lower(n.as<std::string>()) == "all") return strategy_names();
   if (!n.IsSequence() || n.size() == 0) fail(f, n, "strategies", "expected a list of strategy names, or 'all'");
+  // Whatever --strategy takes: a registered name or a composition (BASE+PASS[:ARG]+...), in any
+  // case, or `all` alone.
+  if (n.size() == 1 && n[0].IsScalar() && ascii_lower(as_string(f, n[0], "strategies")) == "all") return strategy_names();
   for (const auto& item : n) {
-    const std::string name = as_string(f, item, "strategies");
-    if (std::find(out.begin(), out.end(), name) != out.end()) fail(f, item, "strategies", "'" + name + "' is listed twice");
-    // Whatever --strategy takes: a registered name or a composition (BASE+PASS[:ARG]+...).
+    const std::string name = ascii_lower(as_string(f, item, "strategies"));
+    if (name == "all") fail(f, item, "strategies", "'all' names every strategy; expected it alone, not beside others");
     try {
       (void)make_strategy(name);
     } catch (const InputError& e) {
       fail(f, item, "strategies", e.message());
     }
+    for (const std::string& before : out)
+      if (same_strategy(name, before))
+        fail(f, item, "strategies",
+             name == before ? "'" + name + "' is listed twice" : "'" + name + "' is '" + before + "' again; expected each strategy once");
     out.push_back(name);
   }
   return out;

@@ -88,5 +88,9 @@ class Strategy {
 std::unique_ptr<Strategy> make_strategy(const std::string& name);
 /// Names of all registered strategies, in the order they are compared.
 std::vector<std::string> strategy_names();
+/// Whether two names (as make_strategy takes them) are one strategy: the same description, so
+/// that megatron+workload-partition:4 and megatron+workload-partition:04 are. Throws what
+/// make_strategy throws.
+bool same_strategy(const std::string& a, const std::string& b);
 
 }  // namespace overlapsim

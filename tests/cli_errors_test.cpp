@@ -409,6 +409,41 @@ TEST_CASE("command line: an unknown command and out-of-range options are one cle
   CHECK(nine_a100.output.find("--override") == std::string::npos);  // one node, no fabric to grow
 }
 
+TEST_CASE("strategy names in any case; all alone in a scenario's list; one strategy spelt twice is refused") {
+  const std::string small = kSrc + "/tests/data/scenarios/small.yaml";
+  // (regression: -s Megatron was unknown while --fidelity ANALYTIC was taken)
+  const Run upper = run_cli("run -q " + small + " -s Megatron --fidelity analytic");
+  CHECK(upper.status == 0);
+  CHECK(upper.output.find("\nmegatron ") != std::string::npos);
+  // (regression: the same composition spelt :4 and :04 ran twice)
+  const Run twice = run_cli("run -q " + small +
+                            " --fidelity analytic -s megatron+workload-partition:4 -s megatron+workload-partition:04");
+  CHECK(twice.status == 2);
+  CHECK(twice.output.find("--strategy: 'megatron+workload-partition:04' is 'megatron+workload-partition:4' again; "
+                          "expected each strategy once") != std::string::npos);
+  const auto scenario_with = [&](const std::string& list) {
+    const std::string path = temp_path(".yaml");
+    std::ofstream(path) << "name: s\nmodel: {name: tiny-gpt, layers: 4, hidden: 1024, heads: 16, ffn_hidden: 4096, "
+                           "seq_len: 1024, vocab: 32768, dtype: fp16}\ntopology: "
+                        << kSrc << "/topologies/dgx-a100.yaml\nparallelism: {tp: 2, pp: 2, dp: 2, global_batch: 8}\n"
+                        << "strategies: " << list << "\n";
+    return path;
+  };
+  // (regression: `strategies: [all]` was refused, though the list takes what --strategy takes)
+  const std::string all = scenario_with("[all]");
+  const Run every = run_cli("run -q " + all + " --fidelity analytic");
+  CHECK(every.status == 0);
+  CHECK(every.output.find("\ncentauri ") != std::string::npos);
+  const std::string beside = scenario_with("[megatron, all]");
+  const Run refused = run_cli("run -q " + beside + " --fidelity analytic");
+  CHECK(refused.status == 2);
+  CHECK(refused.output.find(":5:24: strategies: 'all' names every strategy; expected it alone") != std::string::npos);
+  const std::string again = scenario_with("[megatron, MEGATRON]");
+  CHECK(run_cli("run -q " + again + " --fidelity analytic").output.find("'megatron' is listed twice") !=
+        std::string::npos);
+  for (const std::string& p : {all, beside, again}) std::filesystem::remove(p);
+}
+
 TEST_CASE("layout products past 32 bits are input errors, not a crash or a wrapped figure") {
   // Each value passes its own 1..2^30 check; their products did not fit an int (SIGFPE on
   // dp · micro_batch = 2^32, a negative product printed at 2^31, a wrapped world size).

@@ -67,6 +67,10 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name) {
                        }() + ")");
 }
 
+bool same_strategy(const std::string& a, const std::string& b) {
+  return a == b || make_strategy(a)->description() == make_strategy(b)->description();
+}
+
 std::vector<std::string> strategy_names() {
   std::vector<std::string> out;
   for (const auto& e : kStrategies) out.emplace_back(e.name);

@@ -4,6 +4,7 @@
 
 #include "calibrate/profile.hpp"
 #include "sim/error.hpp"
+#include "sim/nccl_tuning.hpp"
 #include "sim/output_file.hpp"
 #include "sim/report.hpp"
 #include "sim/simulate.hpp"
@@ -109,18 +110,15 @@ int run_command(const RunArgs& a) {
   }
   SimulateOptions opt;
   // Validate every flag before any work. `all`: every built-in strategy, as in a scenario; alone.
+  // Any case, as --fidelity and the NCCL names are taken (the registered names are lower case).
   std::vector<std::string> strategies = a.strategies;
+  for (std::string& s : strategies) s = ascii_lower(s);
   if (std::find(strategies.begin(), strategies.end(), "all") != strategies.end()) {
     if (strategies.size() > 1)
       throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
                        "'all' names every strategy; expected it alone, not beside others");
     strategies = strategy_names();
   }
-  for (size_t i = 0; i < strategies.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (strategies[i] == strategies[j])
-        throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
-                         "'" + strategies[i] + "' is given twice; expected each strategy once");
   for (const auto& s : strategies) {
     try {
       make_strategy(s);
@@ -128,6 +126,13 @@ int run_command(const RunArgs& a) {
       throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy", e.message());
     }
   }
+  for (size_t i = 0; i < strategies.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (same_strategy(strategies[i], strategies[j]))
+        throw InputError(SourceLocation{"<command line>", 0, 0}, "--strategy",
+                         strategies[i] == strategies[j]
+                             ? "'" + strategies[i] + "' is given twice; expected each strategy once"
+                             : "'" + strategies[i] + "' is '" + strategies[j] + "' again; expected each strategy once");
   // Outputs: never an input (the scenario, its topology, its profile or any shipped default
   // profile), never each other (regression: --trace over the scenario or the topology file).
   std::vector<std::string> inputs{a.scenario, sc.topology_path};
