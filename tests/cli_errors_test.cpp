@@ -409,7 +409,7 @@ TEST_CASE("command line: an unknown command and out-of-range options are one cle
   CHECK(nine_a100.output.find("--override") == std::string::npos);  // one node, no fabric to grow
 }
 
-TEST_CASE("strategy names in any case; all alone in a scenario's list; one strategy spelt twice is refused") {
+TEST_CASE("strategy names in any case, all alone in a scenario list, one strategy spelt twice refused") {
   const std::string small = kSrc + "/tests/data/scenarios/small.yaml";
   // (regression: -s Megatron was unknown while --fidelity ANALYTIC was taken)
   const Run upper = run_cli("run -q " + small + " -s Megatron --fidelity analytic");
