@@ -313,6 +313,7 @@ Scenario load_scenario(const std::string& path) {
                  "); expected each key once");
       first.emplace(key, kv.first);
       s.topology_overrides[key.substr(sizeof("topology_overrides.") - 1)] = as_string(f, kv.second, key);
+      s.given_at[key] = location_of(f, kv.second);  // (the topology's checks of it name this place)
     }
   }
   load_parallelism(f, require(f, r, "parallelism"), s);

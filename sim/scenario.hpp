@@ -115,7 +115,7 @@ struct Scenario {
   FlowSettings flow;
   std::optional<Published> published;
   std::string notes;
-  /// Where each model and parallelism value was given: the file's line and column, or
+  /// Where each model, parallelism and topology_overrides value was given: the file's line and column, or
   /// "<command line>" for a --set assignment (apply_setting). Checks across keys (e.g.
   /// global_batch against dp · micro_batch, sim/simulate.cpp) name the key's place from it.
   std::map<std::string, SourceLocation> given_at;

@@ -56,6 +56,10 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
        "'workload-partition' twice"},
       // Cross-field checks name the scenario file (regression: they used to say "<input>").
       {"micro-batch-too-large.yaml", "micro-batch-too-large.yaml:4:49:", "parallelism.micro_batch: 16 is larger than"},
+      // An override's bad value at the scenario's line, the topology's beside it (regression: the
+      // topology file's line 24 alone).
+      {"bad-override-value.yaml", "bad-override-value.yaml:4:34:",
+       "topology_overrides.node.count: expected a positive count, found 'abc'"},
       {"ffn-hidden-overflow.yaml", "ffn-hidden-overflow.yaml:4:28:",
        "model.hidden: ffn_hidden defaults to 4 * hidden = 2147483648, above 2^30"},
       // A schedule too large to hold is refused before it is built (regression: it ran out of
