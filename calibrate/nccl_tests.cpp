@@ -570,6 +570,38 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
                                     "): the run names none itself"
                               : std::string()));
   }
+  // A collective whose bus factor is 1 (Broadcast, Reduce, SendRecv) has busbw = algbw; and a
+  // reduction prints its operation where the others print "none": a run of another collective,
+  // read as the one the command line or the file name names, shows in both (regression: an
+  // unnamed AllGather run, busbw = 7/8 algbw and redop none, was compared as a Reduce).
+  const std::string named_by = !from_program.empty() ? "the log's test line"
+                               : !from_flag.empty()   ? "the command line (" + collective + ")"
+                                                      : "the file name";
+  if (!f_tells_n && !ratios.empty()) {
+    std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+    const double f = ratios[ratios.size() / 2];
+    if (std::abs(f - 1.0) > 0.01)
+      throw InputError(SourceLocation{path, at, 0}, "",
+                       fmt::format("busbw / algbw is {:.4g} in this log, where {}'s is 1 ({} names it): expected a "
+                                   "log of {}",
+                                   f, log.collective, named_by, log.collective));
+  }
+  // (sendrecv_perf prints the -o operation it does not perform: "sum".)
+  if (log.collective != "sendrecv") {
+    const bool reduces = log.collective == "all_reduce" || log.collective == "reduce_scatter" || log.collective == "reduce";
+    for (const NcclTestsRow& r : log.rows) {
+      if (r.redop.empty()) continue;
+      if ((r.redop == "none") == reduces)
+        throw InputError(SourceLocation{path, r.line, 0}, "redop",
+                         reduces ? fmt::format("expected the reduction {} performs (sum, prod, ...; {} names it), found "
+                                               "none: a log of a collective that reduces nothing",
+                                               log.collective, named_by)
+                                 : fmt::format("expected none ({} reduces nothing; {} names it), found {}: a log of a "
+                                               "collective that reduces",
+                                               log.collective, named_by, r.redop));
+      break;  // (one row tells: a log is one collective's)
+    }
+  }
   if (log.ranks_from != "rank lines") log.ranks_per_host = log.ranks;  // one host assumed
   if (log.ranks < 2)
     throw InputError(SourceLocation{path, at, 0}, "",

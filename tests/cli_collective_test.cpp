@@ -538,3 +538,31 @@ TEST_CASE("collective: an AllToAll past 4,096 ranks refused, and --compare's hos
   CHECK(cmp.status == 0);
   CHECK(cmp.output.find("note: the nodes loaded with their first 1 GPU(s) and NIC(s) only") != std::string::npos);
 }
+
+TEST_CASE("collective --compare: a log whose busbw/algbw or redop column is another collective's than --op names is refused") {
+  // (regression: an unnamed AllGather run, busbw = 7/8 algbw and redop none, was compared as a
+  // Reduce, a Broadcast or a SendRecv with row warnings only)
+  const auto copy = [](const std::string& from) {
+    const std::string path = temp_path("_unnamed.log");
+    std::filesystem::copy_file(from, path, std::filesystem::copy_options::overwrite_existing);
+    return path;
+  };
+  const std::string gather = copy(kSrc + "/tests/data/nccl-tests/all_gather_perf_8xh100.log");
+  const std::string cmd = "collective --fidelity analytic -t " + kSrc +
+                          "/topologies/dgx-h100-superpod.yaml --override node.count=2 --compare ";
+  for (const std::string op : {"reduce", "broadcast", "sendrecv"}) {
+    CAPTURE(op);
+    const Run r = run_cli(cmd + gather + " --op " + op);
+    CHECK(r.status == 2);
+    CHECK(r.output.find("busbw / algbw is 0.875 in this log, where ") != std::string::npos);
+  }
+  CHECK(run_cli(cmd + gather + " --op allgather").status == 0);
+  // An AlltoAll's busbw/algbw is a ReduceScatter's; its redop column is not.
+  const std::string scatter = copy(kSrc + "/tests/data/nccl-tests/reduce_scatter_perf_2x8xh100.log");
+  const Run a2a = run_cli(cmd + scatter + " --op alltoall");
+  CHECK(a2a.status == 2);
+  CHECK(a2a.output.find(": redop: expected none (alltoall reduces nothing; the command line (alltoall) names it), found "
+                        "sum") != std::string::npos);
+  std::filesystem::remove(gather);
+  std::filesystem::remove(scatter);
+}
