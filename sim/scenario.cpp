@@ -130,9 +130,9 @@ void load_model(const YamlFile& f, const YAML::Node& n, ModelConfig& m) {
   }
   check_keys(f, n, {"name", "layers", "hidden", "heads", "ffn_hidden", "seq_len", "vocab", "dtype"}, "model");
   m.name = n["name"] ? as_string(f, n["name"], "model.name") : std::string("inline");
-  m.layers = positive_int(f, require(f, n, "layers"), "model.layers");
-  m.hidden = positive_int(f, require(f, n, "hidden"), "model.hidden");
-  m.heads = positive_int(f, require(f, n, "heads"), "model.heads");
+  m.layers = positive_int(f, require(f, n, "layers", "model.layers"), "model.layers");
+  m.hidden = positive_int(f, require(f, n, "hidden", "model.hidden"), "model.hidden");
+  m.heads = positive_int(f, require(f, n, "heads", "model.heads"), "model.heads");
   if (n["ffn_hidden"]) {
     m.ffn_hidden = positive_int(f, n["ffn_hidden"], "model.ffn_hidden");
   } else {
@@ -144,8 +144,8 @@ void load_model(const YamlFile& f, const YAML::Node& n, ModelConfig& m) {
                ", above 2^30: give a hidden of at most 2^28, or model.ffn_hidden");
     m.ffn_hidden = static_cast<int>(ffn);
   }
-  m.seq_len = positive_int(f, require(f, n, "seq_len"), "model.seq_len");
-  m.vocab = positive_int(f, require(f, n, "vocab"), "model.vocab");
+  m.seq_len = positive_int(f, require(f, n, "seq_len", "model.seq_len"), "model.seq_len");
+  m.vocab = positive_int(f, require(f, n, "vocab", "model.vocab"), "model.vocab");
   m.dtype = n["dtype"] ? parse_with(f, n["dtype"], "model.dtype", parse_dtype) : DType::FP16;
   if (m.hidden % m.heads) fail(f, n["heads"], "model.heads", "must divide hidden = " + std::to_string(m.hidden));
 }
@@ -162,7 +162,7 @@ void load_parallelism(const YamlFile& f, const YAML::Node& n, Scenario& s) {
   p.dp = s.dp_given ? positive_int(f, n["dp"], "parallelism.dp") : 1;
   p.sp = n["sp"] ? as_bool(f, n["sp"], "parallelism.sp") : false;
   p.micro_batch = n["micro_batch"] ? positive_int(f, n["micro_batch"], "parallelism.micro_batch") : 1;
-  p.global_batch = positive_int(f, require(f, n, "global_batch"), "parallelism.global_batch");
+  p.global_batch = positive_int(f, require(f, n, "global_batch", "parallelism.global_batch"), "parallelism.global_batch");
   if (n["pipeline_schedule"])
     p.pipeline_schedule = parse_with(f, n["pipeline_schedule"], "parallelism.pipeline_schedule", parse_pipeline);
   if (n["zero_stage"]) {

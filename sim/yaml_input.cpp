@@ -45,7 +45,14 @@ YamlFile load_yaml_file(const std::string& path) {
   f.path = path;
   require_readable_file(path, "a YAML");
   try {
-    f.root = YAML::LoadFile(path);
+    // Every document, so that a second one is refused, not silently left unread.
+    const std::vector<YAML::Node> docs = YAML::LoadAllFromFile(path);
+    if (docs.size() > 1) {
+      const YAML::Mark m = docs[1].Mark();
+      throw InputError(SourceLocation{path, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1}, "",
+                       "a second YAML document (after '---'); expected one document per file");
+    }
+    f.root = docs.empty() ? YAML::Node() : docs.front();
   } catch (const YAML::BadFile&) {
     throw InputError(SourceLocation{path, 0, 0}, "", "cannot open the file");
   } catch (const YAML::ParserException& e) {
@@ -73,11 +80,12 @@ void fail(const YamlFile& f, const YAML::Node& node, const std::string& key, con
   throw InputError(location_of(f, node), key, message);
 }
 
-YAML::Node require(const YamlFile& f, const YAML::Node& map, const std::string& key) {
+YAML::Node require(const YamlFile& f, const YAML::Node& map, const std::string& key, const std::string& full_key) {
+  const std::string& named = full_key.empty() ? key : full_key;
   if (!map.IsDefined() || !map.IsMap())
-    fail(f, map, key, "expected a map with key '" + key + "', found " + describe(map));
+    fail(f, map, named, "expected a map with key '" + key + "', found " + describe(map));
   const YAML::Node value = map[key];
-  if (!value.IsDefined()) fail(f, map, key, "missing key '" + key + "'");
+  if (!value.IsDefined()) fail(f, map, named, "missing key '" + key + "'");
   return value;
 }
 

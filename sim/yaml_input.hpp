@@ -32,8 +32,9 @@ SourceLocation location_of(const YamlFile& f, const YAML::Node& node);
 [[noreturn]] void fail(const YamlFile& f, const YAML::Node& node, const std::string& key,
                        const std::string& message);
 
-/// The value at map[key]; throws "missing key" pointing at the map when absent.
-YAML::Node require(const YamlFile& f, const YAML::Node& map, const std::string& key);
+/// The value at map[key]; throws "missing key" pointing at the map when absent, named
+/// `full_key` (e.g. "model.layers") where given, else `key`.
+YAML::Node require(const YamlFile& f, const YAML::Node& map, const std::string& key, const std::string& full_key = "");
 /// Throws on any key of `map` not in `allowed`, or given twice, naming the key and listing the
 /// allowed ones. `path` is the map's own key ("parallelism", "links[0]"; "" at the root): a key
 /// is named by its full path, e.g. parallelism.tp.

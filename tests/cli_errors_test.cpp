@@ -60,6 +60,9 @@ TEST_CASE("bad scenarios fail with the file, the line and the key, exit status 2
       // topology file's line 24 alone).
       {"bad-override-value.yaml", "bad-override-value.yaml:4:34:",
        "topology_overrides.node.count: expected a positive count, found 'abc'"},
+      {"two-documents.yaml", "two-documents.yaml:7:1:", "a second YAML document (after '---'); expected one"},
+      // A missing key by its full name, as the other model keys (regression: "layers: missing key").
+      {"missing-layers.yaml", "missing-layers.yaml:2:8:", "model.layers: missing key 'layers'"},
       {"ffn-hidden-overflow.yaml", "ffn-hidden-overflow.yaml:4:28:",
        "model.hidden: ffn_hidden defaults to 4 * hidden = 2147483648, above 2^30"},
       // A schedule too large to hold is refused before it is built (regression: it ran out of
