@@ -60,7 +60,7 @@ struct Layout {
   int line = 0;               ///< header line number
   std::string text;           ///< the header's column names, for messages
   int columns = 0;            ///< tokens a result row must have
-  int type = -1, redop = -1;  ///< meta columns, -1 when absent
+  int type = -1, redop = -1, root = -1;  ///< meta columns, -1 when absent
   struct Half {
     int time = -1, algbw = -1, busbw = -1, wrong = -1;
   } half[2];
@@ -82,6 +82,7 @@ Layout parse_header(const std::string& path, int line, const std::vector<std::st
   for (int i = 2; i < times[0]; ++i) {
     if (cols[i] == "type") l.type = i;
     if (cols[i] == "redop") l.redop = i;
+    if (cols[i] == "root") l.root = i;
   }
   for (int h = 0; h < 2; ++h) {
     const int start = times[h];
@@ -442,6 +443,15 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     if (errno == ERANGE) row.count = std::numeric_limits<int64_t>::max();
     if (layout.type >= 0) row.type = t[layout.type];
     if (layout.redop >= 0) row.redop = t[layout.redop];
+    if (layout.root >= 0) {
+      const std::string& w = t[layout.root];
+      const bool digits = w == "-1" || (is_unsigned(w) && w.size() <= 10);
+      const long long root = digits ? std::stoll(w) : -2;
+      if (!digits || root > (1LL << 30))
+        throw InputError(SourceLocation{path, number, 0}, "root",
+                         "expected the root rank (-1 where the collective has none), found '" + w + "'");
+      row.root = static_cast<int>(root);
+    }
     row.out_of_place = parse_half(path, number, t, layout, 0);
     row.in_place = parse_half(path, number, t, layout, 1);
     for (const NcclTestsHalf* h : {&row.out_of_place, &row.in_place}) {

@@ -128,17 +128,20 @@ std::vector<BenchRow> run_collective_bench(const Topology& topo, BenchOp op, int
 
 namespace {
 
-BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& all, double size, BenchOptions opt) {
-  const int ranks = static_cast<int>(all.size());
-  OVERLAPSIM_CHECK(ranks >= 1 && all.back() < topo.num_gpus(), "rank count out of range");
+BenchRow bench_size(const Topology& topo, BenchOp op, const std::vector<int>& given, double size, BenchOptions opt) {
+  const int ranks = static_cast<int>(given.size());
+  OVERLAPSIM_CHECK(ranks >= 1 && given.back() < topo.num_gpus(), "rank count out of range");
   Schedule s;
-  s.world_size = all.back() + 1;
+  s.world_size = *std::max_element(given.begin(), given.end()) + 1;
   s.stream_names = {"comm"};
-  const int g = s.intern_group(all, CommPurpose::DataParallel);
   // A rooted collective, or an AllReduce run as a tree, ends at different times on different
   // ranks (the root first): time it on every rank, so that the slowest is seen whether or not
   // --unfold is given (a tree simulates every member's flows anyway).
   const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
+  OVERLAPSIM_CHECK(opt.root >= 0 && opt.root < ranks, "root out of range (callers check it)");
+  std::vector<int> all = given;  // the group in ring order, its root first
+  if (rooted) std::rotate(all.begin(), all.begin() + opt.root, all.end());
+  const int g = s.intern_group(all, CommPurpose::DataParallel);
   const CollectiveKind kind = op == BenchOp::SendRecv ? CollectiveKind::AllReduce : bench_collective_kind(op);
   // How the replay will run it (rings, chains, trees, NVLS; not AllToAll and SendRecv, which are
   // point-to-point): it decides the folding below and names the row.

@@ -54,6 +54,10 @@ struct BenchOptions {
                         ///< every rank is simulated anyway for Broadcast, Reduce, SendRecv, an
                         ///< AllReduce run as a tree, and AllToAll on a non-uniform node)
   int channels = 0;     ///< 0: the replay's default
+  /// Broadcast's and Reduce's root, a rank 0 .. ranks − 1 (nccl-tests -r): the group's ring
+  /// order is kept and rotated so that the root is its first member, where the plan has its
+  /// root (collective_plan.hpp). Ignored by the other collectives.
+  int root = 0;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
   /// GPUs taken from each node (the job's ranks per node: nccl-tests under `mpirun -N K`); 0:
   /// every GPU of a node, i.e. GPUs 0..ranks−1 (bench_members).

@@ -566,3 +566,48 @@ TEST_CASE("collective --compare: a log whose busbw/algbw or redop column is anot
   std::filesystem::remove(gather);
   std::filesystem::remove(scatter);
 }
+
+TEST_CASE("collective --root: a Broadcast from another rank, the ring order kept, and the log's root column taken") {
+  // (regression: a log of root 3 was simulated and printed with root 0, and no flag set a root)
+  const std::string pairs = "collective --fidelity analytic -t " + kSrc +
+                            "/topologies/a6000-8gpu-nvlink-pairs.yaml --op broadcast --sizes 64MiB:64MiB";
+  const Run r0 = run_cli(pairs);
+  const Run r3 = run_cli(pairs + " --root 3");
+  REQUIRE(r0.status == 0);
+  REQUIRE(r3.status == 0);
+  CHECK(r0.output.find("   none      0 ") != std::string::npos);
+  CHECK(r3.output.find("   none      3 ") != std::string::npos);
+  // NVLink pairs and PCIe: the chain from rank 3 crosses the machine otherwise than from rank 0.
+  CHECK(r0.output.find("3289.12") != std::string::npos);
+  CHECK(r3.output.find("3358.05") != std::string::npos);
+  CHECK(run_cli(pairs + " --root 8").output.find("--root: expected a rank from 0 to 7 (the group's), found 8") !=
+        std::string::npos);
+  CHECK(run_cli("collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --root 1")
+            .output.find("--root: AllReduce has no root; expected --root with broadcast or reduce only") !=
+        std::string::npos);
+  // A log's root column is the comparison's root; a --root against it is refused.
+  const std::string log = temp_path("_broadcast_perf.log");
+  {
+    std::ofstream out(log);
+    out << "# Collective test starting: broadcast_perf\n# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4194304 step: "
+           "2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n";
+    for (int r = 0; r < 8; ++r)
+      out << "#  Rank  " << r << " Group  0 Pid  4821" << r << " on dgx-h100-01 device  " << r
+          << " [0x18] NVIDIA H100 80GB HBM3\n";
+    out << "#\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+           "busbw #wrong\n#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us) "
+           " (GB/s)  (GB/s)\n"
+           "     1048576        262144     float    none       3    20.00   52.43   52.43      0    20.00   52.43   52.43      0\n"
+           "     2097152        524288     float    none       3    30.00   69.91   69.91      0    30.00   69.91   69.91      0\n"
+           "     4194304       1048576     float    none       3    45.00   93.21   93.21      0    45.00   93.21   93.21      0\n"
+           "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 71.85\n";
+  }
+  const std::string h100 = "collective --fidelity analytic -t " + kSrc +
+                           "/topologies/dgx-h100-superpod.yaml --override node.count=1 --compare " + log;
+  const Run cmp = run_cli(h100);
+  REQUIRE(cmp.status == 0);
+  CHECK(cmp.output.find("   none      3 ") != std::string::npos);
+  CHECK(cmp.output.find("   none      0 ") == std::string::npos);
+  CHECK(run_cli(h100 + " --root 2").output.find("--root: expected the log's root 3 (") != std::string::npos);
+  std::filesystem::remove(log);
+}

@@ -252,6 +252,31 @@ int collective_command(const CollectiveArgs& a) {
   opt.ranks_per_node = rpn;
   const std::vector<int> members = bench_members(topo, ranks, rpn);
   opt.channels = a.channels;
+  // The root (Broadcast, Reduce): --root, else the log's root column (one per comparison), else 0.
+  const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
+  if (a.root >= 0 && !rooted)
+    throw InputError(cli, "--root",
+                     fmt::format("{} has no root; expected --root with broadcast or reduce only", to_string(op)));
+  int logged_root = -1, root_line = 0;
+  if (comparing && rooted)
+    for (const NcclTestsRow& r : log.rows) {
+      if (r.root < 0) continue;
+      if (logged_root < 0) {
+        logged_root = r.root;
+        root_line = r.line;
+      } else if (r.root != logged_root) {
+        throw InputError(SourceLocation{a.compare, r.line, 0}, "root",
+                         fmt::format("expected one root per comparison, as line {} ran ({}), found {}", root_line,
+                                     logged_root, r.root));
+      }
+    }
+  if (a.root >= 0 && logged_root >= 0 && a.root != logged_root)
+    throw InputError(cli, "--root",
+                     fmt::format("expected the log's root {} ({}:{}), found {}", logged_root, a.compare, root_line, a.root));
+  opt.root = a.root >= 0 ? a.root : std::max(0, logged_root);
+  if (rooted && opt.root >= ranks)
+    throw InputError(a.root >= 0 ? cli : SourceLocation{a.compare, root_line, 0}, a.root >= 0 ? "--root" : "root",
+                     fmt::format("expected a rank from 0 to {} (the group's), found {}", ranks - 1, opt.root));
   opt.replay.collectives.datatype = datatype;
   opt.replay.collectives.collnet_enable = a.collnet;
   if (a.collnet && topo.sharp_version == 0)

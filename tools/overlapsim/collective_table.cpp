@@ -89,7 +89,7 @@ void CollectiveTablePrinter::row(size_t i, const BenchRow& r) {
   const std::string row_redop =
       lr && !lr->redop.empty() ? lr->redop : t.reduces ? to_string(t.opt.replay.collectives.reduce_op) : "none";
   std::cout << fmt::format("  {:>12.0f} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}  {}\n", r.size_bytes,
-                           count, type, row_redop, rooted ? "0" : "-1", r.time_s * 1e6, r.algbw_Bps / 1e9,
+                           count, type, row_redop, rooted ? std::to_string(t.opt.root) : "-1", r.time_s * 1e6, r.algbw_Bps / 1e9,
                            r.busbw_Bps / 1e9, extra, r.plan);
   std::cout.flush();
   sum_busbw_ += r.busbw_Bps;

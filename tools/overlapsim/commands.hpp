@@ -60,6 +60,7 @@ struct CollectiveArgs {
   std::string redop;      ///< "" (flag not given): sum, or the log's redop with --compare
   std::string datatype;   ///< "" (flag not given): float, or the log's type with --compare
   int channels = 0;
+  int root = -1;          ///< -1 (flag not given): 0, or the log's root column with --compare
   std::string calibration;
   bool unfold = false;
   bool collnet = false;   ///< --collnet: NCCL_COLLNET_ENABLE=1
