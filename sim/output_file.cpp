@@ -37,6 +37,14 @@ void check_output_path(const std::string& path, const std::string& flag, const s
     throw InputError(SourceLocation{"<command line>", 0, 0}, flag,
                      "expected a file path, found '-' (standard output holds the table; give a file, e.g. out.json)");
   std::error_code ec;
+  // A device or pipe (/dev/stdout, /dev/null, a FIFO), as the kernel follows its links: refused
+  // as such (regression: /dev/stdout resolved to a pipe's name in /proc/PID/fd and was refused as
+  // "cannot create a file in folder /proc/PID/fd").
+  if (const fs::file_status given = fs::status(path, ec);
+      fs::exists(given) && !fs::is_regular_file(given) && !fs::is_directory(given))
+    throw InputError(where, flag,
+                     "exists and is not a regular file (a device or pipe); expected a file path to write (standard "
+                     "output holds the table; give a file, e.g. out.json)");
   const fs::path target = resolve_output_path(path);
   if (target.empty()) throw InputError(where, flag, "cannot resolve the path");
   const fs::file_status st = fs::status(target, ec);
