@@ -33,6 +33,14 @@ TEST_CASE("collective --sizes: nccl-tests' sizes, whole floats a rank for AllGat
     const Run r = run_cli("collective --op allgather --sizes 100B:100B" + a100);
     REQUIRE(r.status == 0);
     CHECK(rows(r.output) == std::vector<std::pair<long long, long long>>{{96, 3}});
+    // Said, not done silently (regression: 5B:17B of floats printed 4 and 8 B without a word).
+    CHECK(r.output.find("# note: 100 B runs as 96 B: nccl-tests runs and prints whole multiples of 32 B for AllGather "
+                        "of float over 8 ranks (whole elements a rank)") != std::string::npos);
+    const Run odd = run_cli("collective --op allreduce --sizes 5B:17B" + a100);
+    REQUIRE(odd.status == 0);
+    CHECK(rows(odd.output) == std::vector<std::pair<long long, long long>>{{4, 1}, {8, 2}});
+    CHECK(odd.output.find("# note: 5 B runs as 4 B, 10 B runs as 8 B: nccl-tests runs and prints whole multiples of 4 B "
+                          "for AllReduce of float over 8 ranks (whole elements)") != std::string::npos);
   }
   SUBCASE("100 B of AllReduce is 25 floats") {
     const Run r = run_cli("collective --op allreduce --sizes 100B:100B" + a100);

@@ -354,7 +354,21 @@ std::vector<double> collective_sizes(const std::string& range, double factor, Be
     // 96 B). A size that holds no element a rank is a call of 0 elements there, nothing to time:
     // left out, with a note.
     const double unit = counted_bytes(op, ranks, type);
-    for (double& s : sizes) s = unit * std::floor(s / unit);
+    // (Said where a size asked for is not what runs: 5B of floats is 4B, as nccl-tests prints it.)
+    std::string rounded;
+    int rounded_count = 0;
+    for (double& s : sizes) {
+      const double runs = unit * std::floor(s / unit);
+      if (runs != s && runs > 0 && ++rounded_count <= 3)
+        rounded += fmt::format("{}{:.0f} B runs as {:.0f} B", rounded.empty() ? "" : ", ", s, runs);
+      s = runs;
+    }
+    if (rounded_count > 0)
+      notes->push_back(fmt::format("{}{}: nccl-tests runs and prints whole multiples of {:.0f} B for {} of {} over "
+                                   "{} ranks (whole elements{})",
+                                   rounded, rounded_count > 3 ? fmt::format(" and {} more", rounded_count - 3) : "",
+                                   unit, to_string(op), to_string(type), ranks,
+                                   unit > datatype_bytes(type) ? " a rank" : ""));
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     if (!sizes.empty() && sizes.front() == 0) {
       sizes.erase(sizes.begin());
