@@ -270,6 +270,14 @@ std::vector<NcclTestsLog> read_nccl_tests_logs(const std::string& path, const st
   std::ifstream file(path, std::ios::binary);
   std::vector<std::string> lines;
   for (std::string l; std::getline(file, l);) lines.push_back(l);
+  // The runs that name their collective ("# Collective test starting: X_perf"), by line.
+  std::vector<std::pair<int, std::string>> named;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (const auto at = lines[i].find("Collective test starting:"); at != std::string::npos && lines[i][0] == '#') {
+      const std::vector<std::string> t = split(lines[i].substr(at + 25));
+      if (!t.empty()) named.emplace_back(static_cast<int>(i) + 1, nccl_tests_collective(t.back()));
+    }
+  const std::string want = collective.empty() ? "" : nccl_tests_collective(collective);
   std::vector<NcclTestsLog> runs;
   int start = 1;  // 1-based line where the next run starts
   while (start > 0 && start <= static_cast<int>(lines.size())) {
@@ -277,7 +285,33 @@ std::vector<NcclTestsLog> read_nccl_tests_logs(const std::string& path, const st
     for (size_t i = static_cast<size_t>(start - 1); i < lines.size(); ++i) rest += lines[i] + "\n";
     std::istringstream in(rest);
     int next = 0;
-    runs.push_back(parse_run(path, in, collective, start, &next, /*collective_default=*/true));
+    try {
+      runs.push_back(parse_run(path, in, collective, start, &next, /*collective_default=*/true));
+    } catch (const InputError&) {
+      // A run that names no collective, before runs that do (regression: --op allreduce read an
+      // unnamed AllGather run as an AllReduce and failed there, though the file's second run is
+      // a named all_reduce_perf): skipped where a later run names the collective asked for;
+      // without one asked for, the later runs are listed for --op to pick.
+      const bool this_named = std::any_of(named.begin(), named.end(), [&](const auto& n) {
+        return n.first >= start && n.first <= start + 2;
+      });
+      const auto later = std::find_if(named.begin(), named.end(), [&](const auto& n) {
+        return n.first > start + 2 && (want.empty() || n.second == want);
+      });
+      if (this_named || later == named.end()) throw;
+      if (want.empty()) {
+        std::string listed;
+        for (const auto& [line, coll] : named)
+          if (line > start + 2) listed += fmt::format("{}{} from line {}", listed.empty() ? "" : ", ", coll, line);
+        throw InputError(SourceLocation{path, start, 0}, "",
+                         "this run names no collective (no \"# Collective test starting\" line) and the file holds "
+                         "more runs (" + listed + "): expected --op to pick one");
+      }
+      // From the later run's first line ("# nccl-tests version", where it precedes the name).
+      start = later->first;
+      if (start >= 2 && lines[static_cast<size_t>(start - 2)].find("nccl-tests version") != std::string::npos) --start;
+      continue;
+    }
     start = next;
   }
   // One run: the collective given must be the one it names, as parse_nccl_tests_log has it;

@@ -140,11 +140,19 @@ TEST_CASE("collective --compare: a sweep's log of several runs, one picked by --
                              "/tests/data/nccl-tests/bad/two_runs.log --op allgather --algo pat --fidelity analytic");
   CHECK(forced.status == 0);
   CHECK(forced.output.find("# note: --algo pat in place of the log's NCCL_ALGO=Ring") != std::string::npos);
-  // --op naming that unnamed run as another collective: the error says where its count came from.
-  const Run wrong = run_cli("collective" + h100 + " --compare " + kSrc + "/tests/data/nccl-tests/bad/two_runs.log --op allreduce");
-  CHECK(wrong.status == 2);
-  CHECK(wrong.output.find("or of the collective the command line names (all_reduce): the run names none itself") !=
-        std::string::npos);
+  // --op naming the collective a later run names: that run, the unnamed one skipped (regression:
+  // the unnamed AllGather run was read as an AllReduce and refused for its busbw/algbw).
+  const Run named = run_cli("collective" + h100 + " --compare " + kSrc +
+                            "/tests/data/nccl-tests/bad/two_runs.log --op allreduce --fidelity analytic");
+  CHECK(named.status == 0);
+  CHECK(named.output.find("compared with " + kSrc + "/tests/data/nccl-tests/bad/two_runs.log: all_reduce, 8 ranks on 1 "
+                          "node(s), NVIDIA H100 80GB HBM3, NCCL 2.28.9") != std::string::npos);
+  // Without --op, the unnamed run's error lists the runs that name theirs (it said the file had no
+  // "Collective test starting" line, which its second run has).
+  const Run pick = run_cli("collective" + h100 + " --compare " + kSrc + "/tests/data/nccl-tests/bad/two_runs.log");
+  CHECK(pick.status == 2);
+  CHECK(pick.output.find("two_runs.log:1: this run names no collective (no \"# Collective test starting\" line) and the "
+                         "file holds more runs (all_reduce from line 45): expected --op to pick one") != std::string::npos);
 }
 
 TEST_CASE("collective --compare: a log of a GPU family the catalog lacks is refused, a name of none is noted") {
@@ -210,9 +218,10 @@ TEST_CASE("collective --compare: what contradicts the log, or a topology too sma
       // Another GPU's log against this topology is a mistake, not a comparison.
       {"-t " + a100 + " --compare " + logs + "all_reduce_perf_8xh100.log",
        "expected GPUs of the topology's model (a100-sxm4-80gb), found a log of NVIDIA H100 80GB HBM3"},
-      // Two runs of which the first names no collective: that run's error, at its first line.
+      // Two runs of which the first names no collective: that run's error, at its first line, with
+      // the runs that name theirs for --op.
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "bad/two_runs.log",
-       "two_runs.log:1: cannot tell which collective"},
+       "two_runs.log:1: this run names no collective"},
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "bad/negative_size.log", "negative_size.log:21:"},
       // A size no run of the log's ranks could hold (2^62 B) is corrupted, not compared.
       {"-t " + h100 + " --override node.count=1 --compare " + logs + "bad/all_reduce_perf_size_2p62.log",
