@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -572,8 +573,39 @@ TEST_CASE("collective --compare: a log whose busbw/algbw or redop column is anot
   CHECK(a2a.status == 2);
   CHECK(a2a.output.find(": redop: expected none (alltoall reduces nothing; the command line (alltoall) names it), found "
                         "sum") != std::string::npos);
-  std::filesystem::remove(gather);
-  std::filesystem::remove(scatter);
+  // Every row's redop (regression: the first row alone was read), and a ratio of 1 over the rank
+  // lines' 8 ranks (regression: accepted as an AllGather, the group size left to the rank lines).
+  const auto edited = [](const std::string& from, const auto& edit) {
+    std::ifstream in(from);
+    const std::string path = temp_path("_all_gather_perf.log");
+    std::ofstream out(path);
+    int n = 0;
+    for (std::string l; std::getline(in, l);) out << edit(l, ++n) << "\n";
+    return path;
+  };
+  const std::string base = kSrc + "/tests/data/nccl-tests/all_gather_perf_8xh100.log";
+  const std::string one_sum = edited(base, [](std::string l, int n) {
+    if (n == 25) l.replace(l.find("    none"), 8, "     sum");
+    return l;
+  });
+  const Run mixed = run_cli(cmd + one_sum);
+  CHECK(mixed.status == 2);
+  CHECK(mixed.output.find("_all_gather_perf.log:25: redop: expected none (all_gather reduces nothing") != std::string::npos);
+  const std::string ratio_one = edited(base, [](std::string l, int) {
+    std::istringstream t(l);
+    std::vector<std::string> w{std::istream_iterator<std::string>(t), {}};
+    if (l.empty() || l[0] == '#' || w.size() != 13) return l;
+    w[7] = w[6];  // busbw = algbw, both halves
+    w[11] = w[10];
+    std::string joined;
+    for (const auto& x : w) joined += "  " + x;
+    return joined;
+  });
+  const Run ratio = run_cli(cmd + ratio_one);
+  CHECK(ratio.status == 2);
+  CHECK(ratio.output.find("busbw / algbw is 1 in this log, where all_gather's over the 8 ranks of its rank lines is "
+                          "0.875") != std::string::npos);
+  for (const std::string& p : {gather, scatter, one_sum, ratio_one}) std::filesystem::remove(p);
 }
 
 TEST_CASE("collective --root: a Broadcast from another rank, the ring order kept, and the log's root column taken") {

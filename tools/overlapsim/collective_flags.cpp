@@ -98,7 +98,7 @@ void add_collective_command(CLI::App& app, CollectiveArgs& a) {
                  "messages over (default: NCCL's count for the size over the topology's node.nccl_channels, "
                  "else 8, on 8 rings)")
       ->check(CLI::Validator(whole_number(1, 64), "1 to 64"));
-  c->add_option("--root", a.root,
+  c->add_option("--root,-r", a.root,
                  "Broadcast's and Reduce's root rank, 0 to ranks - 1 (nccl-tests -r; default 0, or the log's root "
                  "column with --compare); the ring order is kept, rotated to start at the root")
       ->check(CLI::Validator(whole_number(0, 1 << 30), "0 or more"));
