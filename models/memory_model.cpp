@@ -57,10 +57,12 @@ void validate(const ModelConfig& m, const Parallelism& p) {
 }
 
 /// Activation bytes of one transformer layer for one micro-batch, without recomputation.
-double layer_activations_no_recompute(double s, double b, double h, double a, double t, bool sp) {
+/// (With flash attention the attention core's a·s² terms are replaced by its logsumexp, header.)
+double layer_activations_no_recompute(double s, double b, double h, double a, double t, bool sp, bool flash) {
   const double sbh = s * b * h;
-  if (sp) return sbh / t * (34.0 + 5.0 * a * s / h);
-  return sbh * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
+  const double core = flash ? 4.0 * s * b * a / t : sbh * 5.0 * a * s / (h * t);
+  if (sp) return sbh / t * 34.0 + core;
+  return sbh * (10.0 + 24.0 / t) + core;
 }
 
 }  // namespace
@@ -107,7 +109,7 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const Parallelism& p, int s
   const double in_flight = p.pipeline_schedule == PipelineSchedule::OneFOneB
                                ? static_cast<double>(std::min(p.pp - stage, micro_batches))
                                : static_cast<double>(micro_batches);
-  const double full_layer = layer_activations_no_recompute(s, b, h, a, t, p.sp);
+  const double full_layer = layer_activations_no_recompute(s, b, h, a, t, p.sp, p.flash_attention);
   switch (p.recompute) {
     case Recompute::None:
       e.activations_bytes = layers_per_stage * full_layer * in_flight;

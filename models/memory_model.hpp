@@ -10,6 +10,10 @@
 //   no recompute, TP without SP: s·b·h·(10 + 24/t + 5·a·s/(h·t));
 //   TP + SP: s·b·h/t·(34 + 5·a·s/h); selective recompute + SP: s·b·h/t·34;
 //   full recompute: 2·s·b·h per layer (its input; /t with SP) plus one layer's full activations.
+// With fused (flash) attention the 5·a·s/h terms (the a·s² softmax input and output and dropout
+// mask of the unfused attention core) are not kept: the kernel keeps its output, counted in the
+// rest, and one fp32 logsumexp per row and head, 4·s·b·a/t bytes (Dao, FlashAttention-2, 2023,
+// §3.1.2; Korthikanti's selective recomputation drops the same terms by recomputing them).
 // Under 1F1B (Narayanan et al. SC'21 §2.2) stage i of p keeps min(p − i, m) micro-batches in flight.
 #pragma once
 

@@ -273,6 +273,29 @@ TEST_CASE("memory model: full recompute keeps less than no recompute") {
         testing::approx(8 * estimate_memory(m, p, 7).activations_bytes));
 }
 
+TEST_CASE("memory model: flash attention keeps the attention core's logsumexp, not its s-squared scores") {
+  // Korthikanti et al. Table 2 without SP, no recomputation, against FlashAttention-2 §3.1.2
+  // (regression: the a·s² terms were counted with flash attention on, and the H100 scenario at
+  // micro-batch 2 without recomputation was refused as needing 93.5 GiB).
+  const ModelConfig& m = model_preset("gpt3-175b");
+  Parallelism p;
+  p.tp = 8;
+  p.pp = 8;
+  p.dp = 1;
+  p.global_batch = 1;
+  p.recompute = Recompute::None;
+  const double s = m.seq_len, b = 1, h = m.hidden, a = m.heads, t = 8, layers = m.layers / 8.0;
+  p.flash_attention = false;
+  CHECK(estimate_memory(m, p, 7).activations_bytes ==
+        testing::approx(layers * s * b * h * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-12));
+  p.flash_attention = true;
+  CHECK(estimate_memory(m, p, 7).activations_bytes ==
+        testing::approx(layers * (s * b * h * (10 + 24 / t) + 4 * s * b * a / t)).epsilon(1e-12));
+  p.sp = true;
+  CHECK(estimate_memory(m, p, 7).activations_bytes ==
+        testing::approx(layers * (s * b * h / t * 34 + 4 * s * b * a / t)).epsilon(1e-12));
+}
+
 TEST_CASE("memory model: GPT-3 175B on one GPU does not fit in 80 GiB") {
   Parallelism p;  // tp = pp = dp = 1
   const ModelConfig& m = model_preset("gpt3-175b");
