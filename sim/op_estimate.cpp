@@ -90,8 +90,10 @@ std::string format_ops(long long ops) {
 
 std::string op_refusal(const std::string& strategy, const std::string& what, long long ops, int ranks,
                        long long max_ops, const OpRefusalContext& c, bool all) {
-  std::vector<std::string> ways{fmt::format("raise --max-ops to at least {}", ops)};
-  if (all) {
+  // (--max-ops takes at most 2^40: past it, raising the limit is no way.)
+  std::vector<std::string> ways;
+  if (ops <= (1LL << 40)) ways.push_back(fmt::format("raise --max-ops to at least {}", ops));
+  if (all || ways.empty()) {
     ways.push_back(fmt::format("lower global_batch or raise micro_batch ({} micro-batches now)", c.micro_batches));
     if (c.every_micro_batch) ways.push_back("drop --every-micro-batch (the steady state replays only a few)");
     if (c.needs_every_op) ways.push_back("drop --trace (a trace replays every micro-batch)");
@@ -99,6 +101,7 @@ std::string op_refusal(const std::string& strategy, const std::string& what, lon
   if (c.unfolded_on_request && c.ranks_per_stage > 1)
     ways.push_back(fmt::format("drop --unfold (about {} ops with one rank per stage)",
                                format_ops((ops + c.ranks_per_stage - 1) / c.ranks_per_stage)));
+  if (ops > (1LL << 40)) ways.push_back("use fewer layers or pipeline stages (past 2^40 ops, more than --max-ops takes)");
   std::string how;
   for (size_t i = 0; i < ways.size(); ++i)
     how += (i == 0 ? "" : i + 1 == ways.size() ? ", or " : ", ") + ways[i];

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <new>
 
 namespace {
 /// `status`, or 1 (where it was 0) when what was printed did not reach standard output (a full
@@ -60,6 +61,12 @@ int main(int argc, char** argv) {
     else if (app.got_subcommand("calibrate")) status = overlapsim::cli::calibrate_command(calibrate);
   } catch (const overlapsim::InputError& e) {
     std::cerr << "overlapsim: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // (Said as what it is, with the ways past it: a bare "std::bad_alloc" named none.)
+    std::cerr << "overlapsim: out of memory: the machine could not hold what was asked (a schedule of as many ops as "
+                 "--max-ops allows, about 0.5 KB each, or a scenario, topology or size sweep that large); lower "
+                 "--max-ops, the micro-batches or the layers, or run on a machine with more memory\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "overlapsim: error: " << e.what() << "\n";
