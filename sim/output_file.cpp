@@ -47,6 +47,20 @@ void check_output_path(const std::string& path, const std::string& flag, const s
                      "output holds the table; give a file, e.g. out.json)");
   const fs::path target = resolve_output_path(path);
   if (target.empty()) throw InputError(where, flag, "cannot resolve the path");
+  // The file standard output (or error) is redirected to: the result would replace the table
+  // written there (regression: `run ... --json /dev/stdout > out.txt` left out.txt the JSON alone).
+  {
+    struct stat file {};
+    if (::stat(path.c_str(), &file) == 0 && S_ISREG(file.st_mode))
+      for (const int fd : {1, 2}) {
+        struct stat stream {};
+        if (::fstat(fd, &stream) == 0 && stream.st_dev == file.st_dev && stream.st_ino == file.st_ino)
+          throw InputError(where, flag,
+                           std::string("is the file standard ") + (fd == 1 ? "output" : "error") +
+                               " is written to; expected another file (the result would replace what is written "
+                               "there)");
+      }
+  }
   const fs::file_status st = fs::status(target, ec);
   if (fs::exists(st) && !fs::is_regular_file(st))
     throw InputError(where, flag, "exists and is not a regular file; expected a file path to write");

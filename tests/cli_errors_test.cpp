@@ -212,6 +212,20 @@ TEST_CASE("bad command-line values name the flag") {
     CHECK(slurp(captured).find("/dev/stdout: --json: exists and is not a regular file (a device or pipe); expected a "
                                "file path to write (standard output holds the table") != std::string::npos);
     std::filesystem::remove(captured);
+    // The file standard output is redirected to, by its own name or /dev/stdout (regression: the
+    // JSON replaced the table there, status 0).
+    const std::string redirected = temp_path(".out");
+    for (const std::string& target : {std::string("/dev/stdout"), redirected}) {
+      CAPTURE(target);
+      const int st = std::system((std::string(OVERLAPSIM_BINARY) + " run " + scenario + " --json " + target + " > " +
+                                  redirected + " 2> " + redirected + ".err")
+                                     .c_str());
+      CHECK(WEXITSTATUS(st) == 2);
+      CHECK(slurp(redirected + ".err").find("--json: is the file standard output is written to; expected another file") !=
+            std::string::npos);
+      std::filesystem::remove(redirected + ".err");
+    }
+    std::filesystem::remove(redirected);
   }
   SUBCASE("json through a symbolic link writes the link's target") {
     const std::string target = temp_path(".json");
