@@ -5,6 +5,7 @@
 #include "models/cost_model.hpp"
 #include "models/transformer.hpp"
 #include "sim/error.hpp"
+#include "sim/op_estimate.hpp"
 #include "sim/scenario.hpp"
 #include "sim/topology.hpp"
 
@@ -61,6 +62,9 @@ std::vector<GemmQuery> standard_gemm_shapes() {
   return out;
 }
 
+/// The most ops `scenario_gemm_shapes` builds (run's default --max-ops, sim/simulate.hpp).
+constexpr long long kMaxCompareOps = 20'000'000;
+
 std::vector<GemmQuery> scenario_gemm_shapes(const std::string& scenario_path) {
   const Scenario sc = load_scenario(scenario_path);
   const Topology topo = load_topology(sc.topology_path, sc.topology_overrides);
@@ -76,7 +80,17 @@ std::vector<GemmQuery> scenario_gemm_shapes(const std::string& scenario_path) {
   check_layout(sc.model, par);
   const DeviceSpec& dev = device_spec(topo.gpu_model());
   const Profile base = load_profile(default_profile_path(dev.model));
-  const Schedule s = build_iteration(sc.model, par, CostModel(dev, base), Folding::Representatives);
+  // The workload is built whole to count its GEMMs: refused first where it would not fit, from
+  // its projection (sim/op_estimate.hpp; regression: 10^4 layers ended in std::bad_alloc).
+  const CostModel cost(dev, base);
+  const long long ops = projected_workload(sc.model, par, cost).at(par.num_micro_batches());
+  if (ops > kMaxCompareOps)
+    throw InputError(SourceLocation{sc.path, 0, 0}, "",
+                     fmt::format("its workload would hold about {} ops ({}) on {} simulated rank(s); calibrate compare "
+                                 "builds it whole to count its GEMMs and takes at most {} (as run's --max-ops): "
+                                 "expected a scenario of fewer layers or micro-batches",
+                                 ops, format_ops(ops), par.pp, kMaxCompareOps));
+  const Schedule s = build_iteration(sc.model, par, cost, Folding::Representatives);
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, GemmQuery> shapes;
   std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>> order;
   for (const RankProgram& prog : s.programs)

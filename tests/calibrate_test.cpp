@@ -840,6 +840,18 @@ TEST_CASE("compare: GEMM time from a measured table, and the v0 model without on
   CHECK(contains(s, "GEMM time B/A over 16 shapes"));
 }
 
+TEST_CASE("compare: a scenario too large to build is refused from its projection") {
+  // (regression: 10^4 layers at 512 micro-batches ended in std::bad_alloc, status 1)
+  const std::string path = testing::temp_path(".yaml");
+  std::ofstream(path) << "name: cc\nmodel: {layers: 10000, hidden: 1024, heads: 16, seq_len: 1024, vocab: 32768}\n"
+                         "topology: " << kSrc << "/topologies/dgx-a100.yaml\n"
+                         "parallelism: {tp: 1, pp: 1, dp: 8, global_batch: 4096}\n";
+  const auto [msg, line] = input_error([&] { scenario_gemm_shapes(path); });
+  CHECK(contains(msg, "its workload would hold about 122884610 ops (122.9 M) on 1 simulated rank(s); calibrate compare "
+                      "builds it whole"));
+  std::remove(path.c_str());
+}
+
 TEST_CASE("compare: the GEMMs a scenario runs") {
   const std::vector<GemmQuery> shapes = scenario_gemm_shapes(kSrc + "/tests/data/scenarios/small.yaml");
   REQUIRE(!shapes.empty());
