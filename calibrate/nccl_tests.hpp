@@ -75,7 +75,8 @@ struct NcclTestsRow {
   int64_t count = 0;         ///< (past 2^63: the largest int64; count_text holds it as written)
   std::string count_text;    ///< the count as written
   std::string type, redop;   ///< as printed ("" when the header has no such column)
-  int root = -1;             ///< the root column: Broadcast's and Reduce's root rank; -1 none (or no column)
+  int root = -2;             ///< the root column: Broadcast's and Reduce's root rank, -1 as printed for the
+                             ///< others; -2: the header has no root column
   NcclTestsHalf out_of_place, in_place;
 };
 

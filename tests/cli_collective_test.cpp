@@ -623,9 +623,12 @@ TEST_CASE("collective --root: a Broadcast from another rank, the ring order kept
   CHECK(r3.output.find("3358.05") != std::string::npos);
   CHECK(run_cli(pairs + " --root 8").output.find("--root: expected a rank from 0 to 7 (the group's), found 8") !=
         std::string::npos);
-  CHECK(run_cli("collective --op allreduce -t " + kSrc + "/topologies/dgx-a100.yaml --root 1")
-            .output.find("--root: AllReduce has no root; expected --root with broadcast or reduce only") !=
-        std::string::npos);
+  // As --redop for a collective that reduces nothing: said, not applied.
+  const Run no_root = run_cli("collective --op allreduce --fidelity analytic --sizes 1MiB:1MiB -t " + kSrc +
+                              "/topologies/dgx-a100.yaml -r 1");
+  CHECK(no_root.status == 0);
+  CHECK(no_root.output.find("# note: --root 1 leaves AllReduce alone: it has no root") != std::string::npos);
+  CHECK(no_root.output.find("    sum     -1 ") != std::string::npos);
   // A log's root column is the comparison's root; a --root against it is refused.
   const std::string log = temp_path("_broadcast_perf.log");
   {
@@ -650,5 +653,17 @@ TEST_CASE("collective --root: a Broadcast from another rank, the ring order kept
   CHECK(cmp.output.find("   none      3 ") != std::string::npos);
   CHECK(cmp.output.find("   none      0 ") == std::string::npos);
   CHECK(run_cli(h100 + " --root 2").output.find("--root: expected the log's root 3 (") != std::string::npos);
+  // A root column of -1 in a Broadcast's log, of a rank in an AllReduce's: another collective's.
+  std::string text = slurp(log);
+  const std::string minus = log + ".m1_broadcast_perf.log";
+  {
+    std::string t = text;
+    for (size_t at; (at = t.find("    none       3 ")) != std::string::npos;) t.replace(at, 17, "    none      -1 ");
+    std::ofstream(minus) << t;
+  }
+  CHECK(run_cli("collective --fidelity analytic -t " + kSrc + "/topologies/dgx-h100-superpod.yaml --override "
+                "node.count=1 --compare " + minus)
+            .output.find(": root: expected the root rank of the Broadcast (0 or more), found -1") != std::string::npos);
+  std::filesystem::remove(minus);
   std::filesystem::remove(log);
 }

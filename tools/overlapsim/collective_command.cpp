@@ -254,13 +254,21 @@ int collective_command(const CollectiveArgs& a) {
   opt.channels = a.channels;
   // The root (Broadcast, Reduce): --root, else the log's root column (one per comparison), else 0.
   const bool rooted = op == BenchOp::Broadcast || op == BenchOp::Reduce;
+  // (As --redop for a collective that reduces nothing: said beside the result, not applied.)
   if (a.root >= 0 && !rooted)
-    throw InputError(cli, "--root",
-                     fmt::format("{} has no root; expected --root with broadcast or reduce only", to_string(op)));
+    notes.push_back(fmt::format("--root {} leaves {} alone: it has no root", a.root, to_string(op)));
   int logged_root = -1, root_line = 0;
-  if (comparing && rooted)
+  if (comparing)
     for (const NcclTestsRow& r : log.rows) {
-      if (r.root < 0) continue;
+      // nccl-tests prints -1 where the collective has no root, the root rank where it has one.
+      if (!rooted && r.root >= 0)
+        throw InputError(SourceLocation{a.compare, r.line, 0}, "root",
+                         fmt::format("expected -1 ({} has no root), found {}: a log of a rooted collective?",
+                                     to_string(op), r.root));
+      if (!rooted || r.root == -2) continue;  // (-2: no root column)
+      if (r.root < 0)
+        throw InputError(SourceLocation{a.compare, r.line, 0}, "root",
+                         fmt::format("expected the root rank of the {} (0 or more), found {}", to_string(op), r.root));
       if (logged_root < 0) {
         logged_root = r.root;
         root_line = r.line;
@@ -364,6 +372,7 @@ int collective_command(const CollectiveArgs& a) {
   const char* const redop_names = "sum, prod, max, min, avg or mulsum";
   if (!a.redop.empty() && !parse_reduce_op(a.redop, &opt.replay.collectives.reduce_op))
     throw InputError(cli, "--redop", std::string("expected ") + redop_names + ", found '" + a.redop + "'");
+
   int logged_line = 0;  // the first row naming its reduction
   if (comparing)
     for (const NcclTestsRow& r : log.rows)
