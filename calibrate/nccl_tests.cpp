@@ -594,18 +594,6 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
     const double f = ratios[ratios.size() / 2] / f_per_n_known;  // (n-1)/n
     f_median = f;
     if (f < 0.999) n_from_ratio = static_cast<int>(std::lround(1.0 / (1.0 - f)));
-    // (n−1)/n < 1 whatever n: a ratio of f_per_n_known or more is another collective's (a
-    // Broadcast's 1 read as an AllGather; regression: accepted, the group size left to the rank lines).
-    if (f > 1.001)
-      throw InputError(SourceLocation{path, at, 0}, "",
-                       fmt::format("busbw / algbw is {:.4g} in this log, where {}'s is {}(n - 1)/n, below {} ({} names "
-                                   "it): expected a log of {}",
-                                   f * f_per_n_known, log.collective, f_per_n_known == 2.0 ? "2" : "",
-                                   f_per_n_known == 2.0 ? "2" : "1",
-                                   !from_program.empty() ? "the log's test line"
-                                   : !from_flag.empty()  ? "the command line (" + collective + ")"
-                                                         : "the file name",
-                                   log.collective));
   }
   if (log.ranks == 0 && n_from_ratio > 0) {
     log.ranks = n_from_ratio;
@@ -628,49 +616,12 @@ NcclTestsLog parse_run(const std::string& path, std::istream& in, const std::str
                                     "): the run names none itself"
                               : std::string()));
   }
-  // A collective whose bus factor is 1 (Broadcast, Reduce, SendRecv) has busbw = algbw; and a
-  // reduction prints its operation where the others print "none": a run of another collective,
-  // read as the one the command line or the file name names, shows in both (regression: an
-  // unnamed AllGather run, busbw = 7/8 algbw and redop none, was compared as a Reduce).
-  const std::string named_by = !from_program.empty() ? "the log's test line"
-                               : !from_flag.empty()   ? "the command line (" + collective + ")"
-                                                      : "the file name";
-  if (!f_tells_n && !ratios.empty()) {
-    std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
-    const double f = ratios[ratios.size() / 2];
-    if (std::abs(f - 1.0) > 0.01)
-      throw InputError(SourceLocation{path, at, 0}, "",
-                       fmt::format("busbw / algbw is {:.4g} in this log, where {}'s is 1 ({} names it): expected a "
-                                   "log of {}",
-                                   f, log.collective, named_by, log.collective));
-  }
-  // (sendrecv_perf prints the -o operation it does not perform: "sum".)
-  if (log.collective != "sendrecv") {
-    const bool reduces = log.collective == "all_reduce" || log.collective == "reduce_scatter" || log.collective == "reduce";
-    for (const NcclTestsRow& r : log.rows) {
-      if (r.redop.empty()) continue;
-      // (Every row: a row of another collective's pasted in, or a corrupted column, is refused at
-      // its line; regression: the first row alone was read.)
-      if ((r.redop == "none") == reduces)
-        throw InputError(SourceLocation{path, r.line, 0}, "redop",
-                         reduces ? fmt::format("expected the reduction {} performs (sum, prod, ...; {} names it), found "
-                                               "none: a log of a collective that reduces nothing",
-                                               log.collective, named_by)
-                                 : fmt::format("expected none ({} reduces nothing; {} names it), found {}: a log of a "
-                                               "collective that reduces",
-                                               log.collective, named_by, r.redop));
-    }
-  }
-  // A ratio of 1 or more was no group size (above); against the rank lines' n it is another
-  // collective's where (n − 1)/n is below 0.999 (regression: an AllGather log of ratio 1 over 8
-  // ranks was compared).
-  if (f_median >= 0.999 && log.ranks_from == "rank lines" && log.ranks < 1000 &&
-      std::abs(f_median - (log.ranks - 1.0) / log.ranks) > 0.005)
-    throw InputError(SourceLocation{path, at, 0}, "",
-                     fmt::format("busbw / algbw is {:.4g} in this log, where {}'s over the {} ranks of its rank lines is "
-                                 "{:.4g} ({} names it): expected a log of {}",
-                                 f_median * f_per_n_known, log.collective, log.ranks,
-                                 f_per_n_known * (log.ranks - 1.0) / log.ranks, named_by, log.collective));
+  // The columns that tell one collective from another (nccl_tests_rows.hpp).
+  check_collective_columns(log, path, at,
+                           !from_program.empty() ? "the log's test line"
+                           : !from_flag.empty()   ? "the command line (" + collective + ")"
+                                                  : "the file name",
+                           ratios, f_median);
   if (log.ranks_from != "rank lines") log.ranks_per_host = log.ranks;  // one host assumed
   if (log.ranks < 2)
     throw InputError(SourceLocation{path, at, 0}, "",

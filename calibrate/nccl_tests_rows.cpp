@@ -82,4 +82,52 @@ void check_count_column(NcclTestsLog& log, const std::string& path) {
   }
 }
 
+
+void check_collective_columns(const NcclTestsLog& log, const std::string& path, int at, const std::string& named_by,
+                              std::vector<double> ratios, double f_median) {
+  const bool f_tells_n = log.collective == "all_reduce" || log.collective == "all_gather" ||
+                         log.collective == "reduce_scatter" || log.collective == "alltoall";
+  const double f_per_n_known = log.collective == "all_reduce" ? 2.0 : 1.0;
+  if (!f_tells_n && !ratios.empty()) {
+    std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+    const double f = ratios[ratios.size() / 2];
+    if (std::abs(f - 1.0) > 0.01)
+      throw InputError(SourceLocation{path, at, 0}, "",
+                       fmt::format("busbw / algbw is {:.4g} in this log, where {}'s is 1 ({} names it): expected a "
+                                   "log of {}",
+                                   f, log.collective, named_by, log.collective));
+  }
+  if (log.collective != "sendrecv") {
+    const bool reduces = log.collective == "all_reduce" || log.collective == "reduce_scatter" || log.collective == "reduce";
+    for (const NcclTestsRow& r : log.rows) {
+      if (r.redop.empty()) continue;
+      if ((r.redop == "none") == reduces)
+        throw InputError(SourceLocation{path, r.line, 0}, "redop",
+                         reduces ? fmt::format("expected the reduction {} performs (sum, prod, ...; {} names it), found "
+                                               "none: a log of a collective that reduces nothing",
+                                               log.collective, named_by)
+                                 : fmt::format("expected none ({} reduces nothing; {} names it), found {}: a log of a "
+                                               "collective that reduces",
+                                               log.collective, named_by, r.redop));
+    }
+  }
+  // (n − 1)/n < 1 whatever n: a ratio of the bus factor's limit or more is another collective's
+  // (a Broadcast's 1 read as an AllGather's).
+  if (f_median > 1.001)
+    throw InputError(SourceLocation{path, at, 0}, "",
+                     fmt::format("busbw / algbw is {:.4g} in this log, where {}'s is {}(n - 1)/n, below {} ({} names "
+                                 "it): expected a log of {}",
+                                 f_median * f_per_n_known, log.collective, f_per_n_known == 2.0 ? "2" : "",
+                                 f_per_n_known == 2.0 ? "2" : "1", named_by, log.collective));
+  // A ratio of 1 or more gave no group size; against the rank lines' n it is another collective's
+  // where (n − 1)/n is below 0.999.
+  if (f_median >= 0.999 && log.ranks_from == "rank lines" && log.ranks < 1000 &&
+      std::abs(f_median - (log.ranks - 1.0) / log.ranks) > 0.005)
+    throw InputError(SourceLocation{path, at, 0}, "",
+                     fmt::format("busbw / algbw is {:.4g} in this log, where {}'s over the {} ranks of its rank lines is "
+                                 "{:.4g} ({} names it): expected a log of {}",
+                                 f_median * f_per_n_known, log.collective, log.ranks,
+                                 f_per_n_known * (log.ranks - 1.0) / log.ranks, named_by, log.collective));
+}
+
 }  // namespace overlapsim

@@ -6,6 +6,7 @@
 #include "calibrate/nccl_tests.hpp"
 
 #include <string>
+#include <vector>
 
 namespace overlapsim {
 
@@ -33,5 +34,18 @@ void check_time_against_algbw(NcclTestsLog& log, const std::string& path);
 /// nccl_tests_count_ranks). A row that disagrees is corrupted or edited: a warning; its size is
 /// what is read. REQUIRES: log.collective and log.ranks set.
 void check_count_column(NcclTestsLog& log, const std::string& path);
+
+/// The columns that tell one collective from another, against log.collective (`named_by`: what
+/// named it, for the message; errors at line `at`, the run's first where the file holds several):
+/// busbw / algbw (`ratios`, each half's of at least 10 GB/s algbw; their median is 1 for
+/// Broadcast, Reduce and SendRecv; `f_median` the median over the bus factor's n-free part,
+/// (n − 1)/n, for AllReduce, AllGather, ReduceScatter and AllToAll, -1 where none was read,
+/// checked against the rank lines' n where it gave none itself) and every row's redop (none where
+/// the collective reduces nothing, an operation where it reduces; sendrecv_perf prints "sum" for
+/// the operation it does not perform). Throws InputError naming the line. (Regression: an unnamed
+/// AllGather run was compared as a Reduce, and a log of ratio 1 as an AllGather over 8 ranks.)
+/// REQUIRES: log.collective and log.ranks set.
+void check_collective_columns(const NcclTestsLog& log, const std::string& path, int at, const std::string& named_by,
+                              std::vector<double> ratios, double f_median);
 
 }  // namespace overlapsim
