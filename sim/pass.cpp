@@ -530,6 +530,12 @@ class ComposedStrategy final : public Strategy {
   std::string description() const override { return description_; }
   Schedule apply(Schedule s, const StrategyContext& ctx) const override {
     for (const auto& p : passes_) s = p->run(std::move(s), ctx);
+    // serial puts every op on the one compute stream in program order: what a pass placed on
+    // other streams runs there too, so a pass whose work is that placement changes nothing (a
+    // composition with serial's figures and no word said, regression).
+    if (scheduler_->name() == "serial" && !passes_.empty())
+      ctx.note(name_ + ": serial runs every op on one stream in program order, so its passes' stream placement "
+               "(layer-schedule's, the chunks' overlap) is not used; their ops and order are");
     return scheduler_->apply(std::move(s), ctx);
   }
 

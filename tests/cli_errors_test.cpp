@@ -475,6 +475,12 @@ TEST_CASE("strategy names in any case, all alone in a scenario list, one strateg
   CHECK(run_cli("run -q " + again + " --fidelity analytic").output.find("'megatron' is listed twice") !=
         std::string::npos);
   for (const std::string& p : {all, beside, again}) std::filesystem::remove(p);
+  // serial with a pass whose work is stream placement: its figures are serial's, and said why
+  // (regression: no word).
+  const Run composed = run_cli("run -q " + small + " -s serial+layer-schedule --fidelity analytic");
+  CHECK(composed.status == 0);
+  CHECK(composed.output.find("serial+layer-schedule: serial runs every op on one stream in program order, so its "
+                             "passes' stream placement") != std::string::npos);
 }
 
 TEST_CASE("layout products past 32 bits are input errors, not a crash or a wrapped figure") {
