@@ -75,13 +75,13 @@ void Replayer::complete(int ri, int oi) {
   OpState* st = &ops_[op_base_[static_cast<size_t>(ri)]];
   end_of(ri, oi) = be_.now();
   // Only a Send or Recv holds a peer kernel's SMs (p2p_hold): no lookup for the other ops.
-  if (!p2p_holds_.empty() && (st[oi].type == OpType::Send || st[oi].type == OpType::Recv)) p2p_release(ri, oi);
+  if (!p2p_holds_.empty() && (st[oi].type() == OpType::Send || st[oi].type() == OpType::Recv)) p2p_release(ri, oi);
   ++completed_;
   // (The next op's succ_begin ends the list: the last op's is the next rank's first, or the
   // sentinel past every rank.)
   for (int k = st[oi].succ_begin, end = st[oi + 1].succ_begin; k < end; ++k) {
     const int j = succ_[k];
-    if (--st[j].pending == 0) {
+    if ((--st[j].bits & OpState::kPendingMask) == 0) {
       ready_rank_.push_back(ri);
       ready_op_.push_back(j);
     }
@@ -190,7 +190,7 @@ void Replayer::set_gpu_state(int ri) {
 void Replayer::on_ready(int ri, int oi) {
   OpState& st = state(ri, oi);
   start_of(ri, oi) = be_.now();
-  switch (st.type) {
+  switch (st.type()) {
     case OpType::Compute: {
       // A kernel, or the first of a run for the run's summed time (its Op is not read).
       if (st.run_s <= 0) {

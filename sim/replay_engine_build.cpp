@@ -64,14 +64,14 @@ void Replayer::build() {
     last.assign(p.num_streams, -1);
     for (int i = 0; i < n; ++i) {
       const Op& op = p.ops[i];
-      st[i].type = op.type;
+      st[i].bits = static_cast<uint32_t>(op.type) << 24;
       if (op.type == OpType::Compute) st[i].run_s = kernel_s(op);
       else comm_ops[ri].push_back(i);
       int& prev = last[op.stream];
       if (prev >= 0) {
         next_in_stream[prev] = i;
         ++count[prev];
-        ++st[i].pending;
+        ++st[i].bits;
       }
       prev = i;
       int sole = -1;
@@ -81,7 +81,11 @@ void Replayer::build() {
         sole = sole == -1 || sole == d ? d : -2;
       }
       num_deps[i] = static_cast<int>(op.deps.size());
-      st[i].pending += num_deps[i];
+      if (num_deps[i] + 1 >= static_cast<int>(OpState::kPendingMask))
+        throw std::runtime_error("replay: op " + std::to_string(i) + " of rank " + std::to_string(p.rank) + " (" +
+                                 p.ops[i].name.str() + ") has " + std::to_string(num_deps[i]) +
+                                 " dependencies; the replay counts at most 2^24 - 2");
+      st[i].bits += static_cast<uint32_t>(num_deps[i]);
       sole_dep[i] = sole;
     }
     const int base = static_cast<int>(succ_.size());
@@ -101,22 +105,22 @@ void Replayer::build() {
       // joins i's run when both are compute ops, j waits on i alone (its stream predecessor, and
       // deps on i only) and nothing else waits on i: then j starts the instant i ends, on the
       // same GPU beside the same kernels.
-      if (runs && j >= 0 && st[i].type == OpType::Compute && st[j].type == OpType::Compute &&
-          (num_deps[j] == 0 || sole_dep[j] == i) && count[i] == 1 + num_deps[j] && st[j].pending == 1 + num_deps[j]) {
-        st[i].run_next = j;
+      if (runs && j >= 0 && st[i].type() == OpType::Compute && st[j].type() == OpType::Compute &&
+          (num_deps[j] == 0 || sole_dep[j] == i) && count[i] == 1 + num_deps[j] && st[j].pending() == 1 + num_deps[j]) {
+        st[i].bits |= OpState::kRunGoesOn;  // (j, its stream's next, is its first successor: run_next)
         in_run[j] = 1;
       }
     }
     // A run's first op (no run leads to it) holds the run's summed time, summed from its first;
     // a later op keeps its own kernel_s (Replayer::kernel_done).
     for (int i = 0; i < n; ++i)
-      if (st[i].run_next >= 0 && !in_run[i]) {
+      if (st[i].run_goes_on() && !in_run[i]) {
         double sum = 0;
-        for (int k = i; k >= 0; k = st[k].run_next) sum += st[k].run_s;
+        for (int k = i; k >= 0; k = run_next(st, k)) sum += st[k].run_s;
         st[i].run_s = sum;
       }
     for (int i = 0; i < n; ++i)
-      if (st[i].pending == 0) {
+      if (st[i].pending() == 0) {
         ready_rank_.push_back(ri);
         ready_op_.push_back(i);
       }
@@ -181,7 +185,7 @@ void Replayer::build() {
 
 void Replayer::kernel_done(int ri, int oi) {
   OpState* st = &ops_[op_base_[static_cast<size_t>(ri)]];
-  if (st[oi].run_next < 0) {
+  if (!st[oi].run_goes_on()) {
     complete(ri, oi);
     return;
   }
@@ -190,12 +194,12 @@ void Replayer::kernel_done(int ri, int oi) {
   const double t0 = start_of(ri, oi), span = be_.now() - t0, total = st[oi].run_s;
   double done = 0;
   int k = oi;
-  for (; st[k].run_next >= 0; k = st[k].run_next) {
+  for (; st[k].run_goes_on(); k = run_next(st, k)) {
     // (The first op's run_s is the run's; a later one's its own kernel_s, OpState.)
     done += k == oi ? kernel_s(ops[k]) : st[k].run_s;
     const double end = total > 0 ? t0 + span * (done / total) : t0;
     end_of(ri, k) = end;
-    start_of(ri, st[k].run_next) = end;
+    start_of(ri, run_next(st, k)) = end;
     ++completed_;
   }
   complete(ri, k);
