@@ -15,6 +15,11 @@ namespace overlapsim {
 
 namespace {
 
+/// Seconds as the trace's microseconds, rounded to its 3 decimals (a nanosecond) before an
+/// event's start and its end are subtracted: back-to-back events then meet exactly (regression:
+/// start and duration rounded each on its own overlapped 1 ns, which viewers may nest).
+double ns_us(double seconds) { return std::round(seconds * 1e9) / 1e3; }
+
 void append_escaped(std::string& out, const std::string& s) {
   out += '"';
   for (unsigned char c : s) {
@@ -90,7 +95,7 @@ void TraceWriter::add(const std::string& label, const Schedule& s, const ReplayT
       out += R"({"ph":"X","name":)";
       append_escaped(out, op.name);
       out += fmt::format(R"(,"cat":"{}","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"phase":"{}")",
-                         category(op), pid, op.stream, start * 1e6, std::max(0.0, end - start) * 1e6,
+                         category(op), pid, op.stream, ns_us(start), std::max(0.0, ns_us(end) - ns_us(start)),
                          to_string(op.phase));
       if (op.layer >= 0) out += fmt::format(R"(,"layer":{})", op.layer);
       if (op.micro_batch >= 0) out += fmt::format(R"(,"micro_batch":{})", op.micro_batch);
@@ -148,7 +153,8 @@ void TraceWriter::add_links(const std::string& label, const Schedule& s, const R
       append_escaped(out, n_ops == 1 ? seg.ops[0] : fmt::format("{} ops", n_ops));
       out += fmt::format(
           R"(,"cat":"link","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"bytes":{:.17g},"flows":{},"max_concurrent_flows":{},"ops":[)",
-          pid, tid, seg.start_s * 1e6, (seg.end_s - seg.start_s) * 1e6, seg.bytes, seg.flows, seg.max_concurrent);
+          pid, tid, ns_us(seg.start_s), std::max(0.0, ns_us(seg.end_s) - ns_us(seg.start_s)), seg.bytes, seg.flows,
+          seg.max_concurrent);
       for (size_t i = 0; i < seg.ops.size(); ++i) {
         if (i) out += ',';
         append_escaped(out, seg.ops[i]);

@@ -984,4 +984,13 @@ TEST_CASE("cli: tools/gpu-check.sh parses and rejects a bad argument before look
   const int rc = std::system((kSrc + "/tools/gpu-check.sh --bogus > /dev/null 2>&1").c_str());
   CHECK(WIFEXITED(rc));
   CHECK(WEXITSTATUS(rc) == 2);
+  // A flag without its value: bad usage, 2 (regression: bash's "unbound variable", status 1).
+  for (const char* flag : {" --out", " --build-dir", " --out ''"}) {
+    CAPTURE(flag);
+    const std::string err = testing::temp_path(".err");
+    const int r = std::system((kSrc + "/tools/gpu-check.sh" + flag + " > /dev/null 2> " + err).c_str());
+    CHECK(WEXITSTATUS(r) == 2);
+    CHECK(contains(slurp(err), "needs a path (see --help)"));
+    std::remove(err.c_str());
+  }
 }

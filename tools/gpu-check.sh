@@ -27,8 +27,11 @@ mode="--quick"
 while [ $# -gt 0 ]; do
   case "$1" in
     --full) mode="" ;;
-    --out) out="$2"; shift ;;
-    --build-dir) build="$2"; shift ;;
+    --out|--build-dir)
+      # (A flag without its value is bad usage, status 2: it was bash's "unbound variable", status 1.)
+      if [ $# -lt 2 ] || [ -z "$2" ]; then echo "gpu-check: $1 needs a path (see --help)" >&2; exit 2; fi
+      if [ "$1" = --out ]; then out="$2"; else build="$2"; fi
+      shift ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
