@@ -271,9 +271,15 @@ TEST_CASE("topo says what NCCL's model reads, --protocol on a point-to-point col
   const Run t = run_cli("topo " + kSrc + "/topologies/dgx-a100-superpod.yaml --override node.count=2");
   REQUIRE(t.status == 0);
   CHECK(t.output.find("nccl: cpu vendor amd, channels 24 in one node, 16 across nodes (2 for a communicator of one GPU a node)") != std::string::npos);
+  // Whether the fabric reduces in its switches, which CollNet needs (regression: not shown).
+  CHECK(t.output.find("fabric: SHARP 2 in its switches (CollNet can run, with NCCL_COLLNET_ENABLE=1)") !=
+        std::string::npos);
+  CHECK(run_cli("topo " + kSrc + "/topologies/dgx-a100-superpod.yaml --override node.count=2 --override fabric.sharp=none")
+            .output.find("fabric: no in-switch reduction (no fabric.sharp: CollNet cannot run)") != std::string::npos);
   const Run star = run_cli("topo " + kSrc + "/tests/data/replay/star8.yaml");
   REQUIRE(star.status == 0);
   CHECK(star.output.find("nccl:") == std::string::npos);  // nothing stated
+  CHECK(star.output.find("fabric:") == std::string::npos);  // one node, no SHARP
   const Run a2a = run_cli("collective --op alltoall -t " + kSrc + "/topologies/dgx-a100.yaml --sizes 1MiB:1MiB --protocol ll");
   REQUIRE(a2a.status == 0);
   CHECK(a2a.output.find("# note: --protocol ll leaves AllToAll alone") != std::string::npos);

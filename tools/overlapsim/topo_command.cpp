@@ -55,6 +55,12 @@ int topo_command(const TopoArgs& a) {
                              t.nccl_channels(2) > 0 && t.gpus_per_node > 1
                                  ? fmt::format(" ({} for a communicator of one GPU a node)", t.nccl_channels(2, 1))
                                  : std::string());
+  // In-network reduction: what CollNet (and NVLS across nodes) needs (README "CollNet").
+  if (t.num_nodes > 1 || t.sharp_version > 0)
+    std::cout << (t.sharp_version > 0
+                      ? fmt::format("fabric: SHARP {} in its switches (CollNet can run, with NCCL_COLLNET_ENABLE=1)\n",
+                                    t.sharp_version)
+                      : std::string("fabric: no in-switch reduction (no fabric.sharp: CollNet cannot run)\n"));
   std::cout << "devices:\n";
   for (const auto& [k, n] : devices) std::cout << fmt::format("  {:>6} {}\n", n, k);
   std::cout << "links (per direction when full duplex):\n";
