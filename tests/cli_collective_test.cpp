@@ -635,6 +635,11 @@ TEST_CASE("collective --root: a Broadcast from another rank, the ring order kept
   CHECK(no_root.status == 0);
   CHECK(no_root.output.find("# note: --root 1 leaves AllReduce alone: it has no root") != std::string::npos);
   CHECK(no_root.output.find("    sum     -1 ") != std::string::npos);
+  // Past the group's ranks too: noted, not applied (regression: an internal error).
+  const Run far = run_cli("collective --op allreduce --fidelity analytic --sizes 1MiB:1MiB -t " + kSrc +
+                          "/topologies/dgx-a100.yaml -r 100");
+  CHECK(far.status == 0);
+  CHECK(far.output.find("# note: --root 100 leaves AllReduce alone: it has no root") != std::string::npos);
   // A log's root column is the comparison's root; a --root against it is refused.
   const std::string log = temp_path("_broadcast_perf.log");
   {

@@ -281,7 +281,7 @@ int collective_command(const CollectiveArgs& a) {
   if (a.root >= 0 && logged_root >= 0 && a.root != logged_root)
     throw InputError(cli, "--root",
                      fmt::format("expected the log's root {} ({}:{}), found {}", logged_root, a.compare, root_line, a.root));
-  opt.root = a.root >= 0 ? a.root : std::max(0, logged_root);
+  opt.root = !rooted ? 0 : a.root >= 0 ? a.root : std::max(0, logged_root);  // (noted, not applied, where none)
   if (rooted && opt.root >= ranks)
     throw InputError(a.root >= 0 ? cli : SourceLocation{a.compare, root_line, 0}, a.root >= 0 ? "--root" : "root",
                      fmt::format("expected a rank from 0 to {} (the group's), found {}", ranks - 1, opt.root));
