@@ -86,46 +86,33 @@ ImportResult import_nccl_tests(const std::vector<std::string>& paths, const Impo
                        l.inconsistent_rows.front().second +
                            "; expected rows as nccl-tests printed them (algbw = size / time) to fit a profile from: "
                            "drop or re-measure the row");
-    // One reduction per log, one nccl-tests knows (-o all prints every reduction's rows in one
-    // table, which would count each size once per reduction), as --compare has it.
-    {
+    // One reduction and one data type per log, as --compare has it: nccl-tests -o all and -d all
+    // print every reduction's or type's rows in one table, which the fit would count once per
+    // reduction, or average type by type, size by size. A reduction must be one nccl-tests knows.
+    const auto one_per_log = [&](std::string NcclTestsRow::*column, const char* key, const char* what,
+                                 const char* short_what, const char* flag, const char* example) {
       int first = 0;
-      std::string op;
+      std::string seen;
       for (const NcclTestsRow& r : l.rows) {
-        if (r.redop.empty() || r.redop == "none") continue;
+        const std::string& v = r.*column;
+        if (v.empty() || (column == &NcclTestsRow::redop && v == "none")) continue;
         ReduceOp parsed{};
-        if (!parse_reduce_op(r.redop, &parsed))
+        if (column == &NcclTestsRow::redop && !parse_reduce_op(v, &parsed))
           throw InputError(SourceLocation{l.path, r.line, 0}, "redop",
-                           "expected sum, prod, max, min, avg or mulsum, found '" + r.redop + "'");
-        if (op.empty()) {
-          op = r.redop;
+                           "expected sum, prod, max, min, avg or mulsum, found '" + v + "'");
+        if (seen.empty()) {
+          seen = v;
           first = r.line;
-        } else if (r.redop != op) {
-          throw InputError(SourceLocation{l.path, r.line, 0}, "redop",
-                           fmt::format("expected one reduction per log, as line {} ran ({}), found {} (a run of "
-                                       "nccl-tests -o all: import a run of one reduction, e.g. -o sum)",
-                                       first, op, r.redop));
+        } else if (v != seen) {
+          throw InputError(SourceLocation{l.path, r.line, 0}, key,
+                           fmt::format("expected one {} per log, as line {} ran ({}), found {} (a run of nccl-tests "
+                                       "{} all: import a run of one {}, e.g. {} {})",
+                                       what, first, seen, v, flag, short_what, flag, example));
         }
       }
-    }
-    // One data type per log (-d all prints every type's rows in one table, whose times the fit
-    // would average size by size), as --compare has it.
-    {
-      int first = 0;
-      std::string type;
-      for (const NcclTestsRow& r : l.rows) {
-        if (r.type.empty()) continue;
-        if (type.empty()) {
-          type = r.type;
-          first = r.line;
-        } else if (r.type != type) {
-          throw InputError(SourceLocation{l.path, r.line, 0}, "type",
-                           fmt::format("expected one data type per log, as line {} ran ({}), found {} (a run of "
-                                       "nccl-tests -d all: import a run of one type, e.g. -d float)",
-                                       first, type, r.type));
-        }
-      }
-    }
+    };
+    one_per_log(&NcclTestsRow::redop, "redop", "reduction", "reduction", "-o", "sum");
+    one_per_log(&NcclTestsRow::type, "type", "data type", "type", "-d", "float");
     res.warnings.insert(res.warnings.end(), l.warnings.begin(), l.warnings.end());
     // Send/Recv is timed by the point-to-point model (collective_plan.hpp p2p_rate_cap_Bps, fitted
     // to published sendrecv_perf curves), never by a measured fit: kept, and said so.
