@@ -37,14 +37,27 @@ void check_output_path(const std::string& path, const std::string& flag, const s
     throw InputError(SourceLocation{"<command line>", 0, 0}, flag,
                      "expected a file path, found '-' (standard output holds the table; give a file, e.g. out.json)");
   std::error_code ec;
-  // A device or pipe (/dev/stdout, /dev/null, a FIFO), as the kernel follows its links: refused
-  // as such (regression: /dev/stdout resolved to a pipe's name in /proc/PID/fd and was refused as
-  // "cannot create a file in folder /proc/PID/fd").
-  if (const fs::file_status given = fs::status(path, ec);
-      fs::exists(given) && !fs::is_regular_file(given) && !fs::is_directory(given))
-    throw InputError(where, flag,
-                     "exists and is not a regular file (a device or pipe); expected a file path to write (standard "
-                     "output holds the table; give a file, e.g. out.json)");
+  // What the path is as the kernel follows its links (one stat serves both checks):
+  // - a device or pipe (/dev/stdout, /dev/null, a FIFO): refused as such (regression:
+  //   /dev/stdout resolved to a pipe's name in /proc/PID/fd and was refused as "cannot create a
+  //   file in folder /proc/PID/fd");
+  // - the file standard output or error is redirected to: the result would replace what is written
+  //   there (regression: `run ... --json /dev/stdout > out.txt` left out.txt the JSON alone).
+  if (struct stat given {}; ::stat(path.c_str(), &given) == 0) {
+    if (!S_ISREG(given.st_mode) && !S_ISDIR(given.st_mode))
+      throw InputError(where, flag,
+                       "exists and is not a regular file (a device or pipe); expected a file path to write (standard "
+                       "output holds the table; give a file, e.g. out.json)");
+    if (S_ISREG(given.st_mode))
+      for (const int fd : {1, 2}) {
+        struct stat stream {};
+        if (::fstat(fd, &stream) == 0 && stream.st_dev == given.st_dev && stream.st_ino == given.st_ino)
+          throw InputError(where, flag,
+                           std::string("is the file standard ") + (fd == 1 ? "output" : "error") +
+                               " is written to; expected another file (the result would replace what is written "
+                               "there)");
+      }
+  }
   const fs::path target = resolve_output_path(path);
   if (target.empty()) throw InputError(where, flag, "cannot resolve the path");
   // The file standard output (or error) is redirected to: the result would replace the table
