@@ -528,14 +528,15 @@ class ComposedStrategy final : public Strategy {
         scheduler_(std::move(scheduler)) {}
   std::string name() const override { return name_; }
   std::string description() const override { return description_; }
+  bool keeps_stream_placement() const override { return scheduler_->keeps_stream_placement(); }
   Schedule apply(Schedule s, const StrategyContext& ctx) const override {
     for (const auto& p : passes_) s = p->run(std::move(s), ctx);
-    // serial puts every op on the one compute stream in program order: what a pass placed on
-    // other streams runs there too, so a pass whose work is that placement changes nothing (a
-    // composition with serial's figures and no word said, regression).
-    if (scheduler_->name() == "serial" && !passes_.empty())
-      ctx.note(name_ + ": serial runs every op on one stream in program order, so its passes' stream placement "
-               "(layer-schedule's, the chunks' overlap) is not used; their ops and order are");
+    // A base that runs every op on one stream (serial) drops what a pass placed on other
+    // streams, so a pass whose work is that placement changes nothing (a composition with
+    // serial's figures and no word said, regression).
+    if (!scheduler_->keeps_stream_placement() && !passes_.empty())
+      ctx.note(name_ + ": " + scheduler_->name() + " runs every op on one stream in program order, so its passes' "
+               "stream placement (layer-schedule's, the chunks' overlap) is not used; their ops and order are");
     return scheduler_->apply(std::move(s), ctx);
   }
 

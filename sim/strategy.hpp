@@ -82,6 +82,10 @@ class Strategy {
   virtual std::string description() const = 0;
   /// Transforms the workload into the schedule to replay.
   virtual Schedule apply(Schedule workload, const StrategyContext& ctx) const = 0;
+  /// Whether it keeps the streams ops are placed on (Op::overlap_stream, a pass's placement);
+  /// false: it runs every op on one stream in program order (serial), so a composition's passes
+  /// change only its ops and their order (said in the notes, sim/pass.cpp).
+  virtual bool keeps_stream_placement() const { return true; }
 };
 
 /// The strategy of that name. Throws InputError listing the known names when unknown.

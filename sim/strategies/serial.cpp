@@ -10,6 +10,7 @@ class Serial final : public Strategy {
  public:
   std::string name() const override { return "serial"; }
   std::string description() const override { return "no overlap: every collective and transfer blocks computation"; }
+  bool keeps_stream_placement() const override { return false; }
   Schedule apply(Schedule s, const StrategyContext&) const override {
     for (auto& p : s.programs)
       for (auto& op : p.ops) op.stream = 0;
