@@ -271,10 +271,11 @@ std::vector<NcclTestsLog> read_nccl_tests_logs(const std::string& path, const st
   std::vector<std::string> lines;
   for (std::string l; std::getline(file, l);) lines.push_back(l);
   // The runs that name their collective ("# Collective test starting: X_perf"), by line.
+  static const std::string kStarting = "Collective test starting:";
   std::vector<std::pair<int, std::string>> named;
   for (size_t i = 0; i < lines.size(); ++i)
-    if (const auto at = lines[i].find("Collective test starting:"); at != std::string::npos && lines[i][0] == '#') {
-      const std::vector<std::string> t = split(lines[i].substr(at + 25));
+    if (const auto at = lines[i].find(kStarting); at != std::string::npos && lines[i][0] == '#') {
+      const std::vector<std::string> t = split(lines[i].substr(at + kStarting.size()));
       if (!t.empty()) named.emplace_back(static_cast<int>(i) + 1, nccl_tests_collective(t.back()));
     }
   const std::string want = collective.empty() ? "" : nccl_tests_collective(collective);
